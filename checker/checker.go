@@ -1,0 +1,139 @@
+// Package checker decides whether a history shows mutual exclusion. It is a
+// pure function of the history: porcupine proves or refutes exclusion per
+// lock key, an interval sweep explains each overlap (which clients, when,
+// under which faults), and a resource oracle measures the damage done to the
+// protected counter. A verdict is safe only when all the evidence is there.
+package checker
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// DefaultTimeout bounds porcupine when Options.Timeout is zero.
+const DefaultTimeout = 60 * time.Second
+
+// Options tune a check.
+type Options struct {
+	// Timeout bounds porcupine's search; when it runs out the mutex answer is
+	// unknown and the verdict at best inconclusive. Zero means DefaultTimeout.
+	Timeout time.Duration
+	_       struct{}
+}
+
+// Check decides the verdict of one run from its events, given in any order.
+func Check(events []history.Event, opts Options) Result {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	sorted := sortByTime(events)
+	tl := newTimeline(sorted)
+	tr := replay(sorted)
+	fillLatencies(tr)
+	faults, spans := faultWindows(sorted, tl)
+
+	began := time.Now()
+	answer := porcupine.CheckOperationsTimeout(MutexModel(), tr.ops, timeout)
+	count, overlaps := sweep(tr.holds, spans, tl)
+	checkMs := float64(time.Since(began).Microseconds()) / 1e3
+
+	resource, resourceGaps := checkResource(tr.resourceOps, sorted)
+
+	r := Result{
+		Reasons: []string{},
+		Nemesis: []string{},
+		Mutex: MutexResult{
+			Ops:          len(tr.ops),
+			Holds:        len(tr.holds),
+			OverlapCount: count,
+			Overlaps:     overlaps,
+			CheckMs:      checkMs,
+		},
+		Resource: resource,
+		Acquire:  tr.acquire,
+		Release:  tr.release,
+		Liveness: LivenessResult{DeadlockedKeys: deadlockedKeys(sorted)},
+		Faults:   faults,
+		// Beyond a cut or a death, a history is not whole when it breaks its
+		// own rules or the coordinator says it lost part of it.
+		Complete: tr.runEnd != nil && len(tr.unexpectedExits) == 0 &&
+			tr.malformed.reason() == "" && len(tr.runEndErrors) == 0,
+	}
+	if len(sorted) > 0 {
+		r.DurationMs = tl.ms(tl.end)
+	}
+	if tr.runStart != nil && tr.runStart.Run != nil {
+		run := tr.runStart.Run
+		r.Lock, r.Seed = run.Lock, run.Seed
+		r.Nemesis = append(r.Nemesis, run.Nemesis...)
+	}
+	if len(overlaps) > 0 {
+		first := overlaps[0].StartMs
+		if len(faults) > 0 {
+			first -= faults[0].StartMs
+		}
+		r.FirstViolationMs = &first
+	}
+	decide(&r, tr, answer, timeout, resourceGaps, tl)
+	return r
+}
+
+// MutexOperations returns the operations Check gives porcupine, for a
+// visualization of the mutex history (porcupine.CheckOperationsVerbose with
+// MutexModel, then porcupine.Visualize).
+func MutexOperations(events []history.Event) []porcupine.Operation {
+	return replay(sortByTime(events)).ops
+}
+
+// sortByTime returns a copy of events in time order. Events arrive in the
+// file in order of arrival, not of time; among events of one instant the
+// file order is kept (a client writes its own events in order), except that
+// a fault-end, a worker-exit and the run-end come last: whatever bears the
+// same timestamp happened before the coordinator saw them.
+func sortByTime(events []history.Event) []history.Event {
+	sorted := slices.Clone(events)
+	rank := func(k history.Kind) int {
+		switch k {
+		case history.FaultEnd:
+			return 1
+		case history.WorkerExit:
+			return 2
+		case history.RunEnd:
+			return 3
+		}
+		return 0
+	}
+	slices.SortStableFunc(sorted, func(a, b history.Event) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(rank(a.Kind), rank(b.Kind)))
+	})
+	return sorted
+}
+
+// timeline maps monotonic nanoseconds to the milliseconds of a result,
+// counted from the run-start event (or the earliest event without one).
+type timeline struct {
+	origin int64
+	end    int64 // the last event
+}
+
+func newTimeline(sorted []history.Event) timeline {
+	if len(sorted) == 0 {
+		return timeline{}
+	}
+	tl := timeline{origin: sorted[0].Time, end: sorted[len(sorted)-1].Time}
+	for _, e := range sorted {
+		if e.Kind == history.RunStart {
+			tl.origin = e.Time
+			break
+		}
+	}
+	return tl
+}
+
+func (tl timeline) ms(t int64) float64 { return float64(t-tl.origin) / 1e6 }

@@ -1,0 +1,130 @@
+package checker
+
+import (
+	"math/rand/v2"
+	"slices"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// ms turns the milliseconds of a hand-written history into the monotonic
+// nanoseconds of events.
+func ms(t float64) int64 { return int64(t * 1e6) }
+
+// hist builds a history by hand, in milliseconds since run start (t=0).
+type hist struct{ events []history.Event }
+
+func (h *hist) add(e history.Event) *hist { h.events = append(h.events, e); return h }
+
+func (h *hist) op(c int, kind history.Kind, f, key string, t float64) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: kind, Client: c, F: f, Key: key})
+}
+
+func (h *hist) start() *hist {
+	return h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
+		Run: &history.RunInfo{Lock: "redlock", Nemesis: []string{"pause-client"}, Seed: 7, Clients: 2, Keys: 1}})
+}
+
+func (h *hist) end(t float64) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: history.RunEnd, Client: history.NoClient})
+}
+
+// acquire: invoke at inv, ok at ok.
+func (h *hist) acquire(c int, key string, inv, ok float64) *hist {
+	return h.op(c, history.Invoke, history.Acquire, key, inv).op(c, history.OK, history.Acquire, key, ok)
+}
+
+func (h *hist) acquireAnswer(c int, key string, inv, done float64, kind history.Kind) *hist {
+	return h.op(c, history.Invoke, history.Acquire, key, inv).op(c, kind, history.Acquire, key, done)
+}
+
+// release: invoke at inv, ok at done.
+func (h *hist) release(c int, key string, inv, done float64) *hist {
+	return h.op(c, history.Invoke, history.Release, key, inv).op(c, history.OK, history.Release, key, done)
+}
+
+func (h *hist) releaseNotHeld(c int, key string, inv, done float64) *hist {
+	h.op(c, history.Invoke, history.Release, key, inv)
+	return h.add(history.Event{Time: ms(done), Kind: history.Fail, Client: c, F: history.Release, Key: key, Error: history.ErrNotHeld})
+}
+
+// hold is a whole critical section: acquire invoked 1 ms before ok, release
+// answered 1 ms after its invoke.
+func (h *hist) hold(c int, key string, from, to float64) *hist {
+	return h.acquire(c, key, from-1, from).release(c, key, to, to+1)
+}
+
+func (h *hist) lost(c int, key string, t float64) *hist {
+	return h.op(c, history.Lost, "", key, t)
+}
+
+func (h *hist) exit(c int, t float64, expected bool) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: history.WorkerExit, Client: c, Expected: expected})
+}
+
+func (h *hist) fault(id int, name string, clients []int, from, to float64) *hist {
+	f := &history.Fault{ID: id, Name: name, Target: "worker", Clients: clients}
+	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	if to >= 0 {
+		h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
+	}
+	return h
+}
+
+func (h *hist) write(c int, key string, inv, done float64, kind history.Kind, value, fence int64) *hist {
+	h.add(history.Event{Time: ms(inv), Kind: history.Invoke, Client: c, F: history.Write, Key: key, Value: history.Int64(value), Fence: fence})
+	return h.add(history.Event{Time: ms(done), Kind: kind, Client: c, F: history.Write, Key: key})
+}
+
+func (h *hist) read(c int, key string, inv, done float64, value, fence int64) *hist {
+	h.op(c, history.Invoke, history.Read, key, inv)
+	return h.add(history.Event{Time: ms(done), Kind: history.OK, Client: c, F: history.Read, Key: key, Value: history.Int64(value), Fence: fence})
+}
+
+func (h *hist) probeResource(key string, t float64, value int64) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: history.Probe, Client: history.NoClient, F: "resource", Key: key, Value: history.Int64(value)})
+}
+
+func (h *hist) probeLock(key string, t float64, pttl ...int64) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: history.Probe, Client: history.NoClient, F: "lock", Key: key, PTTL: pttl})
+}
+
+// shuffle returns events in another arrival order that a real history file
+// could have: each worker's own events stay in order (one pipe per worker),
+// while the coordinator's events (faults, exits, probes, run start and end)
+// may land anywhere.
+func shuffle(events []history.Event, pick func(n int) int) []history.Event {
+	streams := map[int][]history.Event{}
+	var order [][]history.Event
+	for _, e := range events {
+		if e.Client == history.NoClient || e.Kind == history.WorkerExit {
+			order = append(order, []history.Event{e})
+			continue
+		}
+		streams[e.Client] = append(streams[e.Client], e)
+	}
+	for _, c := range sortedKeys(streams) {
+		order = append(order, streams[c])
+	}
+	out := make([]history.Event, 0, len(events))
+	for len(order) > 0 {
+		i := pick(len(order))
+		out = append(out, order[i][0])
+		if order[i] = order[i][1:]; len(order[i]) == 0 {
+			order = slices.Delete(order, i, i+1)
+		}
+	}
+	return out
+}
+
+func randomPick(seed uint64) func(int) int {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	return r.IntN
+}
+
+// comparable drops what legitimately differs between two checks of the
+// same history.
+func comparable(r Result) Result {
+	r.Mutex.CheckMs = 0
+	return r
+}

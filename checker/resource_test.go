@@ -1,0 +1,86 @@
+package checker
+
+import (
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+func TestResourceOracle(t *testing.T) {
+	const r0, r1 = "res:0", "res:1"
+	tests := []struct {
+		name    string
+		history *hist
+		want    ResourceResult
+		gaps    int
+	}{
+		{
+			name: "lost updates per key, floored at zero",
+			history: new(hist).
+				write(0, r0, 1, 2, history.OK, 1, 0).write(1, r0, 1, 3, history.OK, 1, 0).write(0, r0, 4, 5, history.OK, 2, 0).
+				write(0, r1, 6, 7, history.OK, 1, 0).write(1, r1, 8, 9, history.Info, 2, 0).
+				probeResource(r0, 10, 2).probeResource(r1, 10, 2),
+			want: ResourceResult{Holds: 4, LostUpdates: 1},
+		},
+		{
+			name: "the last probe of a key counts",
+			history: new(hist).
+				write(0, r0, 1, 2, history.OK, 1, 0).write(0, r0, 3, 4, history.OK, 2, 0).
+				probeResource(r0, 10, 1).probeResource(r0, 11, 2),
+			want: ResourceResult{Holds: 2, Safe: true},
+		},
+		{
+			name: "a key never written needs no probe; a written one does",
+			history: new(hist).
+				write(0, r0, 1, 2, history.OK, 1, 0).write(0, r1, 3, 4, history.Fail, 1, 0),
+			want: ResourceResult{Holds: 1},
+			gaps: 1,
+		},
+		{
+			name: "a read invoked at the instant a write was acknowledged is concurrent with it",
+			history: new(hist).
+				write(0, r0, 1, 5, history.OK, 3, 0).read(1, r0, 5, 6, 2, 0).read(1, r0, 7, 8, 2, 0).
+				probeResource(r0, 10, 3),
+			want: ResourceResult{Holds: 1, StaleReads: 1},
+		},
+		{
+			name: "stale reads compare with the highest value acknowledged, not the last",
+			history: new(hist).
+				write(0, r0, 1, 2, history.OK, 5, 0).write(1, r0, 3, 4, history.OK, 4, 0).read(1, r0, 5, 6, 4, 0).
+				probeResource(r0, 10, 5),
+			want: ResourceResult{Holds: 2, StaleReads: 1},
+		},
+		{
+			name: "a fenced write invoked at the instant a higher token was answered is concurrent with it",
+			history: new(hist).
+				write(0, r0, 1, 5, history.OK, 1, 7).write(1, r0, 5, 6, history.OK, 2, 6).
+				probeResource(r0, 10, 2),
+			want: ResourceResult{Holds: 2, Safe: true},
+		},
+		{
+			name: "a read carrying a higher token makes a later lower write stale; an equal token does not",
+			history: new(hist).
+				read(0, r0, 1, 2, 0, 7).write(1, r0, 3, 4, history.OK, 1, 7).write(1, r0, 5, 6, history.OK, 2, 6).
+				write(1, r0, 7, 8, history.Fail, 3, 5).write(1, r0, 9, 10, history.Fail, 3, 0).
+				probeResource(r0, 20, 2),
+			want: ResourceResult{Holds: 2, StaleAccepted: 1, StaleRejected: 1},
+		},
+		{
+			name: "unfenced writes are never stale-accepted",
+			history: new(hist).
+				write(0, r0, 1, 2, history.OK, 1, 7).write(1, r0, 3, 4, history.OK, 2, 0).
+				probeResource(r0, 20, 2),
+			want: ResourceResult{Holds: 2, Safe: true},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sorted := sortByTime(tc.history.events)
+			got, gaps := checkResource(replay(sorted).resourceOps, sorted)
+			got.Summary = ""
+			if got != tc.want || len(gaps) != tc.gaps {
+				t.Errorf("got %+v with gaps %q, want %+v and %d gaps", got, gaps, tc.want, tc.gaps)
+			}
+		})
+	}
+}

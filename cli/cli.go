@@ -1,0 +1,240 @@
+// Package cli is lockchaos's command line. It is a package, not only a main,
+// so a researcher can build their own binary with extra locks or nemeses
+// registered (import them, then call cli.Main): workers re-execute the same
+// binary and see the same registrations.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/workload"
+)
+
+// Exit codes.
+const (
+	ExitSafe         = 0
+	ExitViolation    = 1
+	ExitInconclusive = 2
+	ExitUsage        = 3 // bad flags or names: the message says what to fix
+	ExitSetup        = 4 // the run could not be set up or recorded
+)
+
+const usageText = `lockchaos finds out whether a distributed lock really gives mutual exclusion.
+
+Usage:
+  lockchaos run   --lock NAME [--nemesis NAME[,NAME...]] [flags]   one run, checked
+  lockchaos chaos [--quick] [--out DIR]                            the built-in catalogue
+  lockchaos check DIR                                              re-check a stored run
+  lockchaos list                                                   locks and nemeses
+
+Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
+3 usage error, 4 setup error. chaos exits 0 only when every verdict matched
+its expectation.
+
+Run 'lockchaos run -h' for the flags of run.
+`
+
+// Main runs the command line and returns the exit code.
+func Main(args []string) int {
+	if os.Getenv(workload.RoleEnv) == "worker" {
+		return workload.Main()
+	}
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usageText)
+		return ExitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:])
+	case "chaos":
+		return cmdChaos(args[1:])
+	case "check":
+		return cmdCheck(args[1:])
+	case "list":
+		return cmdList(os.Stdout)
+	case "worker":
+		return workload.Main()
+	case "-h", "--help", "help":
+		fmt.Print(usageText)
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "lockchaos: unknown command %q\n\n%s", args[0], usageText)
+	return ExitUsage
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which stops the
+// run in order; a second one kills the coordinator at once (its children die
+// with it through Pdeathsig).
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(os.Stderr, "lockchaos: %v: healing faults, stopping workers and nodes (again to abort)\n", s)
+			signal.Stop(sigs)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); cancel() }
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func cmdRun(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var (
+		cfg     runner.Config
+		nemeses string
+		opts    listFlag
+		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
+	)
+	fs.StringVar(&cfg.Lock, "lock", "", "lock to test (see `lockchaos list`)")
+	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
+	fs.IntVar(&cfg.Clients, "clients", 4, "client processes")
+	fs.IntVar(&cfg.Keys, "keys", 1, "lock keys the clients contend for")
+	fs.IntVar(&cfg.Nodes, "nodes", 0, "lock nodes (0: the lock's default)")
+	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lock lease time")
+	fs.DurationVar(&cfg.Hold, "hold", 100*time.Millisecond, "time spent inside each critical section")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the workload runs")
+	fs.DurationVar(&cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
+	fs.DurationVar(&cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
+	fs.DurationVar(&cfg.Think, "think", 10*time.Millisecond, "most a client sleeps between attempts")
+	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
+	fs.DurationVar(&cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
+	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
+	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
+	fs.Var(&opts, "opt", "option NAME.KEY=VALUE of the lock or a nemesis, repeatable (see `lockchaos list`)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "lockchaos run: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	cfg.Nemeses = strings.Split(nemeses, ",")
+	split, err := option.Split(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+		return ExitUsage
+	}
+	cfg.LockOptions = split[cfg.Lock]
+	delete(split, cfg.Lock)
+	cfg.NemesisOptions = split
+	cfg.Seed = *seed
+	if cfg.Seed == 0 {
+		cfg.Seed = time.Now().UnixNano() % 1_000_000
+	}
+	if cfg.Out == "" {
+		cfg.Out = fmt.Sprintf("results/run-%s", time.Now().Format("20060102-150405"))
+	}
+	cfg.Progress = os.Stderr
+	ctx, stop := signalContext()
+	defer stop()
+	res, err := runner.Run(ctx, cfg)
+	return report(os.Stdout, cfg.Out, res, err)
+}
+
+// report prints the one-line summary and maps the outcome to an exit code.
+func report(w io.Writer, dir string, res checker.Result, err error) int {
+	if err != nil {
+		var ue runner.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "lockchaos:", err)
+			return ExitUsage
+		}
+		fmt.Fprintln(os.Stderr, "lockchaos:", err)
+		if res.Verdict == "" {
+			return ExitSetup
+		}
+	}
+	summary := res.Summary
+	if !strings.HasPrefix(summary, string(res.Verdict)) {
+		summary = string(res.Verdict) + ": " + summary
+	}
+	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) → %s/result.json\n",
+		summary, res.Lock, nemesisList(res.Nemesis), res.Seed, dir)
+	if err != nil {
+		return ExitSetup
+	}
+	return verdictCode(res.Verdict)
+}
+
+func nemesisList(ns []string) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	return strings.Join(ns, ",")
+}
+
+func verdictCode(v checker.Verdict) int {
+	switch v {
+	case checker.Safe:
+		return ExitSafe
+	case checker.Violation:
+		return ExitViolation
+	}
+	return ExitInconclusive
+}
+
+func cmdCheck(args []string) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	timeout := fs.Duration("check-timeout", 0, "porcupine time limit (0: 60s)")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: lockchaos check DIR   (DIR holds history.jsonl)")
+		return ExitUsage
+	}
+	dir := fs.Arg(0)
+	res, err := runner.CheckDir(dir, *timeout)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
+		return ExitSetup
+	}
+	return report(os.Stdout, dir, res, nil)
+}
+
+func cmdList(w io.Writer) int {
+	fmt.Fprintln(w, "Locks (--lock NAME):")
+	for _, s := range locks.All() {
+		fmt.Fprintf(w, "  %-16s %s (nodes: %d)\n", s.Name, s.Description, s.Nodes)
+		listOptions(w, s.Name, s.Options)
+	}
+	fmt.Fprintln(w, "\nNemeses (--nemesis NAME[,NAME...]):")
+	fmt.Fprintf(w, "  %-16s %s\n", "none", "no faults")
+	for _, s := range nemesis.All() {
+		fmt.Fprintf(w, "  %-16s %s\n", s.Name, s.Description)
+		listOptions(w, s.Name, s.Options)
+	}
+	return 0
+}
+
+func listOptions(w io.Writer, owner string, specs []option.Spec) {
+	sorted := append([]option.Spec(nil), specs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
+	for _, o := range sorted {
+		fmt.Fprintf(w, "  %-16s   --opt %s.%s=%s  %s\n", "", owner, o.Key, o.Default, o.Help)
+	}
+}

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var bin string
+
+// The tests drive the real binary, as a user or CI would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lockchaos-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "lockchaos")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/lockchaos").CombinedOutput(); err != nil {
+		panic("build lockchaos: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func lockchaos(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("lockchaos %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestListShowsEveryLockAndNemesis(t *testing.T) {
+	out, _, code := lockchaos(t, "list")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua", "pause-client", "latency", "kill-client", "--opt setnx-expire.gap="} {
+		if !strings.Contains(out, name) {
+			t.Errorf("list does not show %q:\n%s", name, out)
+		}
+	}
+}
+
+func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--lock", "nope", "--out", t.TempDir()}, "known locks: set-nx-px, setnx-expire, token-lua"},
+		{[]string{"run", "--lock", "token-lua", "--nemesis", "gremlins", "--out", t.TempDir()}, "unknown nemesis \"gremlins\""},
+		{[]string{"run", "--lock", "token-lua", "--opt", "broken", "--out", t.TempDir()}, "NAME.KEY=VALUE"},
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"check"}, "usage: lockchaos check DIR"},
+	} {
+		_, stderr, code := lockchaos(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("lockchaos %v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, ExitUsage, tc.want)
+		}
+	}
+}
+
+func TestRunExitCodeMatchesVerdictAndCheckAgrees(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--lock", "token-lua", "--hold", "10ms"}, ExitSafe},
+		{[]string{"--lock", "set-nx-px", "--nemesis", "pause-client", "--hold", "60ms"}, ExitViolation},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"run", "--ttl", "300ms", "--duration", "2s", "--seed", "3", "--out", dir}, tc.args...)
+		out, stderr, code := lockchaos(t, args...)
+		if code != tc.code {
+			t.Fatalf("lockchaos %v: exit %d, want %d\n%s%s", args, code, tc.code, out, stderr)
+		}
+		var res struct {
+			Verdict string `json:"verdict"`
+			Seed    int64  `json:"seed"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+		if err != nil || json.Unmarshal(b, &res) != nil || res.Seed != 3 {
+			t.Fatalf("result.json unreadable or without the seed: %v %s", err, b)
+		}
+		if !strings.HasPrefix(out, res.Verdict+": ") {
+			t.Errorf("summary line %q does not start with the verdict %s", out, res.Verdict)
+		}
+		again, _, code := lockchaos(t, "check", dir)
+		if code != tc.code || !strings.HasPrefix(again, res.Verdict+": ") {
+			t.Errorf("check %s: exit %d %q, want exit %d and verdict %s", dir, code, again, tc.code, res.Verdict)
+		}
+	}
+}
+
+// processesOf lists the pids of running processes whose executable is exe,
+// and of redis-server processes that are children of pid.
+func leftovers(t *testing.T, exe string, parent int) []string {
+	t.Helper()
+	var out []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		dir := filepath.Dir(s)
+		if target, err := os.Readlink(filepath.Join(dir, "exe")); err == nil && target == exe {
+			out = append(out, dir+" (lockchaos)")
+		}
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		// Fields after the command name: state, ppid, pgrp …
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
+		if len(f) > 2 && f[1] == itoa(parent) && strings.TrimSpace(string(comm)) == "redis-server" {
+			out = append(out, dir+" (redis-server)")
+		}
+	}
+	return out
+}
+
+func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(n); return string(b) }()) }
+
+// waitGone polls until nothing of the run is left, or gives up after 10 s.
+func waitGone(t *testing.T, pid int) []string {
+	var left []string
+	for i := 0; i < 100; i++ {
+		if left = leftovers(t, bin, pid); len(left) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return left
+}
+
+func TestSIGINTStopsInOrderAndLeavesNothingBehind(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--nemesis", "pause-client", "--ttl", "300ms", "--duration", "60s", "--out", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %v to stop after SIGINT", took)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || (ee.ExitCode() != ExitInconclusive && ee.ExitCode() != ExitViolation) {
+		t.Fatalf("exit %v after SIGINT, want inconclusive (2) or violation (1):\n%s", err, out.String())
+	}
+	if left := waitGone(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("left running after SIGINT: %v", left)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if !bytes.Contains(b, []byte(`"kind":"run-end"`)) || !bytes.Contains(b, []byte("interrupted")) {
+		t.Error("the history does not end with a run-end that says the run was interrupted")
+	}
+}
+
+func TestKilledCoordinatorTakesItsChildrenAndLeavesACheckablePrefix(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--ttl", "300ms", "--hold", "10ms", "--duration", "60s", "--out", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if left := waitGone(t, cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("left running after the coordinator was killed: %v", left)
+	}
+	out, _, code := lockchaos(t, "check", dir)
+	if code != ExitInconclusive {
+		t.Errorf("check of a crashed run: exit %d (%s), want inconclusive: its history has no end", code, out)
+	}
+}

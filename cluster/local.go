@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Local starts redis-server processes on this host: the embedded default
+// backend. Each node gets a free port on 127.0.0.1 and a temporary directory.
+type Local struct {
+	bin string
+}
+
+// NewLocal finds redis-server, or says how to install it.
+func NewLocal() (*Local, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("redis-server not found in PATH: install it with `apt-get install -y redis-server` (Debian/Ubuntu), or run `make setup` as root")
+	}
+	return &Local{bin: bin}, nil
+}
+
+// StartNode starts one redis-server and waits until it answers PING.
+func (l *Local) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		n, err := l.start(ctx, spec, port)
+		if err == nil {
+			return n, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start redis node %s: %w", spec.Name, lastErr)
+}
+
+// LocalNode is a redis-server child process.
+type LocalNode struct {
+	spec NodeSpec
+	bin  string
+	port int
+	dir  string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (l *Local) start(ctx context.Context, spec NodeSpec, port int) (*LocalNode, error) {
+	dir, err := os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("make a directory for redis node %s: %w", spec.Name, err)
+	}
+	n := &LocalNode{spec: spec, bin: l.bin, port: port, dir: dir}
+	if err := n.launch(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *LocalNode) args() []string {
+	args := []string{
+		"--port", strconv.Itoa(n.port),
+		"--bind", "127.0.0.1",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--dir", n.dir,
+		"--logfile", filepath.Join(n.dir, "redis.log"),
+		"--save", "",
+	}
+	if n.spec.AOF != "" {
+		args = append(args, "--appendonly", "yes", "--appendfsync", n.spec.AOF)
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	return args
+}
+
+func (n *LocalNode) launch(ctx context.Context) error {
+	cmd := exec.Command(n.bin, n.args()...)
+	// Its own process group keeps a terminal's Ctrl-C away from the node (the
+	// coordinator stops it in order); Pdeathsig kills it if the coordinator
+	// dies without cleaning up.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec %s: %w", n.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	n.mu.Lock()
+	n.cmd, n.exited = cmd, exited
+	n.mu.Unlock()
+
+	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := waitReady(readyCtx, n.Addr(), exited); err != nil {
+		n.kill()
+		return fmt.Errorf("%w (log: %s)", err, n.logTail())
+	}
+	return nil
+}
+
+func (n *LocalNode) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func (n *LocalNode) Name() string { return n.spec.Name }
+func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+// Pid is the process id of the running redis-server.
+func (n *LocalNode) Pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd.Process.Pid
+}
+
+// Signal sends sig to this node's own process only, by its pid.
+func (n *LocalNode) Signal(sig syscall.Signal) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("signal %v to redis node %s (pid %d): %w", sig, n.spec.Name, n.cmd.Process.Pid, err)
+	}
+	return nil
+}
+
+// Restart starts the node again on the same port and directory after it was
+// killed, so clients and proxies find it where it was.
+func (n *LocalNode) Restart(ctx context.Context) error {
+	n.kill()
+	return n.launch(ctx)
+}
+
+func (n *LocalNode) kill() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill() // also ends a SIGSTOPped node
+
+	<-exited
+}
+
+// Stop kills the node and removes its directory.
+func (n *LocalNode) Stop() error {
+	n.kill()
+	return os.RemoveAll(n.dir)
+}

@@ -1,0 +1,144 @@
+// Package locks holds the lock algorithms under test, one file each, behind
+// one small contract. A lock registers itself under a stable name in an init
+// function; the CLI, scenario files and workers find it by that name.
+//
+// Adding a lock from outside this repository: implement Locker, call Register
+// from an init function in your package, and build a main that imports it and
+// calls cli.Main (workers re-execute the same binary, so they see it too).
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotAcquired: the lock said no (someone else holds it). The caller
+// definitely does not hold it.
+var ErrNotAcquired = errors.New("not acquired")
+
+// ErrNotHeld: a release or renewal found that this lease no longer holds the
+// lock (it expired, or someone deleted it).
+var ErrNotHeld = errors.New("not held")
+
+// Any other error from Acquire or Release is indeterminate: the operation may
+// or may not have taken effect (a timeout, a dropped connection).
+
+// Lease is what a successful acquire hands back, and what release takes.
+type Lease struct {
+	Key   string
+	Owner string // the client's identity as the lock sees it
+	Token string // the value that identifies this lease on the server
+	// Fence is a fencing token, increasing with every grant; 0 when the lock
+	// issues none.
+	Fence int64
+	// Deadline, when set, is the CLOCK_MONOTONIC time (ns) after which the
+	// client must not trust the lease (RedLock's validity).
+	Deadline int64
+	// Private state of the lock implementation.
+	Data any
+}
+
+// Locker is the contract every lock implements.
+type Locker interface {
+	// Acquire tries once to take key. It returns a lease, ErrNotAcquired, or
+	// another error when the outcome is unknown.
+	Acquire(ctx context.Context, key string) (Lease, error)
+	// Release gives the lease back: nil, ErrNotHeld, or another error when
+	// the outcome is unknown.
+	Release(ctx context.Context, lease Lease) error
+}
+
+// Renewer is implemented by locks whose lease can be extended while held.
+type Renewer interface {
+	// Renew extends the lease by the TTL; ErrNotHeld when it was lost.
+	Renew(ctx context.Context, lease Lease) (Lease, error)
+}
+
+// Config is what a lock gets to build one client's Locker.
+type Config struct {
+	// Nodes are go-redis clients for the lock's nodes, each through this
+	// client's own proxy, in node order.
+	Nodes []*redis.Client
+	TTL   time.Duration
+	// Owner identifies this client process uniquely within the run.
+	Owner   string
+	Options option.Values
+	Rand    *rand.Rand
+}
+
+// Spec registers one lock.
+type Spec struct {
+	Name        string
+	Description string
+	// Nodes is how many lock nodes the algorithm uses by default (1 for a
+	// single-instance lock, 5 for RedLock).
+	Nodes int
+	// Reentrant locks let the same owner acquire again while holding.
+	Reentrant bool
+	Options   []option.Spec
+	New       func(cfg Config) (Locker, error)
+}
+
+var (
+	mu       sync.Mutex
+	registry = map[string]Spec{}
+)
+
+// Register adds a lock. It panics on a duplicate or malformed spec: both are
+// programming errors found at start-up.
+func Register(s Spec) {
+	mu.Lock()
+	defer mu.Unlock()
+	if s.Name == "" || s.New == nil || s.Nodes < 1 {
+		panic(fmt.Sprintf("locks.Register: spec %q needs a Name, a New function and Nodes >= 1", s.Name))
+	}
+	if _, dup := registry[s.Name]; dup {
+		panic("locks.Register: duplicate lock " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// Lookup finds a lock by name; the error lists the known ones.
+func Lookup(name string) (Spec, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	s, ok := registry[name]
+	if !ok {
+		return Spec{}, fmt.Errorf("unknown lock %q; known locks: %s", name, strings.Join(namesLocked(), ", "))
+	}
+	return s, nil
+}
+
+// All returns every registered lock, by name.
+func All() []Spec {
+	mu.Lock()
+	defer mu.Unlock()
+	var out []Spec
+	for _, n := range namesLocked() {
+		out = append(out, registry[n])
+	}
+	return out
+}
+
+func namesLocked() []string {
+	var ns []string
+	for n := range registry {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// randomToken returns a token unique to this lease.
+func randomToken(owner string, r *rand.Rand) string {
+	return fmt.Sprintf("%s:%016x", owner, r.Uint64())
+}

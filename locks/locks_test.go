@@ -1,0 +1,156 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
+)
+
+// node starts a real redis-server for the test and a client to it.
+func node(t *testing.T) *redis.Client {
+	t.Helper()
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func newLock(t *testing.T, name string, rdb *redis.Client, owner string, ttl time.Duration, given map[string]string) locks.Locker {
+	t.Helper()
+	spec, err := locks.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := option.Resolve(name, spec.Options, given, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.New(locks.Config{Nodes: []*redis.Client{rdb}, TTL: ttl, Owner: owner, Options: opts, Rand: rand.New(rand.NewPCG(1, uint64(len(owner))))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// Every lock: exclusive while held, free after release, "not held" when
+// released twice, and free again once the TTL ran out.
+func TestEveryLockBasicContract(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua"} {
+		t.Run(name, func(t *testing.T) {
+			rdb := node(t)
+			ttl := 200 * time.Millisecond
+			a := newLock(t, name, rdb, "a", ttl, nil)
+			b := newLock(t, name, rdb, "bb", ttl, nil)
+			la, err := a.Acquire(ctx, "k")
+			if err != nil {
+				t.Fatalf("a acquire: %v", err)
+			}
+			if _, err := b.Acquire(ctx, "k"); !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatalf("b acquired a held lock: %v", err)
+			}
+			if pttl := rdb.PTTL(ctx, "k").Val(); pttl <= 0 || pttl > ttl {
+				t.Errorf("lock key PTTL %v, want within (0, %v]", pttl, ttl)
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Fatalf("a release: %v", err)
+			}
+			if err := a.Release(ctx, la); !errors.Is(err, locks.ErrNotHeld) {
+				t.Errorf("second release: %v, want ErrNotHeld", err)
+			}
+			if _, err := b.Acquire(ctx, "k"); err != nil {
+				t.Fatalf("b acquire after release: %v", err)
+			}
+			time.Sleep(ttl + 50*time.Millisecond)
+			if _, err := a.Acquire(ctx, "k"); err != nil {
+				t.Errorf("a acquire after b's lease expired: %v", err)
+			}
+		})
+	}
+}
+
+// The seeds' flaw, kept faithfully: a plain DEL frees whoever holds the lock.
+func TestDelReleaseRemovesTheNextHoldersLock(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"setnx-expire", "set-nx-px"} {
+		t.Run(name, func(t *testing.T) {
+			rdb := node(t)
+			ttl := 100 * time.Millisecond
+			a := newLock(t, name, rdb, "a", ttl, nil)
+			b := newLock(t, name, rdb, "bb", ttl, nil)
+			la, _ := a.Acquire(ctx, "k")
+			time.Sleep(ttl + 30*time.Millisecond)
+			if _, err := b.Acquire(ctx, "k"); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Fatalf("a's late release: %v (it deletes b's lock and reports success)", err)
+			}
+			if n := rdb.Exists(ctx, "k").Val(); n != 0 {
+				t.Error("b's lock survived a's late DEL")
+			}
+		})
+	}
+}
+
+func TestTokenLuaLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
+	ctx := context.Background()
+	rdb := node(t)
+	ttl := 100 * time.Millisecond
+	a := newLock(t, "token-lua", rdb, "a", ttl, nil)
+	b := newLock(t, "token-lua", rdb, "bb", ttl, nil)
+	la, _ := a.Acquire(ctx, "k")
+	time.Sleep(ttl + 30*time.Millisecond)
+	lb, err := b.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, la); !errors.Is(err, locks.ErrNotHeld) {
+		t.Errorf("a's late release: %v, want ErrNotHeld", err)
+	}
+	if _, err := a.(locks.Renewer).Renew(ctx, la); !errors.Is(err, locks.ErrNotHeld) {
+		t.Errorf("a's late renewal: %v, want ErrNotHeld", err)
+	}
+	if _, err := b.(locks.Renewer).Renew(ctx, lb); err != nil {
+		t.Errorf("b's renewal: %v", err)
+	}
+	if rdb.Get(ctx, "k").Val() != lb.Token {
+		t.Error("b's lock is gone after a's late release")
+	}
+}
+
+// A client that dies between SETNX and EXPIRE leaves a key with no expiry.
+func TestSetnxExpireGapLeavesAKeyWithoutExpiry(t *testing.T) {
+	rdb := node(t)
+	l := newLock(t, "setnx-expire", rdb, "a", 100*time.Millisecond, map[string]string{"gap": "300ms"})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	go l.Acquire(ctx, "k") // its EXPIRE comes after the context ended: it never runs
+	time.Sleep(150 * time.Millisecond)
+	if pttl := rdb.PTTL(context.Background(), "k").Val(); pttl != -1 {
+		t.Errorf("PTTL during the gap = %v, want -1 (no expiry)", pttl)
+	}
+}
+
+func TestLookupListsKnownLocks(t *testing.T) {
+	_, err := locks.Lookup("nope")
+	if err == nil || !strings.Contains(err.Error(), `unknown lock "nope"; known locks: `) || !strings.Contains(err.Error(), "token-lua") {
+		t.Errorf("Lookup error = %v", err)
+	}
+}

@@ -1,0 +1,417 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/workload"
+	"github.com/redis/go-redis/v9"
+)
+
+// Run performs one run and returns the checker's result, also written to
+// Out/result.json beside Out/history.jsonl. An error means the run could not
+// be set up or its history could not be written; a UsageError means the
+// configuration is wrong. Cancelling ctx (SIGINT, SIGTERM) stops the run
+// early but in order: faults healed, workers stopped, nodes shut down, and
+// the partial history checked (a violation in it is real; otherwise the
+// verdict is inconclusive).
+func Run(ctx context.Context, cfg Config) (checker.Result, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return checker.Result{}, err
+	}
+	lockSpec, lockOpts, nemeses, err := resolve(cfg)
+	if err != nil {
+		return checker.Result{}, err
+	}
+	if cfg.Nodes == 0 {
+		cfg.Nodes = lockSpec.Nodes
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
+		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
+	}
+	hist, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
+	if err != nil {
+		return checker.Result{}, err
+	}
+	r := &run{cfg: cfg, hist: hist, trk: newTracker(), rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)})}
+	runErr := r.execute(ctx, lockSpec, lockOpts, nemeses)
+	if cerr := hist.Close(); cerr != nil {
+		runErr = errors.Join(runErr, cerr)
+	}
+	if r.started == 0 {
+		// Nothing ran: there is no history worth checking.
+		return checker.Result{}, runErr
+	}
+	res, cerr := CheckDir(cfg.Out, cfg.CheckTimeout)
+	return res, errors.Join(runErr, cerr)
+}
+
+// resolve looks up the lock and the nemeses and validates their options
+// before anything starts.
+func resolve(cfg Config) (locks.Spec, option.Values, []nemesis.Scheduled, error) {
+	spec, err := locks.Lookup(cfg.Lock)
+	if err != nil {
+		return spec, option.Values{}, nil, UsageError{Err: err}
+	}
+	opts, err := option.Resolve(spec.Name, spec.Options, cfg.LockOptions, cfg.TTL)
+	if err != nil {
+		return spec, opts, nil, UsageError{Err: err}
+	}
+	// New must not do I/O: called here without nodes, it validates options.
+	if _, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))}); err != nil {
+		return spec, opts, nil, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+	}
+	var out []nemesis.Scheduled
+	seen := map[string]bool{}
+	for _, name := range cfg.Nemeses {
+		if seen[name] {
+			return spec, opts, nil, usage("nemesis %s is given twice", name)
+		}
+		seen[name] = true
+		ns, err := nemesis.Lookup(name)
+		if err != nil {
+			return spec, opts, nil, UsageError{Err: err}
+		}
+		nopts, err := option.Resolve(name, ns.Options, cfg.NemesisOptions[name], cfg.TTL)
+		if err != nil {
+			return spec, opts, nil, UsageError{Err: err}
+		}
+		n, err := ns.New(nopts)
+		if err != nil {
+			return spec, opts, nil, UsageError{Err: err}
+		}
+		out = append(out, nemesis.Scheduled{Name: name, Nemesis: n})
+	}
+	for name := range cfg.NemesisOptions {
+		if name != spec.Name && !seen[name] {
+			return spec, opts, nil, usage("--opt %s.…: %s is neither the lock nor a nemesis of this run", name, name)
+		}
+	}
+	return spec, opts, out, nil
+}
+
+type run struct {
+	cfg     Config
+	hist    *history.Writer
+	trk     *tracker
+	rng     *rand.Rand
+	proxies *proxy.Proxies
+	workers []*workerProc
+	started int // workers started
+	nodes   []cluster.Node
+}
+
+func (r *run) record(e history.Event) { r.hist.Append(e) }
+
+func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Values, nemeses []nemesis.Scheduled) (err error) {
+	var problems []string // recorded in run-end: each makes the evidence doubtful
+	backend, err := cluster.NewLocal()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, n := range r.nodes {
+			if serr := n.Stop(); serr != nil {
+				err = errors.Join(err, fmt.Errorf("stop node %s: %w", n.Name(), serr))
+			}
+		}
+	}()
+	for i := 0; i < r.cfg.Nodes; i++ {
+		n, err := backend.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("n%d", i)})
+		if err != nil {
+			return err
+		}
+		r.nodes = append(r.nodes, n)
+	}
+	resource, err := backend.StartNode(ctx, cluster.NodeSpec{Name: "resource"})
+	if err != nil {
+		return err
+	}
+	r.nodes = append(r.nodes, resource)
+	lockNodes := r.nodes[:r.cfg.Nodes]
+
+	r.proxies = proxy.New()
+	defer r.proxies.Close()
+	addrs := make([][]string, r.cfg.Clients)
+	for c := 0; c < r.cfg.Clients; c++ {
+		for j, n := range lockNodes {
+			l, err := r.proxies.Add(c, j, n.Addr())
+			if err != nil {
+				return err
+			}
+			addrs[c] = append(addrs[c], l.Addr())
+		}
+	}
+
+	argv := r.cfg.WorkerCommand
+	if len(argv) == 0 {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find this executable to start workers: %w", err)
+		}
+		argv = []string{self, "worker"}
+	}
+
+	nemNames := make([]string, len(nemeses))
+	for i, n := range nemeses {
+		nemNames[i] = n.Name
+	}
+	options := map[string]string{}
+	for k, v := range lockOpts.Map() {
+		options[spec.Name+"."+k] = v
+	}
+	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
+		Lock: spec.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
+		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
+		Nodes: r.cfg.Nodes, Backend: "local", Options: options, Reentrant: spec.Reentrant,
+	}})
+	defer r.stopWorkers() // on every path: no worker outlives the run
+	for c := 0; c < r.cfg.Clients; c++ {
+		wc := workload.Config{
+			Client: c, Owner: fmt.Sprintf("client-%d-%x", c, r.cfg.Seed), Lock: spec.Name, Options: r.cfg.LockOptions,
+			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
+			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
+		}
+		w, err := startWorker(argv, wc, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", c)), r.record, r.trk)
+		if err != nil {
+			return err
+		}
+		r.workers = append(r.workers, w)
+		r.started++
+	}
+
+	nemCtx, stopNemeses := context.WithCancel(ctx)
+	defer stopNemeses()
+	nemDone := make(chan error, 1)
+	go func() {
+		nemDone <- nemesis.Schedule(nemCtx, &env{r: r}, nemeses, r.cfg.FaultInterval, func(e history.Event) {
+			r.trk.observe(e)
+			r.record(e)
+		})
+	}()
+
+	r.wait(ctx)
+	interrupted := ctx.Err() != nil
+	stopNemeses()
+	if nerr := <-nemDone; nerr != nil {
+		problems = append(problems, nerr.Error())
+	}
+	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
+		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
+	}
+	r.probe(lockNodes, resource)
+	if interrupted {
+		problems = append(problems, "run interrupted before its duration ended")
+	}
+	if herr := r.hist.Err(); herr != nil {
+		problems = append(problems, herr.Error())
+	}
+	r.record(history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; ")})
+	return nil
+}
+
+// wait lets the workload run for the configured duration, printing progress.
+func (r *run) wait(ctx context.Context) {
+	deadline := time.Now().Add(r.cfg.Duration)
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+			return
+		case <-tick.C:
+			t.Stop()
+			left = time.Until(deadline)
+			if r.cfg.Progress != nil {
+				r.trk.mu.Lock()
+				s := r.trk.stats
+				r.trk.mu.Unlock()
+				elapsed := r.cfg.Duration - left
+				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d\n",
+					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults)
+			}
+		}
+	}
+}
+
+// stopWorkers asks every worker to stop, resumes any that a fault left
+// paused, and kills those that do not exit within a grace period. It returns
+// the clients it had to kill. Calling it again is harmless.
+func (r *run) stopWorkers() []int {
+	for _, w := range r.workers {
+		_ = w.signal(syscall.SIGCONT)
+		w.stop()
+	}
+	grace := 2*r.cfg.TTL + r.cfg.Hold + r.cfg.Wait + 3*r.cfg.OpTimeout + 5*time.Second
+	deadline := time.After(grace)
+	var killed []int
+	for _, w := range r.workers {
+		select {
+		case <-w.done:
+		case <-deadline:
+			w.kill("did not stop within " + grace.String())
+			killed = append(killed, w.client)
+			<-w.done
+		}
+	}
+	return killed
+}
+
+// probe records the final state: each lock key's PTTL on every lock node
+// (a key with no expiry is deadlocked) and each resource counter.
+func (r *run) probe(lockNodes []cluster.Node, resource cluster.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var clients []*redis.Client
+	for _, n := range lockNodes {
+		clients = append(clients, redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DisableIdentity: true, Protocol: 2}))
+	}
+	res := redis.NewClient(&redis.Options{Addr: resource.Addr(), MaxRetries: -1, DisableIdentity: true, Protocol: 2})
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+		res.Close()
+	}()
+	for k := 0; k < r.cfg.Keys; k++ {
+		key := workload.KeyName(k)
+		var pttls []int64
+		ok := true
+		for _, c := range clients {
+			d, err := c.PTTL(ctx, key).Result()
+			if err != nil {
+				ok = false
+				break
+			}
+			pttls = append(pttls, pttlMillis(d))
+		}
+		if ok {
+			r.record(history.Event{Time: history.Now(), Kind: history.Probe, Client: history.NoClient, F: "lock", Key: key, PTTL: pttls})
+		}
+		v, err := workload.Resource{}.ReadWith(ctx, res, key)
+		if err == nil {
+			r.record(history.Event{Time: history.Now(), Kind: history.Probe, Client: history.NoClient, F: "resource", Key: key, Value: history.Int64(v)})
+		}
+	}
+}
+
+// pttlMillis maps go-redis's PTTL answer back to Redis's: -1 no expiry, -2
+// no key, else milliseconds.
+func pttlMillis(d time.Duration) int64 {
+	if d < 0 {
+		return int64(d / time.Nanosecond)
+	}
+	return d.Milliseconds()
+}
+
+// CheckDir re-reads DIR/history.jsonl, checks it, and writes DIR/result.json.
+func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
+	events, truncated, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return checker.Result{}, err
+	}
+	res := checker.Check(events, checker.Options{Timeout: timeout})
+	if truncated {
+		res.Reasons = append(res.Reasons, "the history's last line was cut off in the middle")
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
+		return res, fmt.Errorf("write result: %w", err)
+	}
+	return res, nil
+}
+
+// env gives the nemeses their handles on this run.
+type env struct{ r *run }
+
+func (e *env) TTL() time.Duration  { return e.r.cfg.TTL }
+func (e *env) Hold() time.Duration { return e.r.cfg.Hold }
+func (e *env) Rand() *rand.Rand    { return e.r.rng }
+func (e *env) Holders() []nemesis.Holding {
+	return e.r.trk.holders()
+}
+func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) }
+func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
+func (e *env) LockNodes() int                  { return e.r.cfg.Nodes }
+
+func (e *env) worker(c int) (*workerProc, error) {
+	if c < 0 || c >= len(e.r.workers) {
+		return nil, fmt.Errorf("no client %d", c)
+	}
+	return e.r.workers[c], nil
+}
+
+func (e *env) Pause(c int) error  { return e.sig(c, syscall.SIGSTOP) }
+func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT) }
+
+func (e *env) sig(c int, s syscall.Signal) error {
+	w, err := e.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := w.signal(s); err != nil {
+		if errors.Is(err, errExited) && s == syscall.SIGSTOP {
+			return nemesis.ErrNoTarget // it exited between seeing it and aiming
+		}
+		if errors.Is(err, errExited) {
+			return nil // nothing left to resume
+		}
+		return fmt.Errorf("send %v to client %d: %w", s, c, err)
+	}
+	return nil
+}
+
+func (e *env) Kill(c int) error {
+	w, err := e.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := w.killExpected("killed by nemesis"); err != nil {
+		if errors.Is(err, errExited) {
+			return nemesis.ErrNoTarget
+		}
+		return err
+	}
+	return nil
+}
+
+// lockedSource lets the nemeses, each in its own goroutine, share the run's
+// seeded random source.
+type lockedSource struct {
+	mu  sync.Mutex
+	src rand.Source
+}
+
+func (s *lockedSource) Uint64() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.src.Uint64()
+}

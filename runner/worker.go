@@ -1,0 +1,144 @@
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/workload"
+)
+
+// workerProc is one client's OS process, seen from the coordinator.
+type workerProc struct {
+	client int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	done   chan struct{} // closed once every event is read and the exit recorded
+
+	mu       sync.Mutex
+	exited   bool
+	expected bool   // the coordinator or a nemesis asked for this exit
+	why      string // why it was killed, when it was
+}
+
+// startWorker launches a worker and a goroutine that copies its events into
+// the history (and the tracker) as they arrive, then records its exit.
+func startWorker(argv []string, cfg workload.Config, logPath string, record func(history.Event), trk *tracker) (*workerProc, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("pipe for worker %d: %w", cfg.Client, err)
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, fmt.Errorf("worker %d log: %w", cfg.Client, err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), workload.RoleEnv+"=worker")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw} // becomes fd 3 = workload.EventsFD
+	// Own process group: a terminal's Ctrl-C reaches only the coordinator,
+	// which stops the workers in order. Pdeathsig: if the coordinator dies
+	// anyway, the kernel kills its workers.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		logf.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		logf.Close()
+		return nil, fmt.Errorf("start worker %d (%s): %w", cfg.Client, argv[0], err)
+	}
+	pw.Close() // the worker holds the only write end: EOF means it is gone
+	w := &workerProc{client: cfg.Client, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+
+	b, _ := json.Marshal(cfg)
+	if _, err := stdin.Write(append(b, '\n')); err != nil {
+		w.kill("could not send its configuration")
+	}
+
+	go func() {
+		defer close(w.done)
+		defer logf.Close()
+		defer pr.Close()
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var e history.Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				fmt.Fprintf(logf, "coordinator: unreadable event from worker %d: %v\n", cfg.Client, err)
+				continue
+			}
+			e.Client = cfg.Client // a worker speaks only for itself
+			trk.observe(e)
+			record(e)
+		}
+		werr := cmd.Wait()
+		trk.exited(cfg.Client)
+		w.mu.Lock()
+		w.exited = true
+		exp, why := w.expected, w.why
+		w.mu.Unlock()
+		msg := "exit 0"
+		if werr != nil {
+			msg = werr.Error()
+		}
+		if why != "" {
+			msg = why + ": " + msg
+		}
+		if werr != nil && !exp {
+			msg += " (log: " + filepath.Base(logPath) + ")"
+		}
+		record(history.Event{Time: history.Now(), Kind: history.WorkerExit, Client: cfg.Client, Expected: exp && (werr == nil || why != ""), Message: msg})
+	}()
+	return w, nil
+}
+
+func (w *workerProc) signal(sig syscall.Signal) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.exited {
+		return errExited
+	}
+	return w.cmd.Process.Signal(sig)
+}
+
+var errExited = fmt.Errorf("worker already exited")
+
+// stop asks the worker to finish its iteration and exit.
+func (w *workerProc) stop() {
+	w.mu.Lock()
+	w.expected = true
+	w.mu.Unlock()
+	_ = w.stdin.Close()
+}
+
+// killExpected kills the worker on purpose (a nemesis); its exit is expected.
+func (w *workerProc) killExpected(why string) error {
+	w.mu.Lock()
+	w.expected, w.why = true, why
+	w.mu.Unlock()
+	return w.signal(syscall.SIGKILL)
+}
+
+// kill ends a worker that misbehaved; its exit is not expected.
+func (w *workerProc) kill(why string) {
+	w.mu.Lock()
+	w.expected, w.why = false, why
+	w.mu.Unlock()
+	_ = w.signal(syscall.SIGCONT)
+	_ = w.signal(syscall.SIGKILL)
+}
