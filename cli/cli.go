@@ -123,6 +123,8 @@ func cmdRun(args []string) int {
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
 	fs.DurationVar(&cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
 	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
+	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes)")
+	fs.StringVar(&cfg.Image, "image", "", "container image, for container backends")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
 	fs.Var(&opts, "opt", "option NAME.KEY=VALUE of the lock or a nemesis, repeatable (see `lockchaos list`)")
 	if err := fs.Parse(args); err != nil {

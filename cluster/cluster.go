@@ -6,9 +6,49 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 )
+
+// Backend starts Redis nodes: local processes, containers, … Each backend
+// registers itself under a name (--backend NAME).
+type Backend interface {
+	StartNode(ctx context.Context, spec NodeSpec) (Node, error)
+	// Close releases what the backend itself holds (not the nodes).
+	Close() error
+}
+
+// BackendOptions configure a backend.
+type BackendOptions struct {
+	// Image is the container image, for backends that run containers.
+	Image string
+}
+
+var backends = map[string]func(BackendOptions) (Backend, error){}
+
+// RegisterBackend adds a backend under name; call it from an init function.
+func RegisterBackend(name string, open func(BackendOptions) (Backend, error)) {
+	if _, dup := backends[name]; dup {
+		panic("cluster: duplicate backend " + name)
+	}
+	backends[name] = open
+}
+
+// Open returns the backend called name; the error lists the known ones.
+func Open(name string, opts BackendOptions) (Backend, error) {
+	open, ok := backends[name]
+	if !ok {
+		var names []string
+		for n := range backends {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("unknown backend %q; known backends: %s", name, strings.Join(names, ", "))
+	}
+	return open(opts)
+}
 
 // Node is one running redis-server.
 type Node interface {
@@ -18,6 +58,9 @@ type Node interface {
 	Addr() string
 	// Signal sends sig to the node's process (SIGSTOP, SIGCONT, SIGKILL).
 	Signal(sig syscall.Signal) error
+	// Restart starts the node again at the same address after it was
+	// killed (its data survives only as far as its persistence allows).
+	Restart(ctx context.Context) error
 	// Stop ends the node and removes what it left on disk.
 	Stop() error
 }

@@ -20,6 +20,13 @@ type Local struct {
 	bin string
 }
 
+func init() {
+	RegisterBackend("local", func(BackendOptions) (Backend, error) { return NewLocal() })
+}
+
+// Close implements Backend; local nodes are stopped one by one.
+func (l *Local) Close() error { return nil }
+
 // NewLocal finds redis-server, or says how to install it.
 func NewLocal() (*Local, error) {
 	bin, err := exec.LookPath("redis-server")

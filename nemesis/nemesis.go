@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -57,8 +58,8 @@ type Env interface {
 	// Kill ends a client with SIGKILL; its exit is recorded as expected.
 	Kill(client int) error
 	Proxies() *proxy.Proxies
-	// LockNodes is the number of lock nodes.
-	LockNodes() int
+	// LockNodes are the nodes the lock uses, in order (never the resource).
+	LockNodes() []cluster.Node
 }
 
 // Holding is one hold in progress.

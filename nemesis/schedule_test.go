@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -40,9 +41,9 @@ func (f *fakeEnv) Resume(c int) error {
 	f.paused[c] = false
 	return nil
 }
-func (f *fakeEnv) Kill(int) error           { return errors.New("not here") }
-func (f *fakeEnv) Proxies() *proxy.Proxies { return proxy.New() }
-func (f *fakeEnv) LockNodes() int          { return 1 }
+func (f *fakeEnv) Kill(int) error            { return errors.New("not here") }
+func (f *fakeEnv) Proxies() *proxy.Proxies   { return proxy.New() }
+func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
 
 func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
 	env := &fakeEnv{paused: map[int]bool{}}
@@ -56,7 +57,9 @@ func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n}}, 10*time.Millisecond, record) }()
+	go func() {
+		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n}}, 10*time.Millisecond, record)
+	}()
 	time.Sleep(50 * time.Millisecond) // no holder yet: nothing may be injected
 	mu.Lock()
 	if len(events) != 0 {

@@ -41,6 +41,11 @@ type Config struct {
 	Seed int64
 	Out  string
 
+	// Backend runs the Redis nodes: "local" (default) or another registered
+	// backend; Image is its container image where it uses one.
+	Backend string
+	Image   string
+
 	// Progress, when set, receives a line every few seconds.
 	Progress io.Writer
 	// WorkerCommand runs one worker; nil means this executable with
@@ -81,6 +86,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Hold < 0 || c.Duration <= 0 || c.Wait < 0 || c.Think < 0 || c.Retry < 0 || c.OpTimeout < 0 || c.FaultInterval < 0 {
 		errs = append(errs, usage("durations must not be negative, and --duration must be positive"))
+	}
+	if c.Backend == "" {
+		c.Backend = "local"
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = c.TTL

@@ -114,18 +114,21 @@ type run struct {
 	rng     *rand.Rand
 	proxies *proxy.Proxies
 	workers []*workerProc
-	started int // workers started
-	nodes   []cluster.Node
+	started int            // workers started
+	nodes   []cluster.Node // every node, the resource last
+	// lockNodes are the nodes the lock uses, in order; nemeses may hurt them.
+	lockNodes []cluster.Node
 }
 
 func (r *run) record(e history.Event) { r.hist.Append(e) }
 
 func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Values, nemeses []nemesis.Scheduled) (err error) {
 	var problems []string // recorded in run-end: each makes the evidence doubtful
-	backend, err := cluster.NewLocal()
+	backend, err := cluster.Open(r.cfg.Backend, cluster.BackendOptions{Image: r.cfg.Image})
 	if err != nil {
 		return err
 	}
+	defer backend.Close()
 	defer func() {
 		for _, n := range r.nodes {
 			if serr := n.Stop(); serr != nil {
@@ -146,6 +149,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	}
 	r.nodes = append(r.nodes, resource)
 	lockNodes := r.nodes[:r.cfg.Nodes]
+	r.lockNodes = lockNodes
 
 	r.proxies = proxy.New()
 	defer r.proxies.Close()
@@ -180,7 +184,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: spec.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
-		Nodes: r.cfg.Nodes, Backend: "local", Options: options, Reentrant: spec.Reentrant,
+		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: spec.Reentrant,
 	}})
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
@@ -360,7 +364,7 @@ func (e *env) Holders() []nemesis.Holding {
 }
 func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) }
 func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
-func (e *env) LockNodes() int                  { return e.r.cfg.Nodes }
+func (e *env) LockNodes() []cluster.Node       { return e.r.lockNodes }
 
 func (e *env) worker(c int) (*workerProc, error) {
 	if c < 0 || c >= len(e.r.workers) {

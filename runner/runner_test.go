@@ -269,4 +269,3 @@ func TestBadConfigurationNamesWhatToFix(t *testing.T) {
 		})
 	}
 }
-
