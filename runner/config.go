@@ -108,3 +108,15 @@ func (c Config) withDefaults() (Config, error) {
 	c.Nemeses = names
 	return c, errors.Join(errs...)
 }
+
+// Validate checks cfg as Run would, without starting anything: names,
+// options and ranges. The error is a UsageError saying what to fix, for
+// instance that a nemesis does not apply to this lock or topology.
+func Validate(cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	_, _, _, err = resolve(cfg)
+	return err
+}
