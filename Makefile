@@ -1,21 +1,31 @@
 # lockchaos — see README.md.
 #   make chaos   the main job: the scenario catalogue on local redis-server processes
 #   make test    vet and every test (unit, property, integration against real Redis)
-#   make setup   install what the two need (redis-server), as root, when missing
+#   make setup   install what the two need (redis-server, chromium), as root, when missing
 
 GO      ?= go
 BIN     := bin/lockchaos
+# IMAGE is the docker backend's default image, built from this host's redis-server.
+IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build setup test chaos chaos-quick vet clean
+.PHONY: all build shim setup image test chaos chaos-quick vet clean
 
 all: build
 
-build:
+build: shim
 	$(GO) build -o $(BIN) ./cmd/lockchaos
 
-# setup installs Debian's redis-server when it is missing and we are root;
-# otherwise it says what to install.
+# shim builds the clock faults' LD_PRELOAD library (cluster/clockshim) with the
+# system C compiler; the clock nemeses find it beside the binary, in bin/.
+SHIM    := bin/clockshim.so
+shim: $(SHIM)
+$(SHIM): cluster/clockshim/clockshim.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -fPIC -shared -Wall -Wextra -o $@ $<
+
+# setup installs Debian's redis-server and chromium when they are missing and
+# we are root; otherwise it says what to install.
 setup:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -27,12 +37,41 @@ setup:
 	  fi; \
 	fi
 	@redis-server --version | head -1
+	@# redis-sentinel for failover-sentinel; gcc builds the clock shim (make shim).
+	@missing=""; \
+	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
+	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing (Debian packages)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing:$$missing; install with 'sudo apt-get install -y$$missing' (failover-sentinel needs redis-sentinel, make shim needs gcc)" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+	@# chromium renders the HTML reports in report/'s browser test.
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (Debian package, for the HTML report test)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing (the HTML report test needs it): install it with 'sudo apt-get install -y chromium'" >&2; \
+	  fi; \
+	fi
+	@# Docker for the docker backend (--backend docker) and its tests: docker.io
+	@# and dockerd when no engine answers and we are root, then $(IMAGE) unless present.
+	@docker/setup.sh $(IMAGE)
+
+# image (re)builds $(IMAGE) from the installed redis-server: no registry needed.
+image:
+	docker/build-image.sh $(IMAGE)
 
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: the files above need formatting" >&2; exit 1; }
 
-test: setup vet
+test: setup shim vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 chaos: setup build

@@ -414,7 +414,7 @@ func verdictCases() []verdictCase {
 				if r.Resource.StaleRejected != 2 || r.Resource.StaleAccepted != 0 || !r.Resource.Safe {
 					t.Errorf("resource %+v", r.Resource)
 				}
-				if r.Resource.Summary != "the resource stayed correct: 2 stale fenced writes were rejected and none accepted" {
+				if r.Resource.Summary != "the resource stayed correct thanks to fencing: it rejected 2 operations with stale fencing tokens (0 reads, 2 writes) and accepted none, so no update was lost" {
 					t.Errorf("summary %q", r.Resource.Summary)
 				}
 			},

@@ -33,24 +33,25 @@ func checkResource(ops []resourceOp, events []history.Event) (ResourceResult, []
 	accepted := map[string][]resourceOp{} // write ok, by key
 	reads := map[string][]resourceOp{}    // read ok with a value, by key
 	fenced := map[string][]resourceOp{}   // fenced read ok or write ok, by key
+	rejectedReads := 0
 	for _, op := range ops {
-		if op.outcome == history.OK && op.fence > 0 {
+		switch {
+		case op.outcome == history.OK && op.fence > 0:
 			fenced[op.key] = append(fenced[op.key], op)
+		case op.outcome == history.Fail && op.fence > 0:
+			// A fenced read or write the resource refused: its token was
+			// below one it had seen. A refused read ends the hold unwritten.
+			res.StaleRejected++
+			if op.f == history.Read {
+				rejectedReads++
+			}
 		}
 		if op.f == history.Read && op.outcome == history.OK && op.value != nil {
 			reads[op.key] = append(reads[op.key], op)
 		}
-		if op.f != history.Write {
-			continue
-		}
-		switch op.outcome {
-		case history.OK:
+		if op.f == history.Write && op.outcome == history.OK {
 			accepted[op.key] = append(accepted[op.key], op)
 			res.Holds++
-		case history.Fail:
-			if op.fence > 0 {
-				res.StaleRejected++
-			}
 		}
 	}
 
@@ -89,23 +90,21 @@ func checkResource(ops []resourceOp, events []history.Event) (ResourceResult, []
 		}
 	}
 
-	// Stale accepted: a fenced write the resource took although a higher
-	// token had already been seen there (completed before it was invoked).
-	for k, fs := range fenced {
+	// Stale accepted: a fenced read or write the resource took although a
+	// higher token had already been seen there (completed before it was
+	// invoked).
+	for _, fs := range fenced {
 		slices.SortStableFunc(fs, byDone)
 		highest := prefixMax(fs, func(o resourceOp) (int64, bool) { return o.fence, true })
-		for _, w := range accepted[k] {
-			if w.fence <= 0 {
-				continue
-			}
-			if h, ok := highestBefore(fs, highest, w.invoke); ok && w.fence < h {
+		for _, o := range fs {
+			if h, ok := highestBefore(fs, highest, o.invoke); ok && o.fence < h {
 				res.StaleAccepted++
 			}
 		}
 	}
 
 	res.Safe = res.LostUpdates == 0 && res.StaleReads == 0 && res.StaleAccepted == 0 && len(incomplete) == 0
-	res.Summary = resourceSummary(res, len(incomplete) > 0)
+	res.Summary = resourceSummary(res, rejectedReads, len(incomplete) > 0)
 	return res, incomplete
 }
 
@@ -137,7 +136,9 @@ func highestBefore(ops []resourceOp, highest []int64, t int64) (int64, bool) {
 	return highest[n-1], true
 }
 
-func resourceSummary(r ResourceResult, incomplete bool) string {
+// resourceSummary says what happened to the resource; rejectedReads is how
+// many of r.StaleRejected were reads.
+func resourceSummary(r ResourceResult, rejectedReads int, incomplete bool) string {
 	var bad []string
 	if r.LostUpdates > 0 {
 		bad = append(bad, plural(r.LostUpdates, "increment was", "increments were")+" lost: overlapping holds overwrote each other's writes")
@@ -146,7 +147,7 @@ func resourceSummary(r ResourceResult, incomplete bool) string {
 		bad = append(bad, plural(r.StaleReads, "read", "reads")+" returned a value older than an acknowledged write")
 	}
 	if r.StaleAccepted > 0 {
-		bad = append(bad, plural(r.StaleAccepted, "stale fenced write was", "stale fenced writes were")+" accepted after a higher token")
+		bad = append(bad, plural(r.StaleAccepted, "stale fenced operation was", "stale fenced operations were")+" accepted after a higher token")
 	}
 	if incomplete {
 		bad = append(bad, "the final counter was not read for every written key")
@@ -158,8 +159,9 @@ func resourceSummary(r ResourceResult, incomplete bool) string {
 	case r.Holds == 0 && r.StaleRejected == 0:
 		return "the resource was never written"
 	case r.StaleRejected > 0:
-		return fmt.Sprintf("the resource stayed correct: %s rejected and none accepted",
-			plural(r.StaleRejected, "stale fenced write was", "stale fenced writes were"))
+		return fmt.Sprintf("the resource stayed correct thanks to fencing: it rejected %s (%s, %s) and accepted none, so no update was lost",
+			plural(r.StaleRejected, "operation with a stale fencing token", "operations with stale fencing tokens"),
+			plural(rejectedReads, "read", "reads"), plural(r.StaleRejected-rejectedReads, "write", "writes"))
 	}
 	return fmt.Sprintf("the resource stayed correct: %s, none lost", plural(r.Holds, "accepted write", "accepted writes"))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -38,9 +39,13 @@ const usageText = `lockchaos finds out whether a distributed lock really gives m
 
 Usage:
   lockchaos run   --lock NAME [--nemesis NAME[,NAME...]] [flags]   one run, checked
-  lockchaos chaos [--quick] [--out DIR]                            the built-in catalogue
+  lockchaos run   --scenario FILE [flags]                          one scenario file; flags override its fields
+  lockchaos chaos [--quick] [--scenarios GLOB] [--parallel N]      the catalogue and the lock × fault grid
+                  [--junit FILE] [--out DIR] [--allow-inconclusive]
   lockchaos check DIR                                              re-check a stored run
+  lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
+  lockchaos clean [--run ID]                                       remove containers a crashed docker run left
 
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos exits 0 only when every verdict matched
@@ -65,6 +70,10 @@ func Main(args []string) int {
 		return cmdChaos(args[1:])
 	case "check":
 		return cmdCheck(args[1:])
+	case "report":
+		return cmdReport(args[1:])
+	case "clean":
+		return cmdClean(args[1:])
 	case "list":
 		return cmdList(os.Stdout)
 	case "worker":
@@ -108,23 +117,29 @@ func cmdRun(args []string) int {
 		nemeses string
 		opts    listFlag
 		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
+		scen    = fs.String("scenario", "", "run the scenario `FILE` (YAML, see scenarios/); the flags given explicitly override its fields")
 	)
 	fs.StringVar(&cfg.Lock, "lock", "", "lock to test (see `lockchaos list`)")
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
 	fs.IntVar(&cfg.Clients, "clients", 4, "client processes")
 	fs.IntVar(&cfg.Keys, "keys", 1, "lock keys the clients contend for")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "lock nodes (0: the lock's default)")
+	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas per lock node, each replicating through its own proxy (failover nemeses)")
+	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "redis-sentinel processes watching the lock nodes (failover-sentinel; needs --replicas)")
+	fs.StringVar(&cfg.Persistence, "persistence", "none", "lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)")
 	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lock lease time")
 	fs.DurationVar(&cfg.Hold, "hold", 100*time.Millisecond, "time spent inside each critical section")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the workload runs")
 	fs.DurationVar(&cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
 	fs.DurationVar(&cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
 	fs.DurationVar(&cfg.Think, "think", 10*time.Millisecond, "most a client sleeps between attempts")
+	fs.BoolVar(&cfg.Renew, "renew", false, "renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)")
+	fs.Float64Var(&cfg.Reentry, "reentry", 0, "probability that a hold acquires its lock again inside and releases it twice (reentrant locks)")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
 	fs.DurationVar(&cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
 	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
-	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes)")
-	fs.StringVar(&cfg.Image, "image", "", "container image, for container backends")
+	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
+	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
 	fs.Var(&opts, "opt", "option NAME.KEY=VALUE of the lock or a nemesis, repeatable (see `lockchaos list`)")
 	if err := fs.Parse(args); err != nil {
@@ -134,16 +149,26 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos run: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
 	}
-	cfg.Nemeses = strings.Split(nemeses, ",")
 	split, err := option.Split(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
 		return ExitUsage
 	}
-	cfg.LockOptions = split[cfg.Lock]
-	delete(split, cfg.Lock)
-	cfg.NemesisOptions = split
-	cfg.Seed = *seed
+	var sc *scenarios.Scenario
+	if *scen != "" {
+		s, err := applyScenario(fs, &cfg, *scen, nemeses, split, *seed)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+			return ExitUsage
+		}
+		sc = &s
+	} else {
+		cfg.Nemeses = strings.Split(nemeses, ",")
+		cfg.LockOptions = split[cfg.Lock]
+		delete(split, cfg.Lock)
+		cfg.NemesisOptions = split
+		cfg.Seed = *seed
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
@@ -154,7 +179,9 @@ func cmdRun(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := runner.Run(ctx, cfg)
-	return report(os.Stdout, cfg.Out, res, err)
+	code := report(os.Stdout, cfg.Out, res, err)
+	afterRun(os.Stdout, cfg.Out, res, sc)
+	return code
 }
 
 // report prints the one-line summary and maps the outcome to an exit code.
@@ -215,7 +242,9 @@ func cmdCheck(args []string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
 		return ExitSetup
 	}
-	return report(os.Stdout, dir, res, nil)
+	code := report(os.Stdout, dir, res, nil)
+	afterRun(os.Stdout, dir, res, nil)
+	return code
 }
 
 func cmdList(w io.Writer) int {

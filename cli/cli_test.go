@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,7 +53,8 @@ func TestListShowsEveryLockAndNemesis(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua", "pause-client", "latency", "kill-client", "--opt setnx-expire.gap="} {
+	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua", "pause-client", "latency", "kill-client", "--opt setnx-expire.gap=",
+		"reentrant-watchdog", "redlock", "fenced", "token-lua-wait", "redsync", "redislock", "lua ", "--opt lua.file="} {
 		if !strings.Contains(out, name) {
 			t.Errorf("list does not show %q:\n%s", name, out)
 		}
@@ -64,7 +66,7 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nope", "--out", t.TempDir()}, "known locks: set-nx-px, setnx-expire, token-lua"},
+		{[]string{"run", "--lock", "nope", "--out", t.TempDir()}, "known locks: fenced, lua, redislock, redlock, redsync, reentrant-watchdog, set-nx-px, setnx-expire, token-lua, token-lua-wait"},
 		{[]string{"run", "--lock", "token-lua", "--nemesis", "gremlins", "--out", t.TempDir()}, "unknown nemesis \"gremlins\""},
 		{[]string{"run", "--lock", "token-lua", "--opt", "broken", "--out", t.TempDir()}, "NAME.KEY=VALUE"},
 		{[]string{"frobnicate"}, "unknown command"},
@@ -109,7 +111,7 @@ func TestRunExitCodeMatchesVerdictAndCheckAgrees(t *testing.T) {
 	}
 }
 
-// processesOf lists the pids of running processes whose executable is exe,
+// leftovers lists the pids of running processes whose executable is exe,
 // and of redis-server processes that are children of pid.
 func leftovers(t *testing.T, exe string, parent int) []string {
 	t.Helper()
@@ -127,14 +129,12 @@ func leftovers(t *testing.T, exe string, parent int) []string {
 		// Fields after the command name: state, ppid, pgrp …
 		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 		comm, _ := os.ReadFile(filepath.Join(dir, "comm"))
-		if len(f) > 2 && f[1] == itoa(parent) && strings.TrimSpace(string(comm)) == "redis-server" {
+		if len(f) > 2 && f[1] == strconv.Itoa(parent) && strings.TrimSpace(string(comm)) == "redis-server" {
 			out = append(out, dir+" (redis-server)")
 		}
 	}
 	return out
 }
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(n); return string(b) }()) }
 
 // waitGone polls until nothing of the run is left, or gives up after 10 s.
 func waitGone(t *testing.T, pid int) []string {

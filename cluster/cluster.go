@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -70,7 +71,18 @@ type NodeSpec struct {
 	Name string
 	// AOF turns on append-only persistence: "" (off), "everysec", "always".
 	AOF string
+	// ClockShim is the clock shim library (cluster/clockshim) that
+	// redis-server loads with LD_PRELOAD, and ClockFile its control file,
+	// passed in $LOCKCHAOS_CLOCK_FILE; "" for none. Container backends
+	// bind-mount both at their host paths, ClockFile by its directory: the
+	// nemesis replaces the file with rename(2).
+	ClockShim string
+	ClockFile string
 }
+
+// ErrNotRunning: the node's process is not running (it was killed and not
+// yet restarted), so a signal has nothing to reach.
+var ErrNotRunning = errors.New("node not running")
 
 // waitReady polls addr until Redis answers PING or ctx ends.
 func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {

@@ -90,6 +90,9 @@ func (n *LocalNode) args() []string {
 		"--dir", n.dir,
 		"--logfile", filepath.Join(n.dir, "redis.log"),
 		"--save", "",
+		// A replica's first full synchronisation starts at once, not after
+		// Redis 7's default 5 s wait for more replicas to join it.
+		"--repl-diskless-sync-delay", "0",
 	}
 	if n.spec.AOF != "" {
 		args = append(args, "--appendonly", "yes", "--appendfsync", n.spec.AOF)
@@ -101,6 +104,9 @@ func (n *LocalNode) args() []string {
 
 func (n *LocalNode) launch(ctx context.Context) error {
 	cmd := exec.Command(n.bin, n.args()...)
+	if n.spec.ClockShim != "" {
+		cmd.Env = append(os.Environ(), "LD_PRELOAD="+n.spec.ClockShim, ClockFileEnv+"="+n.spec.ClockFile)
+	}
 	// Its own process group keeps a terminal's Ctrl-C away from the node (the
 	// coordinator stops it in order); Pdeathsig kills it if the coordinator
 	// dies without cleaning up.
@@ -142,11 +148,20 @@ func (n *LocalNode) Pid() int {
 	return n.cmd.Process.Pid
 }
 
-// Signal sends sig to this node's own process only, by its pid.
+// Signal sends sig to this node's own process only, by its pid. A node
+// whose process has exited (killed, not yet restarted) gives ErrNotRunning.
 func (n *LocalNode) Signal(sig syscall.Signal) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	select {
+	case <-n.exited:
+		return fmt.Errorf("signal %v to redis node %s (pid %d): %w", sig, n.spec.Name, n.cmd.Process.Pid, ErrNotRunning)
+	default:
+	}
 	if err := n.cmd.Process.Signal(sig); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			err = ErrNotRunning
+		}
 		return fmt.Errorf("signal %v to redis node %s (pid %d): %w", sig, n.spec.Name, n.cmd.Process.Pid, err)
 	}
 	return nil

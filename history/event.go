@@ -106,6 +106,10 @@ type RunInfo struct {
 	Backend    string            `json:"backend"`
 	Options    map[string]string `json:"options,omitempty"`
 	Reentrant  bool              `json:"reentrant,omitempty"`
+	// Renew: clients renewed their leases every TTL/3 while holding.
+	Renew bool `json:"renew,omitempty"`
+	// Reentry: the probability that a hold re-acquired its lock inside.
+	Reentry float64 `json:"reentry,omitempty"`
 }
 
 // Int64 returns a pointer to v, for Event.Value.

@@ -43,6 +43,10 @@ type Lease struct {
 	// Deadline, when set, is the CLOCK_MONOTONIC time (ns) after which the
 	// client must not trust the lease (RedLock's validity).
 	Deadline int64
+	// Lost, when not nil, is closed when the lock itself learns in the
+	// background that this lease is gone (a watchdog's renewal found it
+	// missing). The client must then stop touching the resource.
+	Lost <-chan struct{}
 	// Private state of the lock implementation.
 	Data any
 }
@@ -61,6 +65,15 @@ type Locker interface {
 type Renewer interface {
 	// Renew extends the lease by the TTL; ErrNotHeld when it was lost.
 	Renew(ctx context.Context, lease Lease) (Lease, error)
+}
+
+// Waiter is implemented by locks that have their own way of waiting for a
+// held lock (a pub/sub wake-up, the library's retry strategy, a random
+// back-off), which a blocking acquire uses instead of the worker's generic
+// retry loop. AcquireWait is one operation: a lease, ErrNotAcquired when wait
+// ran out, or another error when the outcome is unknown.
+type Waiter interface {
+	AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error)
 }
 
 // Config is what a lock gets to build one client's Locker.

@@ -3,7 +3,9 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +33,23 @@ func node(t *testing.T) *redis.Client {
 	return rdb
 }
 
+// nodes starts n independent redis-servers (Redlock's masters).
+func nodes(t *testing.T, n int) []*redis.Client {
+	t.Helper()
+	var out []*redis.Client
+	for i := 0; i < n; i++ {
+		out = append(out, node(t))
+	}
+	return out
+}
+
 func newLock(t *testing.T, name string, rdb *redis.Client, owner string, ttl time.Duration, given map[string]string) locks.Locker {
+	t.Helper()
+	return newLockOn(t, name, []*redis.Client{rdb}, owner, ttl, given)
+}
+
+// newLockOn builds one client's lock over the given nodes.
+func newLockOn(t *testing.T, name string, rdbs []*redis.Client, owner string, ttl time.Duration, given map[string]string) locks.Locker {
 	t.Helper()
 	spec, err := locks.Lookup(name)
 	if err != nil {
@@ -41,23 +59,43 @@ func newLock(t *testing.T, name string, rdb *redis.Client, owner string, ttl tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := spec.New(locks.Config{Nodes: []*redis.Client{rdb}, TTL: ttl, Owner: owner, Options: opts, Rand: rand.New(rand.NewPCG(1, uint64(len(owner))))})
+	l, err := spec.New(locks.Config{Nodes: rdbs, TTL: ttl, Owner: owner, Options: opts, Rand: rand.New(rand.NewPCG(1, uint64(len(owner))))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
+// contractOptions are the options under which each lock is checked against
+// the basic contract: one node, a lease that just expires.
+var contractOptions = map[string]map[string]string{
+	"setnx-expire":       nil,
+	"set-nx-px":          nil,
+	"token-lua":          nil,
+	"fenced":             nil,
+	"token-lua-wait":     nil,
+	"redlock":            nil,
+	"redsync":            nil,
+	"redislock":          nil,
+	"lua":                {"file": "lua/token.lua"},
+	"reentrant-watchdog": {"lease-time": "1ttl"}, // no watchdog: the lease must run out
+}
+
 // Every lock: exclusive while held, free after release, "not held" when
 // released twice, and free again once the TTL ran out.
 func TestEveryLockBasicContract(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua"} {
+	for _, spec := range locks.All() {
+		if _, ok := contractOptions[spec.Name]; !ok {
+			t.Errorf("lock %s is not in contractOptions: add it so its basic contract is checked", spec.Name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(contractOptions)) {
 		t.Run(name, func(t *testing.T) {
 			rdb := node(t)
 			ttl := 200 * time.Millisecond
-			a := newLock(t, name, rdb, "a", ttl, nil)
-			b := newLock(t, name, rdb, "bb", ttl, nil)
+			a := newLock(t, name, rdb, "a", ttl, contractOptions[name])
+			b := newLock(t, name, rdb, "bb", ttl, contractOptions[name])
 			la, err := a.Acquire(ctx, "k")
 			if err != nil {
 				t.Fatalf("a acquire: %v", err)

@@ -46,9 +46,15 @@ func releaseDel(ctx context.Context, cfg Config, lease Lease) error {
 	return nil
 }
 
+// doer is a client or a single connection (token-lua-wait must WAIT on the
+// connection that wrote).
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
 // setNXPX runs SET key value NX PX ttl: nil when set, ErrNotAcquired when the
 // key existed.
-func setNXPX(ctx context.Context, rdb *redis.Client, key, value string, ttl time.Duration) error {
+func setNXPX(ctx context.Context, rdb doer, key, value string, ttl time.Duration) error {
 	err := rdb.Do(ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds()).Err()
 	if errors.Is(err, redis.Nil) {
 		return ErrNotAcquired

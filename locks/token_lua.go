@@ -53,7 +53,7 @@ func (l *TokenLua) Renew(ctx context.Context, lease Lease) (Lease, error) {
 
 // scriptOne runs a script that answers 1 when this lease still held the key
 // and 0 when it did not.
-func scriptOne(ctx context.Context, s *redis.Script, rdb *redis.Client, key string, args ...any) error {
+func scriptOne(ctx context.Context, s *redis.Script, rdb redis.Scripter, key string, args ...any) error {
 	n, err := s.Run(ctx, rdb, []string{key}, args...).Int64()
 	if err != nil {
 		return err

@@ -24,12 +24,20 @@ import (
 type Nemesis interface {
 	// Inject starts one fault and returns it, or ErrNoTarget when there is
 	// nothing to hit right now (no client holds a lock): the schedule tries
-	// again shortly.
+	// again shortly. An Inject that fails, or is cancelled, after it already
+	// did harm (a failover that killed the primary, then the sentinels did
+	// not decide in time) returns that partial fault with its error: the
+	// schedule records it, heals it, and reports the error. Otherwise a
+	// failing Inject undoes what it did and returns a nil Fault.
 	Inject(ctx context.Context, env Env) (*Fault, error)
 }
 
 // ErrNoTarget: the nemesis found nothing to hit at this instant.
 var ErrNoTarget = errors.New("no target")
+
+// ErrDone: the nemesis has nothing more to inject in this run (a sentinel
+// failover, which Sentinel will not repeat soon); its schedule ends quietly.
+var ErrDone = errors.New("nothing more to inject")
 
 // Fault is one injected fault.
 type Fault struct {
@@ -57,9 +65,39 @@ type Env interface {
 	Resume(client int) error
 	// Kill ends a client with SIGKILL; its exit is recorded as expected.
 	Kill(client int) error
+	// Stretch turns a client's hold stretch on or off: while it is on, a
+	// client that is in its critical section stays there, running normally
+	// (its watchdog too), instead of releasing after the hold time.
+	Stretch(client int, on bool) error
+	// Proxies are the client↔lock-node links and the replication relays.
 	Proxies() *proxy.Proxies
-	// LockNodes are the nodes the lock uses, in order (never the resource).
+	// LockNodes are the nodes the lock uses, in order (never the resource):
+	// the current primary of each replication group.
 	LockNodes() []cluster.Node
+	// Topology is the run's shape.
+	Topology() Topology
+	// Groups are the replication groups, one per lock node, in order; a
+	// group without replicas has a single member.
+	Groups() []*Group
+	// Sentinels are the addresses of the run's redis-sentinel processes.
+	Sentinels() []string
+	// Clock is the clock shim's control of node, or nil when the node runs
+	// without the shim.
+	Clock(node cluster.Node) *cluster.Clock
+}
+
+// Topology is the shape of a run, which decides whether a nemesis applies.
+type Topology struct {
+	Backend   string // "local", "docker", …
+	Lock      string
+	LockNodes int
+	// Replicas per lock node; Sentinels watching them.
+	Replicas  int
+	Sentinels int
+	// Persistence of the lock nodes: "none", "everysec" or "always" (AOF).
+	Persistence string
+	Clients     int
+	TTL         time.Duration
 }
 
 // Holding is one hold in progress.
@@ -77,7 +115,18 @@ type Spec struct {
 	// New builds the nemesis from its resolved options; it returns an error
 	// for bad values.
 	New func(opts option.Values) (Nemesis, error)
+	// Available says whether the nemesis applies to a run of this shape with
+	// these options: nil, or an error that says why not and what to change
+	// (the runner turns it into a usage error, and a matrix skips the cell).
+	// A nil Available applies everywhere.
+	Available func(t Topology, opts option.Values) error
+	// NodeClock: the lock nodes must start under the clock shim, so that
+	// this nemesis can shift their wall clocks (Env.Clock).
+	NodeClock bool
 }
+
+// ScheduleKey is the option every nemesis has: when its faults happen.
+const ScheduleKey = "schedule"
 
 var (
 	mu       sync.Mutex
@@ -94,6 +143,8 @@ func Register(s Spec) {
 	if _, dup := registry[s.Name]; dup {
 		panic("nemesis.Register: duplicate nemesis " + s.Name)
 	}
+	s.Options = append(s.Options[:len(s.Options):len(s.Options)], option.Spec{Key: ScheduleKey, Default: "every",
+		Help: "when: every[=DUR] (quiet, fault, heal, again), at=1s,3s (since the start) or random[=MIN-MAX] (seeded gaps)"})
 	registry[s.Name] = s
 }
 

@@ -2,57 +2,154 @@ package nemesis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/lockchaos/lockchaos/option"
 )
 
-// PauseClient freezes the process of a client that holds a lock with
-// SIGSTOP, longer than the TTL, then resumes it with SIGCONT: the GC pause of
-// the Redlock debate. Its goroutines, watchdogs included, freeze with it; when
-// it resumes it still believes it holds the lock.
+// PauseClient freezes a client's process with SIGSTOP, longer than the TTL,
+// then resumes it with SIGCONT: the GC pause of the Redlock debate. Its
+// goroutines, watchdogs included, freeze with it. Two moments:
+//
+//   - phase=hold: a client that holds a lock (the freshest hold). When it
+//     resumes it still believes it holds the lock; a renewing (watchdog)
+//     lock does not help, since the watchdog was frozen too.
+//   - phase=acquire: Kleppmann's case. The client's replies are slowed a
+//     little, and it is paused while its acquire is in flight, after the
+//     server granted the lock: the OK reaches its socket buffer while it is
+//     stopped, and it reads it on resuming, long after the lease expired.
+//     Its own deadline fires in the same instant, so only a client whose
+//     operation timeout (--op-timeout) outlasts the pause takes the lock;
+//     the others give up — measure both. The fault's window lasts until
+//     the client finished the hold that the stale OK started.
 type PauseClient struct {
-	duration option.Values
+	opts option.Values
 }
 
 func init() {
 	Register(Spec{
 		Name:        "pause-client",
-		Description: "SIGSTOP the worker process that holds a lock for longer than the TTL, then SIGCONT",
+		Description: "SIGSTOP a worker process for longer than the TTL, then SIGCONT: while it holds a lock, or while its acquire is in flight",
 		Options: []option.Spec{
 			{Key: "duration", Default: "3ttl", Help: "how long the client stays stopped"},
+			{Key: "phase", Default: "hold", Help: "hold (pause a holder) or acquire (pause a client whose acquire the server already granted, its OK still on the way)"},
+			{Key: "reply-delay", Default: "0.2ttl", Help: "phase=acquire: how late the victim's replies arrive, time to stop it before the OK does"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {
-			if _, err := opts.Duration("duration"); err != nil {
+			if err := durations(opts, "duration", "reply-delay"); err != nil {
 				return nil, err
 			}
-			return &PauseClient{duration: opts}, nil
+			if p := opts.String("phase"); p != "hold" && p != "acquire" {
+				return nil, fmt.Errorf("option pause-client.phase=%q: want hold or acquire", p)
+			}
+			return &PauseClient{opts: opts}, nil
 		},
 	})
 }
 
 func (p *PauseClient) Inject(ctx context.Context, env Env) (*Fault, error) {
-	holders := env.Holders()
-	if len(holders) == 0 {
+	if p.opts.String("phase") == "acquire" {
+		return p.duringAcquire(ctx, env)
+	}
+	h, ok := freshestHolder(env)
+	if !ok {
 		return nil, ErrNoTarget
 	}
-	// The freshest hold has the most of its critical section left, so the
-	// pause lands inside it.
-	h := holders[0]
-	for _, c := range holders[1:] {
-		if c.Since.After(h.Since) {
-			h = c
-		}
-	}
-	d, _ := p.duration.Duration("duration")
+	d, _ := p.opts.Duration("duration")
 	if err := env.Pause(h.Client); err != nil {
 		return nil, err
 	}
 	return &Fault{
 		Target:   "client " + strconv.Itoa(h.Client),
-		Params:   map[string]string{"duration": d.String(), "key": h.Key, "signal": "SIGSTOP"},
+		Params:   map[string]string{"duration": d.String(), "key": h.Key, "signal": "SIGSTOP", "phase": "hold"},
 		Clients:  []int{h.Client},
 		Duration: d,
 		Heal:     func(context.Context) error { return env.Resume(h.Client) },
 	}, nil
+}
+
+func (p *PauseClient) duringAcquire(ctx context.Context, env Env) (*Fault, error) {
+	d, _ := p.opts.Duration("duration")
+	delay, _ := p.opts.Duration("reply-delay")
+	c := env.Rand().IntN(env.Topology().Clients)
+	unslow, err := addToxics(env.Proxies().Links(is(c), nil), "pause-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+	if err != nil {
+		return nil, err
+	}
+	// Wait for an acquire of c that has been in flight for half the reply
+	// delay (the server has answered; the answer is held in the proxy) while
+	// nobody else held the lock, from when it began until now, as far as we
+	// know: then the answer is most likely OK. Give up after a while and let
+	// the schedule retry.
+	var (
+		seen  time.Time // when c's current acquire was first seen in flight
+		clean bool      // no holder since then
+	)
+	deadline := time.Now().Add(3*env.TTL() + 3*delay)
+	for {
+		inFlight := contains(env.Acquiring(0), c)
+		busy := len(env.Holders()) > 0
+		switch {
+		case !inFlight:
+			seen = time.Time{}
+		case seen.IsZero():
+			seen, clean = time.Now(), !busy
+		default:
+			clean = clean && !busy
+		}
+		if inFlight && clean && time.Since(seen) >= delay/2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.Join(ErrNoTarget, unslow(ctx))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), unslow(context.Background()))
+		case <-time.After(500 * time.Microsecond):
+		}
+	}
+	if err := env.Pause(c); err != nil {
+		return nil, errors.Join(err, unslow(ctx))
+	}
+	return &Fault{
+		Target:   "client " + strconv.Itoa(c) + " (acquire in flight)",
+		Params:   map[string]string{"duration": d.String(), "signal": "SIGSTOP", "phase": "acquire", "reply-delay": delay.String()},
+		Clients:  []int{c},
+		Duration: d,
+		Heal: func(ctx context.Context) error {
+			if err := errors.Join(unslow(ctx), env.Resume(c)); err != nil {
+				return err
+			}
+			// The stale OK is acted on after the resume: the fault lasts
+			// until the client is done with that acquire and the hold it
+			// may have started, so the window covers the overlap it causes.
+			deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
+			for time.Now().Before(deadline) && (contains(env.Acquiring(0), c) || holds(env, c)) {
+				time.Sleep(time.Millisecond)
+			}
+			return nil
+		},
+	}, nil
+}
+
+func holds(env Env, c int) bool {
+	for _, h := range env.Holders() {
+		if h.Client == c {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,15 +12,20 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// Scheduled is one nemesis of a run under its registered name.
+// Scheduled is one nemesis of a run under its registered name, with its
+// plan (the zero Plan: every fault interval).
 type Scheduled struct {
 	Name    string
 	Nemesis Nemesis
+	Plan    Plan
 }
 
-// Schedule runs each nemesis in its own loop: a quiet interval, one fault,
-// its duration, heal; again until ctx ends. Faults of different nemeses may
-// overlap. Every fault is recorded as a fault-start event taken before it was
+// Schedule runs each nemesis in its own loop: a quiet time from its plan,
+// one fault, its duration, heal; again until ctx ends or the plan (or the
+// nemesis, with ErrDone) has nothing more. Faults of different nemeses may
+// overlap. Each nemesis draws its targets from its own seeded source
+// (Env.Rand), so that one nemesis's choices do not depend on when another
+// one drew. Every fault is recorded as a fault-start event taken before it was
 // injected and a fault-end event taken after it was healed, so the recorded
 // window always covers the real one. When ctx ends, a fault in progress is
 // healed before Schedule returns. The error joins every failure to inject or
@@ -47,8 +53,11 @@ func Schedule(ctx context.Context, env Env, items []Scheduled, interval time.Dur
 }
 
 func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, ids *atomic.Int64, record func(history.Event)) error {
+	plan := it.Plan.planner(interval, time.Now())
+	env = &scopedEnv{Env: env, rng: it.Plan.targetRand()}
 	for {
-		if !sleep(ctx, interval) {
+		wait, more := plan.wait(time.Now())
+		if !more || !sleep(ctx, wait) {
 			return nil
 		}
 		var (
@@ -66,13 +75,23 @@ func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, id
 				return nil
 			}
 		}
-		if err != nil {
+		cancelled := ctx.Err() != nil && errors.Is(err, ctx.Err())
+		if f == nil && (errors.Is(err, ErrDone) || cancelled) {
+			// Done, or the run ended while the nemesis waited for its
+			// moment: nothing was done, nothing to record.
+			return nil
+		}
+		if f == nil && err != nil {
 			return err
+		}
+		injectErr := err // with f: a partial fault, recorded and healed
+		if cancelled {
+			injectErr = nil
 		}
 		id := int(ids.Add(1))
 		desc := &history.Fault{ID: id, Name: it.Name, Target: f.Target, Params: f.Params, Clients: f.Clients}
 		record(history.Event{Time: start, Kind: history.FaultStart, Client: history.NoClient, Fault: desc})
-		if f.Duration > 0 {
+		if f.Duration > 0 && err == nil {
 			sleep(ctx, f.Duration)
 		}
 		var healErr error
@@ -81,15 +100,26 @@ func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, id
 			healErr = f.Heal(context.Background())
 		}
 		end := history.Event{Time: history.Now(), Kind: history.FaultEnd, Client: history.NoClient, Fault: desc}
-		if healErr != nil {
-			end.Error = healErr.Error()
+		if err := errors.Join(injectErr, healErr); err != nil {
+			end.Error = err.Error()
 		}
 		record(end)
 		if healErr != nil {
-			return fmt.Errorf("heal fault %d (%s): %w", id, f.Target, healErr)
+			return errors.Join(injectErr, fmt.Errorf("heal fault %d (%s): %w", id, f.Target, healErr))
+		}
+		if injectErr != nil {
+			return fmt.Errorf("fault %d (%s) failed halfway: %w", id, f.Target, injectErr)
 		}
 	}
 }
+
+// scopedEnv gives one nemesis its own random source.
+type scopedEnv struct {
+	Env
+	rng *rand.Rand
+}
+
+func (s *scopedEnv) Rand() *rand.Rand { return s.rng }
 
 // sleep waits d or until ctx ends; it reports whether the full d passed.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -41,9 +41,14 @@ func (f *fakeEnv) Resume(c int) error {
 	f.paused[c] = false
 	return nil
 }
-func (f *fakeEnv) Kill(int) error            { return errors.New("not here") }
-func (f *fakeEnv) Proxies() *proxy.Proxies   { return proxy.New() }
-func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
+func (f *fakeEnv) Kill(int) error                    { return errors.New("not here") }
+func (f *fakeEnv) Stretch(int, bool) error           { return errors.New("not here") }
+func (f *fakeEnv) Proxies() *proxy.Proxies           { return proxy.New() }
+func (f *fakeEnv) LockNodes() []cluster.Node         { return nil }
+func (f *fakeEnv) Topology() Topology                { return Topology{Clients: 4, LockNodes: 1} }
+func (f *fakeEnv) Groups() []*Group                  { return nil }
+func (f *fakeEnv) Sentinels() []string               { return nil }
+func (f *fakeEnv) Clock(cluster.Node) *cluster.Clock { return nil }
 
 func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
 	env := &fakeEnv{paused: map[int]bool{}}

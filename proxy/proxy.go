@@ -13,14 +13,20 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/log"
 )
+
+// toxiproxy's bandwidth toxic logs through zerolog's global logger, at
+// trace level, on every heal; nothing else in lockchaos uses zerolog.
+func init() { log.Logger = zerolog.Nop() }
 
 // Proxies owns every link of a run.
 type Proxies struct {
 	server *toxiproxy.ApiServer
 
-	mu    sync.Mutex
-	links []*Link
+	mu     sync.Mutex
+	links  []*Link
+	relays []*Link
 }
 
 // New returns an empty set of proxies. No HTTP API is opened: the nemeses
@@ -29,30 +35,106 @@ func New() *Proxies {
 	return &Proxies{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
 }
 
-// Link is one proxied connection path from a client to a node.
+// Link is one proxied connection path from a client to a node, or, for a
+// relay, from a replica to its primary.
 type Link struct {
-	Client int
-	Node   int
+	Client int // -1 for a relay
+	Node   int // the lock node (replication group) it leads to
 	Name   string
 	p      *toxiproxy.Proxy
+
+	mu       sync.Mutex // serialises SetUpstream, Disable and Enable
+	disabled int        // how many faults want it disabled
 }
 
 // Add starts a proxy on a free 127.0.0.1 port that forwards to upstream.
 func (ps *Proxies) Add(client, node int, upstream string) (*Link, error) {
-	name := fmt.Sprintf("c%d-n%d", client, node)
-	p := toxiproxy.NewProxy(ps.server, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("start proxy %s to %s: %w", name, upstream, err)
+	l, err := ps.start(fmt.Sprintf("c%d-n%d", client, node), upstream)
+	if err != nil {
+		return nil, err
 	}
-	l := &Link{Client: client, Node: node, Name: name, p: p}
+	l.Client, l.Node = client, node
 	ps.mu.Lock()
 	ps.links = append(ps.links, l)
 	ps.mu.Unlock()
 	return l, nil
 }
 
+// AddRelay starts a replication link called name: a replica of lock node
+// node connects to it (REPLICAOF 127.0.0.1 <its port>) and it forwards to
+// upstream, the primary, so a nemesis can cut or delay replication alone.
+// Relays are not among Links.
+func (ps *Proxies) AddRelay(name string, node int, upstream string) (*Link, error) {
+	l, err := ps.start(name, upstream)
+	if err != nil {
+		return nil, err
+	}
+	l.Client, l.Node = -1, node
+	ps.mu.Lock()
+	ps.relays = append(ps.relays, l)
+	ps.mu.Unlock()
+	return l, nil
+}
+
+func (ps *Proxies) start(name, upstream string) (*Link, error) {
+	p := toxiproxy.NewProxy(ps.server, name, "127.0.0.1:0", upstream)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("start proxy %s to %s: %w", name, upstream, err)
+	}
+	return &Link{Name: name, p: p}, nil
+}
+
 // Addr is where the client connects.
 func (l *Link) Addr() string { return l.p.Listen }
+
+// Upstream is the node the link forwards to.
+func (l *Link) Upstream() string {
+	l.p.Lock()
+	defer l.p.Unlock()
+	return l.p.Upstream
+}
+
+// SetUpstream points the link at another node (a promoted replica), on the
+// same listen address, so whoever connects here follows without knowing.
+// Connections in progress are closed: their next command fails and the
+// client dials again. Toxics stay; a disabled link stays disabled.
+func (l *Link) SetUpstream(addr string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in := &toxiproxy.Proxy{Listen: l.p.Listen, Upstream: addr, Enabled: l.disabled == 0}
+	if err := l.p.Update(in); err != nil {
+		return fmt.Errorf("point link %s at %s: %w", l.Name, addr, err)
+	}
+	return nil
+}
+
+// Disable stops the link: its connections are closed and new ones refused
+// until as many Enable calls as Disable calls. Faults that overlap on one
+// link therefore compose.
+func (l *Link) Disable() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.disabled++; l.disabled == 1 {
+		l.p.Stop()
+	}
+}
+
+// Enable undoes one Disable; the link listens again on the same address.
+func (l *Link) Enable() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.disabled == 0 {
+		return nil
+	}
+	if l.disabled--; l.disabled > 0 {
+		return nil
+	}
+	if err := l.p.Start(); err != nil {
+		l.disabled++
+		return fmt.Errorf("re-enable link %s on %s: %w", l.Name, l.p.Listen, err)
+	}
+	return nil
+}
 
 // Toxic is one toxiproxy toxic: Type is toxiproxy's name ("latency",
 // "timeout", "bandwidth", "reset_peer", …), Stream "upstream" (client to
@@ -108,12 +190,26 @@ func (ps *Proxies) Links(client func(int) bool, node func(int) bool) []*Link {
 	return out
 }
 
+// Relays returns the replication links of lock node node (every one for
+// node < 0), in the order they were added.
+func (ps *Proxies) Relays(node int) []*Link {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var out []*Link
+	for _, l := range ps.relays {
+		if node < 0 || l.Node == node {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // Close stops every proxy and its connections.
 func (ps *Proxies) Close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	for _, l := range ps.links {
+	for _, l := range append(ps.links, ps.relays...) {
 		l.p.Stop()
 	}
-	ps.links = nil
+	ps.links, ps.relays = nil, nil
 }

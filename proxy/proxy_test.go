@@ -59,3 +59,75 @@ func TestLatencyToxicHitsOnlyItsLink(t *testing.T) {
 		t.Errorf("PING after healing took %v", d)
 	}
 }
+
+// A link pointed at another node keeps its address: a client that
+// reconnects lands on the new node. A disabled link refuses connections
+// until it is enabled as often as it was disabled. Relays are not client
+// links.
+func TestLinkFollowsANewUpstreamAndDisablesAndEnables(t *testing.T) {
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []cluster.Node
+	for _, name := range []string{"a", "b"} {
+		n, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Stop()
+		nodes = append(nodes, n)
+	}
+	ctx := context.Background()
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 2, DisableIdentity: true})
+		c.Set(ctx, "who", []string{"a", "b"}[i], 0)
+		c.Close()
+	}
+	ps := New()
+	defer ps.Close()
+	l, err := ps.Add(0, 0, nodes[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.AddRelay("repl-b", 0, nodes[0].Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if len(ps.Links(nil, nil)) != 1 || len(ps.Relays(0)) != 1 {
+		t.Errorf("links %d, relays %d: want one of each, apart", len(ps.Links(nil, nil)), len(ps.Relays(0)))
+	}
+	c := redis.NewClient(&redis.Options{Addr: l.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	who := func() (string, error) { return c.Get(ctx, "who").Result() }
+	if v, err := who(); v != "a" {
+		t.Fatalf("through the link: %q, %v; want a", v, err)
+	}
+	addr := l.Addr()
+	if err := l.SetUpstream(nodes[1].Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Addr() != addr || l.Upstream() != nodes[1].Addr() {
+		t.Errorf("after SetUpstream the link listens on %s (was %s) and forwards to %s", l.Addr(), addr, l.Upstream())
+	}
+	who() // the old connection was closed: this one fails, the next reconnects
+	if v, err := who(); v != "b" {
+		t.Errorf("after SetUpstream: %q, %v; want b", v, err)
+	}
+	l.Disable()
+	l.Disable()
+	if _, err := who(); err == nil {
+		t.Error("a disabled link still answers")
+	}
+	if err := l.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := who(); err == nil {
+		t.Error("disabled twice, enabled once: the link answers already")
+	}
+	if err := l.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := who(); v != "b" {
+		t.Errorf("after enabling: %q, %v; want b", v, err)
+	}
+}

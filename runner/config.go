@@ -7,7 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/option"
 )
 
 // Config is one run.
@@ -22,6 +27,15 @@ type Config struct {
 	Keys    int
 	// Nodes is the number of lock nodes; 0 uses the lock's default.
 	Nodes int
+	// Replicas per lock node, each replicating from its primary through a
+	// relay of its own (for the failover nemeses).
+	Replicas int
+	// Sentinels: redis-sentinel processes watching every lock node's
+	// primary (needs Replicas); failover-sentinel lets them promote.
+	Sentinels int
+	// Persistence of the lock nodes and replicas: "none" (the default),
+	// "everysec" or "always" (AOF with that appendfsync).
+	Persistence string
 
 	TTL      time.Duration
 	Hold     time.Duration
@@ -31,6 +45,12 @@ type Config struct {
 	Retry time.Duration
 	// Think is the most a client sleeps between attempts.
 	Think time.Duration
+	// Renew runs a watchdog in each client that renews a held lease every
+	// TTL/3 (locks that can renew; see `lockchaos list`).
+	Renew bool
+	// Reentry is the probability that a hold acquires its lock once more
+	// inside and releases it twice (reentrant locks only).
+	Reentry float64
 	// OpTimeout bounds each Redis operation; 0 means the TTL.
 	OpTimeout time.Duration
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
@@ -40,6 +60,11 @@ type Config struct {
 
 	Seed int64
 	Out  string
+
+	// Direct connects clients straight to the lock nodes, bypassing the
+	// per-link proxies: only to measure what the proxies cost (make bench).
+	// No nemesis may run then.
+	Direct bool
 
 	// Backend runs the Redis nodes: "local" (default) or another registered
 	// backend; Image is its container image where it uses one.
@@ -87,8 +112,33 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Hold < 0 || c.Duration <= 0 || c.Wait < 0 || c.Think < 0 || c.Retry < 0 || c.OpTimeout < 0 || c.FaultInterval < 0 {
 		errs = append(errs, usage("durations must not be negative, and --duration must be positive"))
 	}
+	if c.Reentry < 0 || c.Reentry > 1 {
+		errs = append(errs, usage("--reentry %v: want a probability from 0 to 1", c.Reentry))
+	}
+	if err := checkLockCapabilities(c); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Direct && len(c.Nemeses) > 0 && !(len(c.Nemeses) == 1 && c.Nemeses[0] == "none") {
+		errs = append(errs, usage("direct connections (no proxies) are for benchmarks only: no nemesis can run"))
+	}
 	if c.Backend == "" {
 		c.Backend = "local"
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		errs = append(errs, usage("--replicas %d: want 0 to 5 per lock node", c.Replicas))
+	}
+	if c.Sentinels < 0 || c.Sentinels > 7 {
+		errs = append(errs, usage("--sentinels %d: want 0 to 7 (3 is usual)", c.Sentinels))
+	}
+	if c.Sentinels > 0 && c.Replicas == 0 {
+		errs = append(errs, usage("--sentinels %d without replicas: sentinels promote a replica, so add --replicas 1 or more", c.Sentinels))
+	}
+	switch c.Persistence {
+	case "":
+		c.Persistence = "none"
+	case "none", "everysec", "always":
+	default:
+		errs = append(errs, usage("--persistence %q: want none, everysec or always", c.Persistence))
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = c.TTL
@@ -119,4 +169,51 @@ func Validate(cfg Config) error {
 	}
 	_, _, _, err = resolve(cfg)
 	return err
+}
+
+// checkLockCapabilities refuses --renew for a lock that cannot renew and
+// --reentry for one that is not reentrant. An unknown lock or bad options
+// are left to resolve, which names them.
+func checkLockCapabilities(c Config) error {
+	if !c.Renew && c.Reentry == 0 {
+		return nil
+	}
+	spec, err := locks.Lookup(c.Lock)
+	if err != nil {
+		return nil
+	}
+	if c.Reentry > 0 && !spec.Reentrant {
+		return usage("--reentry: lock %s is not reentrant (reentrant locks: %s)", spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
+	}
+	if c.Renew {
+		l, err := newForCheck(spec, c.LockOptions, c.TTL)
+		if err != nil {
+			return nil
+		}
+		if _, ok := l.(locks.Renewer); !ok {
+			return usage("--renew: lock %s cannot renew a lease, or renews it by itself (locks that --renew applies to: %s)", spec.Name,
+				lockNames(func(_ locks.Spec, l locks.Locker) bool { _, ok := l.(locks.Renewer); return ok }, c.TTL))
+		}
+	}
+	return nil
+}
+
+// newForCheck builds a locker without nodes, only to look at what it can do.
+func newForCheck(spec locks.Spec, given map[string]string, ttl time.Duration) (locks.Locker, error) {
+	opts, err := option.Resolve(spec.Name, spec.Options, given, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return spec.New(locks.Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
+}
+
+// lockNames lists the registered locks (with default options) that pass ok.
+func lockNames(ok func(locks.Spec, locks.Locker) bool, ttl time.Duration) string {
+	var names []string
+	for _, s := range locks.All() {
+		if l, err := newForCheck(s, nil, ttl); err == nil && ok(s, l) {
+			names = append(names, s.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }

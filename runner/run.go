@@ -97,7 +97,20 @@ func resolve(cfg Config) (locks.Spec, option.Values, []nemesis.Scheduled, error)
 		if err != nil {
 			return spec, opts, nil, UsageError{Err: err}
 		}
-		out = append(out, nemesis.Scheduled{Name: name, Nemesis: n})
+		if ns.Available != nil {
+			nodes := cfg.Nodes
+			if nodes == 0 {
+				nodes = spec.Nodes
+			}
+			if err := ns.Available(cfg.shape(nodes), nopts); err != nil {
+				return spec, opts, nil, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
+			}
+		}
+		plan, err := nemesis.ParsePlan(nopts.String(nemesis.ScheduleKey), cfg.Seed, name)
+		if err != nil {
+			return spec, opts, nil, UsageError{Err: err}
+		}
+		out = append(out, nemesis.Scheduled{Name: name, Nemesis: n, Plan: plan})
 	}
 	for name := range cfg.NemesisOptions {
 		if name != spec.Name && !seen[name] {
@@ -116,8 +129,9 @@ type run struct {
 	workers []*workerProc
 	started int            // workers started
 	nodes   []cluster.Node // every node, the resource last
-	// lockNodes are the nodes the lock uses, in order; nemeses may hurt them.
-	lockNodes []cluster.Node
+	// topo: replication groups (whose primaries are the lock nodes),
+	// sentinels, clocks.
+	topo topology
 }
 
 func (r *run) record(e history.Event) { r.hist.Append(e) }
@@ -136,32 +150,16 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 			}
 		}
 	}()
-	for i := 0; i < r.cfg.Nodes; i++ {
-		n, err := backend.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("n%d", i)})
-		if err != nil {
-			return err
+	defer func() {
+		if serr := r.stopTopology(); serr != nil {
+			err = errors.Join(err, serr)
 		}
-		r.nodes = append(r.nodes, n)
-	}
-	resource, err := backend.StartNode(ctx, cluster.NodeSpec{Name: "resource"})
-	if err != nil {
-		return err
-	}
-	r.nodes = append(r.nodes, resource)
-	lockNodes := r.nodes[:r.cfg.Nodes]
-	r.lockNodes = lockNodes
-
+	}()
 	r.proxies = proxy.New()
 	defer r.proxies.Close()
-	addrs := make([][]string, r.cfg.Clients)
-	for c := 0; c < r.cfg.Clients; c++ {
-		for j, n := range lockNodes {
-			l, err := r.proxies.Add(c, j, n.Addr())
-			if err != nil {
-				return err
-			}
-			addrs[c] = append(addrs[c], l.Addr())
-		}
+	addrs, resource, err := r.startTopology(ctx, backend, nemeses)
+	if err != nil {
+		return err
 	}
 
 	argv := r.cfg.WorkerCommand
@@ -185,6 +183,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 		Lock: spec.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
 		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: spec.Reentrant,
+		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
 	}})
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
@@ -192,6 +191,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 			Client: c, Owner: fmt.Sprintf("client-%d-%x", c, r.cfg.Seed), Lock: spec.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
 			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
+			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
 		}
 		w, err := startWorker(argv, wc, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", c)), r.record, r.trk)
 		if err != nil {
@@ -220,7 +220,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
 		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
 	}
-	r.probe(lockNodes, resource)
+	r.probe(r.currentLockNodes(), resource)
 	if interrupted {
 		problems = append(problems, "run interrupted before its duration ended")
 	}
@@ -351,60 +351,6 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 		return res, fmt.Errorf("write result: %w", err)
 	}
 	return res, nil
-}
-
-// env gives the nemeses their handles on this run.
-type env struct{ r *run }
-
-func (e *env) TTL() time.Duration  { return e.r.cfg.TTL }
-func (e *env) Hold() time.Duration { return e.r.cfg.Hold }
-func (e *env) Rand() *rand.Rand    { return e.r.rng }
-func (e *env) Holders() []nemesis.Holding {
-	return e.r.trk.holders()
-}
-func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) }
-func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
-func (e *env) LockNodes() []cluster.Node       { return e.r.lockNodes }
-
-func (e *env) worker(c int) (*workerProc, error) {
-	if c < 0 || c >= len(e.r.workers) {
-		return nil, fmt.Errorf("no client %d", c)
-	}
-	return e.r.workers[c], nil
-}
-
-func (e *env) Pause(c int) error  { return e.sig(c, syscall.SIGSTOP) }
-func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT) }
-
-func (e *env) sig(c int, s syscall.Signal) error {
-	w, err := e.worker(c)
-	if err != nil {
-		return err
-	}
-	if err := w.signal(s); err != nil {
-		if errors.Is(err, errExited) && s == syscall.SIGSTOP {
-			return nemesis.ErrNoTarget // it exited between seeing it and aiming
-		}
-		if errors.Is(err, errExited) {
-			return nil // nothing left to resume
-		}
-		return fmt.Errorf("send %v to client %d: %w", s, c, err)
-	}
-	return nil
-}
-
-func (e *env) Kill(c int) error {
-	w, err := e.worker(c)
-	if err != nil {
-		return err
-	}
-	if err := w.killExpected("killed by nemesis"); err != nil {
-		if errors.Is(err, errExited) {
-			return nemesis.ErrNoTarget
-		}
-		return err
-	}
-	return nil
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's

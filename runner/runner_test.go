@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +57,22 @@ func runChecked(t *testing.T, c Config) checker.Result {
 	return res
 }
 
-// redisServers counts running redis-server processes.
+// redisServers counts running redis-server processes started by this test
+// process (other runs on the machine do not count).
 func redisServers(t *testing.T) int {
 	t.Helper()
 	n := 0
-	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err == nil && strings.TrimSpace(string(b)) == "redis-server" {
+	me := strconv.Itoa(os.Getpid())
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
+		// After the name: state, ppid, …
+		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == me && comm == "redis-server" {
 			n++
 		}
 	}

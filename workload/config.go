@@ -29,6 +29,12 @@ type Config struct {
 	Think     time.Duration `json:"think"`
 	OpTimeout time.Duration `json:"op_timeout"`
 	Seed      int64         `json:"seed"`
+	// Renew runs a watchdog beside each hold that renews the lease every
+	// TTL/3 (locks that implement locks.Renewer).
+	Renew bool `json:"renew,omitempty"`
+	// Reentry is the probability that a hold acquires its lock once more
+	// inside, and so releases it twice (reentrant locks).
+	Reentry float64 `json:"reentry,omitempty"`
 }
 
 // KeyName is the lock key of key index i.

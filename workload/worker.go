@@ -52,6 +52,7 @@ func Main() int {
 		_, _ = in.ReadBytes('\n')
 		w.stop.Store(true)
 	}()
+	watchStretch() // slow-hold's SIGUSR1/SIGUSR2 (stretch.go)
 	w.run()
 	return 0
 }
@@ -59,11 +60,19 @@ func Main() int {
 type worker struct {
 	cfg    Config
 	locker locks.Locker
+	// renewer is the locker's Renewer when the run asked for renewals.
+	renewer locks.Renewer
+	// waiter is the locker's own way to wait in a blocking acquire, if any.
+	waiter locks.Waiter
 	nodes  []*redis.Client
 	res    Resource
 	rng    *rand.Rand
 	stop   atomic.Bool
 
+	// mu serialises every event: the main loop and the watchdog goroutines
+	// of a hold emit through it, and the state of the hold in progress
+	// (current lease, lost, ended) changes only under it, so that whether an
+	// event may still be emitted and emitting it are one step.
 	mu  sync.Mutex
 	out *os.File
 }
@@ -93,6 +102,15 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		w.close()
 		return nil, fmt.Errorf("lock %s: %w", cfg.Lock, err)
 	}
+	if cfg.Renew {
+		r, ok := w.locker.(locks.Renewer)
+		if !ok {
+			w.close()
+			return nil, fmt.Errorf("lock %s cannot renew a lease (no locks.Renewer)", cfg.Lock)
+		}
+		w.renewer = r
+	}
+	w.waiter, _ = w.locker.(locks.Waiter)
 	return w, nil
 }
 
@@ -128,9 +146,13 @@ func (w *worker) close() {
 // never did something its history does not show. If the coordinator is gone
 // nothing can be recorded any more, and the worker stops at once.
 func (w *worker) emit(e history.Event) {
-	e.Client = w.cfg.Client
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.emitLocked(e)
+}
+
+func (w *worker) emitLocked(e history.Event) {
+	e.Client = w.cfg.Client
 	e.Time = history.Now()
 	if _, err := w.out.Write(append(e.Marshal(), '\n')); err != nil {
 		fmt.Fprintf(os.Stderr, "worker %d: coordinator gone (%v): exiting\n", w.cfg.Client, err)
@@ -155,26 +177,44 @@ func (w *worker) run() {
 // spans every retry until the lock is taken or the wait runs out.
 func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, bool) {
 	w.emit(history.Event{Kind: history.Invoke, F: history.Acquire, Key: key})
+	if w.cfg.Wait > 0 && w.waiter != nil {
+		opCtx, cancel := context.WithTimeout(ctx, w.cfg.Wait+w.cfg.OpTimeout)
+		lease, err := w.waiter.AcquireWait(opCtx, key, w.cfg.Wait)
+		cancel()
+		return w.acquired(key, lease, err)
+	}
 	start := time.Now()
 	for {
 		opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 		lease, err := w.locker.Acquire(opCtx, key)
 		cancel()
-		switch {
-		case err == nil:
-			w.emit(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Fence: lease.Fence})
-			return lease, true
-		case !errors.Is(err, locks.ErrNotAcquired):
-			w.emit(history.Event{Kind: history.Info, F: history.Acquire, Key: key, Error: err.Error()})
-			return locks.Lease{}, false
+		if !errors.Is(err, locks.ErrNotAcquired) {
+			return w.acquired(key, lease, err)
 		}
 		left := w.cfg.Wait - time.Since(start)
 		if left <= 0 || w.stop.Load() {
-			w.emit(history.Event{Kind: history.Fail, F: history.Acquire, Key: key, Error: "not-acquired"})
-			return locks.Lease{}, false
+			return w.acquired(key, lease, err)
 		}
 		time.Sleep(min(left, w.jitter(w.cfg.Retry)))
 	}
+}
+
+// acquired records the answer to an acquire.
+func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease, bool) {
+	switch {
+	case err == nil:
+		w.emit(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Fence: lease.Fence})
+		return lease, true
+	case errors.Is(err, locks.ErrNotAcquired):
+		e := history.Event{Kind: history.Fail, F: history.Acquire, Key: key, Error: "not-acquired"}
+		if err != locks.ErrNotAcquired {
+			e.Message = err.Error()
+		}
+		w.emit(e)
+	default:
+		w.emit(history.Event{Kind: history.Info, F: history.Acquire, Key: key, Error: err.Error()})
+	}
+	return locks.Lease{}, false
 }
 
 // jitter spreads retries over [d/2, d] so waiting clients do not march in step.
@@ -185,29 +225,176 @@ func (w *worker) jitter(d time.Duration) time.Duration {
 	return d/2 + time.Duration(w.rng.Int64N(int64(d/2)+1))
 }
 
-// hold is the critical section: read the counter, work, write it back plus
-// one, then release.
-func (w *worker) hold(ctx context.Context, lease locks.Lease) {
-	key := lease.Key
-	w.emit(history.Event{Kind: history.Invoke, F: history.Read, Key: key})
-	v, err := w.res.Read(ctx, key)
-	if err != nil {
-		w.emit(history.Event{Kind: history.Info, F: history.Read, Key: key, Error: err.Error()})
-	} else {
-		w.emit(history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v)})
-		time.Sleep(w.cfg.Hold)
-		if lease.Deadline != 0 && history.Now() > lease.Deadline {
-			// The lock's own validity ran out: a correct client stops here.
-			w.emit(history.Event{Kind: history.Lost, Key: key, Message: "lease validity ran out before the write"})
-		} else {
-			w.write(ctx, key, v+1, lease.Fence)
-		}
-	}
-	w.release(ctx, lease)
+// heldLock is the hold in progress, shared by the main loop and the hold's
+// watchdogs. Its fields change only under worker.mu.
+type heldLock struct {
+	key   string
+	lease locks.Lease // the latest: a renewal may move its deadline
+	// lost: the client learned it lost the lock; it touches the resource no
+	// more. ended: the outermost release was invoked; no lost may follow.
+	lost, ended bool
+	lostCh      chan struct{} // closed with lost
+	cancel      context.CancelFunc
+	watchers    sync.WaitGroup
 }
 
-func (w *worker) write(ctx context.Context, key string, v, fence int64) {
-	w.emit(history.Event{Kind: history.Invoke, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence})
+// hold is the critical section: read the counter, work, write it back plus
+// one, then release. With probability Reentry it acquires the lock once more
+// first, and releases that inner level before the outer one.
+func (w *worker) hold(ctx context.Context, lease locks.Lease) {
+	h := w.watch(lease)
+	var inner *locks.Lease
+	if w.cfg.Reentry > 0 && w.rng.Float64() < w.cfg.Reentry && !w.isLost(h) {
+		if l, ok := w.acquire(ctx, lease.Key); ok {
+			inner = &l
+		}
+	}
+	w.critical(ctx, h)
+	if inner != nil {
+		w.release(ctx, *inner, nil)
+	}
+	h.cancel()
+	h.watchers.Wait() // no renewal may race the release
+	w.release(ctx, w.current(h), h)
+}
+
+// watch starts the hold's watchdogs: a renewal every TTL/3 when the run asked
+// for it, and a listener for the lock's own news that the lease is gone.
+func (w *worker) watch(lease locks.Lease) *heldLock {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &heldLock{key: lease.Key, lease: lease, lostCh: make(chan struct{}), cancel: cancel}
+	if w.renewer != nil {
+		h.watchers.Add(1)
+		go func() {
+			defer h.watchers.Done()
+			w.renewLoop(ctx, h)
+		}()
+	}
+	if lease.Lost != nil {
+		h.watchers.Add(1)
+		go func() {
+			defer h.watchers.Done()
+			select {
+			case <-ctx.Done():
+			case <-lease.Lost:
+				w.markLost(h, "the lock's watchdog found the lease gone")
+			}
+		}()
+	}
+	return h
+}
+
+// renewLoop renews h's lease every TTL/3 until the hold ends or a renewal
+// says the lease is gone. A renewal that gets no answer is tried again at
+// the next tick: the lease may still be there.
+func (w *worker) renewLoop(ctx context.Context, h *heldLock) {
+	t := time.NewTicker(max(w.cfg.TTL/3, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+		next, err := w.renewer.Renew(opCtx, w.current(h))
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			w.mu.Lock()
+			h.lease = next
+			w.mu.Unlock()
+		case errors.Is(err, locks.ErrNotHeld):
+			w.markLost(h, "renewal found the lease gone: "+err.Error())
+			return
+		default:
+			fmt.Fprintf(os.Stderr, "worker %d: renewal of %s got no answer, trying again: %v\n", w.cfg.Client, h.key, err)
+		}
+	}
+}
+
+func (w *worker) current(h *heldLock) locks.Lease {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return h.lease
+}
+
+func (w *worker) isLost(h *heldLock) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return h.lost
+}
+
+// markLost records, once, the instant the client learned it lost h's lock;
+// never after the hold's release was invoked.
+func (w *worker) markLost(h *heldLock, why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.markLostLocked(h, why)
+}
+
+func (w *worker) markLostLocked(h *heldLock, why string) {
+	if h.lost || h.ended {
+		return
+	}
+	h.lost = true
+	close(h.lostCh)
+	w.emitLocked(history.Event{Kind: history.Lost, Key: h.key, Message: why})
+}
+
+// emitHeld emits the invoke of a resource operation only while the client
+// still believes it holds h: not after it learned the lease was lost, and
+// not past the lease's deadline (which it records as the moment it learned
+// that). It reports whether the operation may go ahead.
+func (w *worker) emitHeld(h *heldLock, e history.Event) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.lost {
+		return false
+	}
+	if d := h.lease.Deadline; d != 0 && history.Now() > d {
+		w.markLostLocked(h, "lease validity ran out before the "+e.F)
+		return false
+	}
+	w.emitLocked(e)
+	return true
+}
+
+// critical is the read-modify-write on the resource. A fenced lease presents
+// its token on the read as well as on the write; a rejected read ends the
+// critical section without a write.
+func (w *worker) critical(ctx context.Context, h *heldLock) {
+	key, fence := h.key, w.current(h).Fence
+	if !w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Read, Key: key, Fence: fence}) {
+		return
+	}
+	v, err := w.res.Read(ctx, key, fence)
+	switch {
+	case errors.Is(err, errStale):
+		w.emit(history.Event{Kind: history.Fail, F: history.Read, Key: key, Fence: fence, Error: "stale-fence"})
+		return
+	case err != nil:
+		w.emit(history.Event{Kind: history.Info, F: history.Read, Key: key, Fence: fence, Error: err.Error()})
+		return
+	}
+	w.emit(history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence})
+	select {
+	case <-time.After(w.cfg.Hold):
+	case <-h.lostCh:
+		return
+	}
+	if !w.stretchHold(h.lostCh) { // slow-hold (stretch.go)
+		return
+	}
+	w.write(ctx, h, key, v+1, fence)
+}
+
+func (w *worker) write(ctx context.Context, h *heldLock, key string, v, fence int64) {
+	if !w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence}) {
+		return
+	}
 	err := w.res.Write(ctx, key, v, fence)
 	switch {
 	case err == nil:
@@ -219,8 +406,18 @@ func (w *worker) write(ctx context.Context, key string, v, fence int64) {
 	}
 }
 
-func (w *worker) release(ctx context.Context, lease locks.Lease) {
-	w.emit(history.Event{Kind: history.Invoke, F: history.Release, Key: lease.Key})
+// release gives lease back. With h (the outermost release of a hold), its
+// invoke also ends the hold: from then on no lost can be recorded for it.
+func (w *worker) release(ctx context.Context, lease locks.Lease, h *heldLock) {
+	invoke := history.Event{Kind: history.Invoke, F: history.Release, Key: lease.Key}
+	if h != nil {
+		w.mu.Lock()
+		h.ended = true
+		w.emitLocked(invoke)
+		w.mu.Unlock()
+	} else {
+		w.emit(invoke)
+	}
 	opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 	err := w.locker.Release(opCtx, lease)
 	cancel()

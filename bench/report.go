@@ -1,0 +1,123 @@
+// Package bench measures lockchaos itself: how many lock operations the
+// harness drives compared with Redis's own benchmark on the same machine in
+// the same run, how fast the checker is, how soon a known failure mode is
+// detected, and how long the matrix takes. Figures are measured side by side
+// and written as JSON and a Markdown table; nothing here asserts a timing.
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Report is one `make bench` run.
+type Report struct {
+	Date       string            `json:"date"`
+	Host       Host              `json:"host"`
+	Throughput []ThroughputRow   `json:"throughput"`
+	Checker    []CheckerRow      `json:"checker"`
+	Detection  []DetectionRow    `json:"detection"`
+	Matrix     []MatrixRow       `json:"matrix"`
+	Notes      []string          `json:"notes"`
+	Errors     map[string]string `json:"errors,omitempty"`
+}
+
+// Host says where the figures were taken.
+type Host struct {
+	CPUs   int    `json:"cpus"`
+	Go     string `json:"go"`
+	Redis  string `json:"redis"`
+	Kernel string `json:"kernel"`
+}
+
+// Write stores r as dir/<date>.json and dir/<date>.md and returns the
+// Markdown.
+func Write(dir string, r Report) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Join(dir, r.Date)
+	if err := os.WriteFile(base+".json", append(b, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	md := Markdown(r)
+	return md, os.WriteFile(base+".md", []byte(md), 0o644)
+}
+
+// Markdown renders r as the tables README's Performance section shows.
+func Markdown(r Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %d CPUs, %s, %s.\n\n", r.Date, r.Host.CPUs, r.Host.Go, r.Host.Redis)
+	if len(r.Throughput) > 0 {
+		b.WriteString("**Throughput** (acquire+release pairs/s, no faults, 1000 keys; median of the runs; redis-benchmark: SET NX PX + DEL pairs with the same connections, same machine, same run)\n\n")
+		b.WriteString("| clients | harness via proxies | harness direct | redis-benchmark | direct / redis-benchmark | proxies / direct |\n|---|---|---|---|---|---|\n")
+		for _, t := range r.Throughput {
+			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.3f | %.2f |\n", t.Clients, t.ViaProxies, t.Direct, t.RedisBenchmark, ratio(t.Direct, t.RedisBenchmark), ratio(t.ViaProxies, t.Direct))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Checker) > 0 {
+		b.WriteString("**Checker** (safe simulated histories, 16 clients; Go benchmarks)\n\n")
+		b.WriteString("| benchmark | ops | keys | holds | time | memory |\n|---|---|---|---|---|---|\n")
+		for _, c := range r.Checker {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.Name, c.Ops, c.Keys, c.Holds, dur(c.NsPerOp), mem(c.BytesPerOp))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Detection) > 0 {
+		b.WriteString("**Detection** (known-unsafe catalogue scenarios; time to the first overlap, in TTLs)\n\n")
+		b.WriteString("| scenario | TTL | from first fault | from the stolen lease's grant |\n|---|---|---|---|\n")
+		for _, d := range r.Detection {
+			fmt.Fprintf(&b, "| %s | %.0f ms | %s | %s |\n", d.Scenario, d.TTLms, ttls(d.FromFaultTTL), ttls(d.FromGrantTTL))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Matrix) > 0 {
+		b.WriteString("**Matrix** (wall time)\n\n| command | cells | wall time | exit |\n|---|---|---|---|\n")
+		for _, m := range r.Matrix {
+			fmt.Fprintf(&b, "| `%s` | %d | %s | %d |\n", m.Command, m.Cells, time.Duration(m.Seconds*float64(time.Second)).Round(time.Second), m.Exit)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	for k, e := range r.Errors {
+		fmt.Fprintf(&b, "- **%s failed**: %s\n", k, e)
+	}
+	return b.String()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func ttls(v *float64) string {
+	if v == nil {
+		return "not detected"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
+func dur(ns float64) string { return time.Duration(ns).Round(time.Microsecond).String() }
+
+func mem(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+}

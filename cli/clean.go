@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+)
+
+const cleanUsage = `Usage: lockchaos clean [--run ID] [--live]
+
+Removes the containers that docker-backend runs left behind (a coordinator
+killed before it could remove them): every container labelled lockchaos, and
+the host directories they used. Containers of a run whose coordinator is still
+running are left alone unless --live is given.
+`
+
+func cmdClean(args []string) int {
+	fs := flag.NewFlagSet("clean", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), cleanUsage); fs.PrintDefaults() }
+	run := fs.String("run", "", "only the containers of this run (their "+cluster.LabelRun+" label)")
+	live := fs.Bool("live", false, "also remove the containers of runs that are still going")
+	if err := fs.Parse(args); err != nil {
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "lockchaos clean: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	removed, skipped, err := cluster.RemoveContainers(ctx, *run, *live)
+	for _, name := range removed {
+		fmt.Println("removed", name)
+	}
+	if len(skipped) > 0 {
+		fmt.Printf("left %d container(s) of runs still going (--live removes them too): %v\n", len(skipped), skipped)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos clean:", err)
+		return ExitSetup
+	}
+	if len(removed) == 0 && len(skipped) == 0 {
+		fmt.Println("no lockchaos containers")
+	}
+	return 0
+}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// applyScenario replaces cfg with the run of the scenario file at path, then
+// applies on top the flags of `run` that were given explicitly, so that
+// `run --scenario F --seed 7` changes only the seed. Flags bound to cfg are
+// re-applied through the flag set itself, so a flag added to `run` later
+// overrides its field without a change here; --nemesis, --opt and --seed,
+// which cmdRun interprets itself, are merged here.
+func applyScenario(fs *flag.FlagSet, cfg *runner.Config, path, nemeses string, opts map[string]map[string]string, seed int64) (scenarios.Scenario, error) {
+	given := map[string]string{}
+	var order []string
+	fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = f.Value.String()
+		order = append(order, f.Name)
+	})
+	s, err := scenarios.LoadFile(path)
+	if err != nil {
+		return s, err
+	}
+	*cfg = s.RunConfig(false)
+	for _, name := range order {
+		switch name {
+		case "scenario", "nemesis", "opt", "seed":
+			continue
+		}
+		if err := fs.Set(name, given[name]); err != nil {
+			return s, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	if _, ok := given["nemesis"]; ok {
+		cfg.Nemeses = strings.Split(nemeses, ",")
+		for n := range cfg.NemesisOptions {
+			if !contains(cfg.Nemeses, n) {
+				delete(cfg.NemesisOptions, n) // options of a nemesis the flag dropped
+			}
+		}
+	}
+	if _, ok := given["lock"]; ok && cfg.Lock != s.Config.Lock {
+		cfg.LockOptions = nil // the scenario's options were for its own lock
+	}
+	for owner, kv := range opts {
+		if owner == cfg.Lock {
+			cfg.LockOptions = merged(cfg.LockOptions, kv)
+			continue
+		}
+		if cfg.NemesisOptions == nil {
+			cfg.NemesisOptions = map[string]map[string]string{}
+		}
+		cfg.NemesisOptions[owner] = merged(cfg.NemesisOptions[owner], kv)
+	}
+	if _, ok := given["seed"]; ok {
+		cfg.Seed = seed
+	}
+	if why := s.Unavailable(); why != "" && !flagsReplace(given, why) {
+		return s, fmt.Errorf("scenario %s cannot run in this build: %s (see `lockchaos list`)", s.Name, why)
+	}
+	return s, nil
+}
+
+// flagsReplace reports whether the flags replaced what made the scenario
+// unavailable (--lock or --nemesis naming something this build has).
+func flagsReplace(given map[string]string, why string) bool {
+	_, lock := given["lock"]
+	_, nem := given["nemesis"]
+	return (lock && strings.HasPrefix(why, "lock ")) || (nem && strings.HasPrefix(why, "nemesis "))
+}
+
+// merged returns base with over's keys set.
+func merged(base, over map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// afterRun writes the run's HTML report and, for a scenario, says whether
+// the verdict is the one it expects.
+func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario) {
+	if res.Verdict == "" {
+		return
+	}
+	page, err := writeRunReport(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)
+	} else {
+		fmt.Fprintf(w, "report: %s\n", page)
+	}
+	if s == nil {
+		return
+	}
+	if met, why := s.Expect.Met(res); met {
+		fmt.Fprintf(w, "scenario %s expects %s: as expected\n", s.Name, s.Expect)
+	} else {
+		fmt.Fprintf(w, "scenario %s expects %s: NOT as expected (%s)\n", s.Name, s.Expect, why)
+	}
+}

@@ -1,0 +1,117 @@
+// Command lockchaos-bench measures the harness and the checker (make bench)
+// and writes results/bench/<date>.json and .md. See bench/.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/bench"
+	"github.com/lockchaos/lockchaos/workload"
+)
+
+func main() {
+	if os.Getenv(workload.RoleEnv) == "worker" {
+		os.Exit(workload.Main())
+	}
+	out := flag.String("out", "results/bench", "where to write <date>.json and <date>.md")
+	bin := flag.String("lockchaos", "bin/lockchaos", "the lockchaos binary, for the matrix figures")
+	repeats := flag.Int("repeats", 3, "throughput measurements per client count (medians are kept)")
+	duration := flag.Duration("duration", 3*time.Second, "length of each throughput run")
+	quick := flag.Bool("quick", false, "skip the full matrix and the 1M-operation checker benchmarks")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	date := time.Now().UTC().Format("2006-01-02T150405Z")
+	work := filepath.Join(*out, "runs-"+date)
+	r := bench.Report{Date: date, Host: host(), Errors: map[string]string{}}
+	step := func(name string, f func() error) {
+		fmt.Fprintf(os.Stderr, "bench: %s …\n", name)
+		start := time.Now()
+		if err := f(); err != nil {
+			r.Errors[name] = err.Error()
+			fmt.Fprintf(os.Stderr, "bench: %s failed: %v\n", name, err)
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s took %s\n", name, time.Since(start).Round(time.Second))
+	}
+
+	step("throughput", func() (err error) {
+		r.Throughput, err = bench.Throughput(ctx, []int{1, 4, 16}, *duration, *repeats, work)
+		return err
+	})
+	step("checker", func() error {
+		pattern := "."
+		if *quick {
+			pattern = "/ops=(10000|100000)/|Waiters"
+		}
+		cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", pattern, "-benchmem", "./checker/")
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, os.Stderr
+		err := cmd.Run()
+		os.MkdirAll(work, 0o755)
+		os.WriteFile(filepath.Join(work, "checker-bench.txt"), buf.Bytes(), 0o644) // for benchstat
+		r.Checker = bench.ParseGoBench(&buf)
+		return err
+	})
+	step("matrix --quick", func() error {
+		dir := filepath.Join(work, "chaos-quick")
+		row, err := bench.Matrix(ctx, *bin, dir, "--quick")
+		r.Matrix = append(r.Matrix, row)
+		if err != nil {
+			return err
+		}
+		r.Detection, err = bench.Detection(dir)
+		return err
+	})
+	if !*quick {
+		step("matrix", func() error {
+			dir := filepath.Join(work, "chaos")
+			row, err := bench.Matrix(ctx, *bin, dir)
+			r.Matrix = append(r.Matrix, row)
+			if err != nil {
+				return err
+			}
+			if d, err := bench.Detection(dir); err == nil && len(d) > len(r.Detection) {
+				r.Detection = d
+			}
+			return err
+		})
+	}
+	r.Notes = append(r.Notes,
+		"Harness pairs include a resource read and write inside each hold (4 round trips per cycle, plus the coordinator's history writes); redis-benchmark pipelines nothing here but sends bare commands.",
+		"Raw Go benchmark output is kept beside the report (checker-bench.txt), comparable with benchstat.")
+	md, err := bench.Write(*out, r)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	fmt.Print(md)
+	if len(r.Errors) > 0 {
+		os.Exit(1)
+	}
+}
+
+func host() bench.Host {
+	h := bench.Host{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if out, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		f := strings.Fields(string(out))
+		if len(f) >= 3 {
+			h.Redis = "redis " + strings.TrimPrefix(f[2], "v=")
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	return h
+}

@@ -1,0 +1,161 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+func TestParseLuaLock(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, err string
+	}{
+		{"prelude is shared", "local x = 1\n-- @acquire\nreturn x\n-- @release\nreturn 1\n", ""},
+		{"no release", "-- @acquire\nreturn 1\n", "no `-- @release` section"},
+		{"unknown section", "-- @acquire\nreturn 1\n-- @unlock\nreturn 1\n", `unknown section "unlock"`},
+		{"twice", "-- @acquire\nreturn 1\n-- @acquire\nreturn 1\n-- @release\nreturn 1\n", "given twice"},
+		{"empty", "-- @acquire\n-- @release\nreturn 1\n", "section acquire is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			scripts, err := locks.ParseLuaLock(tc.src)
+			if tc.err == "" {
+				if err != nil || scripts["acquire"] != "local x = 1\nreturn x\n" || scripts["renew"] != "" {
+					t.Errorf("scripts %q, error %v", scripts, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// outcome names what an operation answered, for comparing two locks.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, locks.ErrNotAcquired):
+		return "not-acquired"
+	case errors.Is(err, locks.ErrNotHeld):
+		return "not-held"
+	}
+	return "error: " + err.Error()
+}
+
+// locks/lua/token.lua and token-lua answer the same sequence of operations
+// the same way and leave the same state behind.
+func TestLuaTokenFileBehavesLikeTokenLua(t *testing.T) {
+	ctx := context.Background()
+	ttl := 100 * ms
+	trace := func(name string, opts map[string]string) []string {
+		rdb := node(t)
+		a := newLock(t, name, rdb, "a", ttl, opts)
+		b := newLock(t, name, rdb, "bb", ttl, opts)
+		var out []string
+		state := func() {
+			v := rdb.Get(ctx, "k").Val()
+			pttl := rdb.PTTL(ctx, "k").Val()
+			out = append(out, "key:"+strings.SplitN(v, ":", 2)[0]+" ttl>0:"+map[bool]string{true: "yes", false: "no"}[pttl > 0])
+		}
+		la, err := a.Acquire(ctx, "k")
+		out = append(out, outcome(err))
+		state()
+		_, err = b.Acquire(ctx, "k")
+		out = append(out, outcome(err))
+		_, err = a.(locks.Renewer).Renew(ctx, la)
+		out = append(out, outcome(err))
+		out = append(out, outcome(a.Release(ctx, la)), outcome(a.Release(ctx, la)))
+		state()
+		lb, err := b.Acquire(ctx, "k")
+		out = append(out, outcome(err))
+		state()
+		time.Sleep(ttl + 30*ms)
+		state()
+		la, err = a.Acquire(ctx, "k")
+		out = append(out, outcome(err))
+		_, err = b.(locks.Renewer).Renew(ctx, lb)
+		out = append(out, outcome(err), outcome(b.Release(ctx, lb)))
+		state()
+		return out
+	}
+	want := trace("token-lua", nil)
+	got := trace("lua", map[string]string{"file": "lua/token.lua"})
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("lua/token.lua:\n  %v\ntoken-lua:\n  %v", got, want)
+	}
+}
+
+// An acquire that answers {1, fence} hands out a fencing token; a file
+// without a renew section gives a lock that cannot renew.
+func TestLuaFencesAndOptionalRenew(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "fenced.lua")
+	src := `-- @acquire
+if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
+  return {1, redis.call("INCR", KEYS[2])}
+end
+return 0
+-- @release
+if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end
+return 0
+`
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rdb := node(t)
+	l := newLock(t, "lua", rdb, "a", time.Second, map[string]string{"file": file})
+	if _, ok := l.(locks.Renewer); ok {
+		t.Error("a lua lock without a renew section claims to renew")
+	}
+	for want := int64(1); want <= 2; want++ {
+		lease, err := l.Acquire(ctx, "k")
+		if err != nil || lease.Fence != want {
+			t.Fatalf("acquire %d: fence %d, %v", want, lease.Fence, err)
+		}
+		if err := l.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec, _ := locks.Lookup("lua")
+	if _, err := spec.New(locks.Config{}); err == nil || !strings.Contains(err.Error(), "lua.file is required") {
+		t.Errorf("lua without a file: %v", err)
+	}
+}
+
+func luaRunCfg(t *testing.T, nemeses ...string) (c runner.Config) {
+	file, err := filepath.Abs("lua/token.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = runCfg(t, "lua", nemeses...)
+	c.LockOptions = map[string]string{"file": file}
+	return c
+}
+
+// Renewed by its own renew script, token.lua survives holds longer than its
+// TTL; paused past it, it breaks as token-lua does.
+func TestLuaTokenFileRuns(t *testing.T) {
+	t.Run("renewed-long-holds-are-safe", func(t *testing.T) {
+		c := luaRunCfg(t)
+		c.Renew, c.Hold, c.Duration = true, 2*c.TTL, 2*time.Second
+		res, _ := run(t, c)
+		wantVerdict(t, res, checker.Safe)
+		if res.Release.NotHeld != 0 {
+			t.Errorf("%d leases gone at release despite renewals", res.Release.NotHeld)
+		}
+	})
+	t.Run("paused-client-violates", func(t *testing.T) {
+		res, _ := run(t, luaRunCfg(t, "pause-client"))
+		wantVerdict(t, res, checker.Violation)
+	})
+}

@@ -1,0 +1,314 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
+)
+
+// ReentrantWatchdog is Redisson's RLock, algorithm for algorithm: a hash per
+// lock whose field `<client uuid>:<thread id>` counts the owner's reentries;
+// waiters subscribe to the lock's channel and retry when an unlock is
+// published (or when the lease they were told about runs out) instead of
+// spinning; and, when no explicit lease time is given, a watchdog renews the
+// lease every third of it for as long as the lock is held.
+//
+// The watchdog is what makes it fail the way it does: it lives in the
+// client's process, so a process pause (GC, SIGSTOP) freezes it with the
+// critical section, the lease runs out, and the next owner gets in while the
+// paused client still believes it holds the lock.
+type ReentrantWatchdog struct {
+	cfg Config
+	// field is Redisson's getLockName(threadId): the client instance's UUID
+	// and the thread's id. A worker runs its critical sections on one
+	// goroutine, so its thread id is always 1.
+	field string
+	// lease is Redisson's internalLockLeaseTime: the explicit lease time, or
+	// the watchdog timeout when there is none.
+	lease    time.Duration
+	watchdog bool
+
+	mu sync.Mutex
+	// renewals is Redisson's EXPIRATION_RENEWAL_MAP: one watchdog per key
+	// this client holds, alive until the outermost release.
+	renewals map[string]*renewal
+}
+
+type renewal struct {
+	holds  int // acquires not yet released: the local reentrancy count
+	cancel context.CancelFunc
+	lost   chan struct{} // closed when a renewal found the field gone
+}
+
+// redissonThreadID: see ReentrantWatchdog.field.
+const redissonThreadID = 1
+
+func init() {
+	Register(Spec{
+		Name:        "reentrant-watchdog",
+		Description: "Redisson's RLock: reentrant hash lock, pub/sub wake-up of waiters, watchdog renewing the lease every third of it",
+		Nodes:       1,
+		Reentrant:   true,
+		Options: []option.Spec{
+			{Key: "watchdog-timeout", Default: "30s", Help: "lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout); e.g. 1ttl to follow --ttl"},
+			{Key: "lease-time", Default: "0s", Help: "explicit lease time (Redisson's lock(leaseTime)): the lease just expires, no watchdog; 0 uses the watchdog"},
+		},
+		New: newReentrantWatchdog,
+	})
+}
+
+func newReentrantWatchdog(cfg Config) (Locker, error) {
+	timeout, err := cfg.Options.Duration("watchdog-timeout")
+	if err != nil {
+		return nil, err
+	}
+	leaseTime, err := cfg.Options.Duration("lease-time")
+	if err != nil {
+		return nil, err
+	}
+	l := &ReentrantWatchdog{cfg: cfg, lease: timeout, watchdog: leaseTime == 0, renewals: map[string]*renewal{}}
+	if !l.watchdog {
+		l.lease = leaseTime
+	}
+	if l.lease < 3*time.Millisecond {
+		return nil, fmt.Errorf("reentrant-watchdog: lease %v is too short to renew every third of it", l.lease)
+	}
+	l.field = fmt.Sprintf("%s:%d", uuid4(cfg), redissonThreadID)
+	return l, nil
+}
+
+// uuid4 formats 16 random bytes as a version-4 UUID, as Redisson names each
+// client instance.
+func uuid4(cfg Config) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(cfg.Rand.Uint32())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// The three scripts of RedissonLock. KEYS[1] is the lock's hash; ARGV carry
+// the lease in ms and the owner's field.
+var (
+	// tryLockInnerAsync: take a free lock or re-enter one's own (count+1),
+	// answering nil; otherwise answer how long the current owner's lease
+	// still runs, which is how long a waiter need wait at most.
+	redissonAcquire = redis.NewScript(`
+if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])`)
+
+	// unlockInnerAsync: KEYS[2] is the lock's channel; ARGV[1] the unlock
+	// message, ARGV[2] the lease, ARGV[3] the field. nil: not held by this
+	// owner; 0: still held (a reentry was released); 1: freed and waiters
+	// woken.
+	redissonRelease = redis.NewScript(`
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then
+  return nil
+end
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`)
+
+	// renewExpirationAsync: extend only while this owner's field is there.
+	redissonRenew = redis.NewScript(`
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 1
+end
+return 0`)
+)
+
+// redissonUnlockMessage is LockPubSub.UNLOCK_MESSAGE.
+const redissonUnlockMessage = 0
+
+// redissonChannel is the channel a lock's unlocks are published on.
+func redissonChannel(key string) string { return "redisson_lock__channel:{" + key + "}" }
+
+func (l *ReentrantWatchdog) Acquire(ctx context.Context, key string) (Lease, error) {
+	lease, _, err := l.tryAcquire(ctx, key)
+	return lease, err
+}
+
+// tryAcquire runs the acquire script once. When another owner holds the
+// lock it returns ErrNotAcquired and that owner's remaining lease (negative
+// when the key has no expiry).
+func (l *ReentrantWatchdog) tryAcquire(ctx context.Context, key string) (Lease, time.Duration, error) {
+	res, err := redissonAcquire.Run(ctx, l.cfg.Nodes[0], []string{key}, l.lease.Milliseconds(), l.field).Result()
+	if errors.Is(err, redis.Nil) {
+		return l.granted(key), 0, nil
+	}
+	if err != nil {
+		return Lease{}, 0, err
+	}
+	pttl, ok := res.(int64)
+	if !ok {
+		return Lease{}, 0, fmt.Errorf("reentrant-watchdog: acquire script answered %v (%T), want nil or a PTTL", res, res)
+	}
+	return Lease{}, time.Duration(pttl) * time.Millisecond, fmt.Errorf("%w: held by another owner for %d ms more", ErrNotAcquired, pttl)
+}
+
+// granted counts a successful acquire and, for the outermost one, starts the
+// watchdog (Redisson's scheduleExpirationRenewal).
+func (l *ReentrantWatchdog) granted(key string) Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.renewals[key]
+	if r == nil {
+		r = &renewal{lost: make(chan struct{})}
+		if l.watchdog {
+			ctx, cancel := context.WithCancel(context.Background())
+			r.cancel = cancel
+			go l.watch(ctx, key, r)
+		}
+		l.renewals[key] = r
+	}
+	r.holds++
+	lease := Lease{Key: key, Owner: l.field, Token: l.field}
+	if l.watchdog {
+		lease.Lost = r.lost
+	}
+	return lease
+}
+
+// watch renews key's lease every third of it while this client holds it.
+// It ends when the outermost release cancels it, when a renewal finds the
+// field gone (closing lost: the client learns it lost the lock), or, as in
+// Redisson, when a renewal fails: Redisson logs "Can't update lock
+// expiration" and stops renewing without telling the owner, whose lease
+// then runs out under it.
+func (l *ReentrantWatchdog) watch(ctx context.Context, key string, r *renewal) {
+	t := time.NewTicker(l.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := redissonRenew.Run(ctx, l.cfg.Nodes[0], []string{key}, l.lease.Milliseconds(), l.field).Int64()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "reentrant-watchdog: can't update lock %s expiration, watchdog stopped: %v\n", key, err)
+			l.forget(key, r)
+			return
+		case n == 0:
+			l.forget(key, r)
+			close(r.lost)
+			return
+		}
+	}
+}
+
+// forget drops key's renewal entry if it is still r.
+func (l *ReentrantWatchdog) forget(key string, r *renewal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.renewals[key] == r {
+		delete(l.renewals, key)
+	}
+}
+
+// Release leaves one level of the lock; the last one deletes the hash and
+// publishes the unlock. As in Redisson, the local count (and with it the
+// watchdog) goes down whatever the answer.
+func (l *ReentrantWatchdog) Release(ctx context.Context, lease Lease) error {
+	res, err := redissonRelease.Run(ctx, l.cfg.Nodes[0], []string{lease.Key, redissonChannel(lease.Key)},
+		redissonUnlockMessage, l.lease.Milliseconds(), l.field).Result()
+	l.released(lease.Key)
+	if errors.Is(err, redis.Nil) {
+		return ErrNotHeld
+	}
+	if err != nil {
+		return err
+	}
+	if n, ok := res.(int64); !ok || (n != 0 && n != 1) {
+		return fmt.Errorf("reentrant-watchdog: release script answered %v (%T), want nil, 0 or 1", res, res)
+	}
+	return nil
+}
+
+// released is Redisson's cancelExpirationRenewal.
+func (l *ReentrantWatchdog) released(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.renewals[key]
+	if r == nil {
+		return
+	}
+	if r.holds--; r.holds <= 0 {
+		if r.cancel != nil {
+			r.cancel()
+		}
+		delete(l.renewals, key)
+	}
+}
+
+// AcquireWait is Redisson's tryLock(waitTime): try; if held, subscribe to
+// the lock's channel and retry whenever an unlock is published, or at the
+// latest when the holder's lease (as the failed attempt reported it) runs
+// out, until wait has passed.
+func (l *ReentrantWatchdog) AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error) {
+	deadline := time.Now().Add(wait)
+	lease, _, err := l.tryAcquire(ctx, key)
+	if !errors.Is(err, ErrNotAcquired) {
+		return lease, err
+	}
+	ps := l.cfg.Nodes[0].Subscribe(ctx, redissonChannel(key))
+	defer ps.Close()
+	// Wait for the subscription to be confirmed before trying again, so that
+	// an unlock published after that attempt cannot be missed.
+	subCtx, cancel := context.WithDeadline(ctx, deadline)
+	_, serr := ps.Receive(subCtx)
+	cancel()
+	subscribed := serr == nil
+	for {
+		var pttl time.Duration
+		lease, pttl, err = l.tryAcquire(ctx, key)
+		if !errors.Is(err, ErrNotAcquired) {
+			return lease, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Lease{}, err
+		}
+		d := left
+		if pttl >= 0 && pttl < d {
+			d = pttl
+		}
+		d = max(d, time.Millisecond) // a zero timeout would block for good
+		if !subscribed {
+			// Without a subscription (it failed), fall back to waiting
+			// out the holder's lease.
+			time.Sleep(d)
+			continue
+		}
+		if _, rerr := ps.ReceiveTimeout(ctx, d); rerr != nil && !isTimeout(rerr) {
+			subscribed = false
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

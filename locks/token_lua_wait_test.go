@@ -1,0 +1,66 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+// On a node without replicas, asking for one acknowledgement fails every
+// acquire after WAIT's timeout, and deletes the key it had set.
+func TestTokenLuaWaitFailsWithoutTheReplicasItAsksFor(t *testing.T) {
+	ctx := context.Background()
+	rdb := node(t)
+	for _, tc := range []struct {
+		replicas string
+		ok       bool
+	}{{"0", true}, {"1", false}} {
+		t.Run("numreplicas="+tc.replicas, func(t *testing.T) {
+			l := newLock(t, "token-lua-wait", rdb, "a", time.Second, map[string]string{"numreplicas": tc.replicas, "timeout": "100ms"})
+			start := time.Now()
+			lease, err := l.Acquire(ctx, "k")
+			took := time.Since(start)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("acquire: %v", err)
+				}
+				if took > 50*ms {
+					t.Errorf("WAIT 0 took %v; it should answer at once", took)
+				}
+				if err := l.Release(ctx, lease); err != nil {
+					t.Errorf("release: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, locks.ErrNotAcquired) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+				t.Fatalf("acquire: %v, want ErrNotAcquired for 0 of 1 replicas", err)
+			}
+			if took < 100*ms {
+				t.Errorf("the acquire failed after %v, before WAIT's 100ms timeout", took)
+			}
+			if n := rdb.Exists(ctx, "k").Val(); n != 0 {
+				t.Error("the failed acquire left its key behind")
+			}
+		})
+	}
+}
+
+func TestTokenLuaWaitWithoutFaultsIsSafe(t *testing.T) {
+	res, _ := run(t, runCfg(t, "token-lua-wait"))
+	wantVerdict(t, res, checker.Safe)
+}
+
+// WAIT makes the write known to replicas; it does nothing for a client
+// frozen past its lease.
+func TestTokenLuaWaitPausedClientViolates(t *testing.T) {
+	res, _ := run(t, runCfg(t, "token-lua-wait", "pause-client"))
+	wantVerdict(t, res, checker.Violation)
+	if res.Release.NotHeld == 0 {
+		t.Errorf("the paused client's release should find its lease gone; release stats %+v", res.Release)
+	}
+}

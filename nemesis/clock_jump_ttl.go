@@ -1,0 +1,79 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
+)
+
+// ClockJumpTTL emulates a forward clock jump on any Redis, with no shim: it
+// shortens the remaining TTL of every key on a lock node by the jump, in one
+// Lua script (atomic: no lease is renewed or re-acquired halfway). Keys
+// whose TTL was shorter than the jump are deleted, as an expiry would. For
+// the keys alive at that instant this is exactly what a wall-clock jump
+// does in Redis; keys written afterwards keep their full TTL, as they would
+// after a real jump. There is nothing to heal.
+type ClockJumpTTL struct {
+	opts option.Values
+	node nodeChoice
+}
+
+func init() {
+	Register(Spec{
+		Name:        "clock-jump-ttl",
+		Description: "emulate a forward clock jump on any Redis: shorten every key's TTL on a lock node (PEXPIRE)",
+		Options: []option.Spec{
+			nodeOption("the node whose clock 'jumps'"),
+			{Key: "by", Default: "1.5ttl", Help: "how far the emulated clock jumps"},
+			whenOption(),
+		},
+		New: func(opts option.Values) (Nemesis, error) {
+			if err := durations(opts, "by"); err != nil {
+				return nil, err
+			}
+			if err := checkWhen("clock-jump-ttl", opts); err != nil {
+				return nil, err
+			}
+			n, err := parseNode("clock-jump-ttl", opts.String("node"))
+			return &ClockJumpTTL{opts: opts, node: n}, err
+		},
+		Available: nodeAvailable("clock-jump-ttl"),
+	})
+}
+
+var shortenTTLs = redis.NewScript(`
+local by, n = tonumber(ARGV[1]), 0
+for _, k in ipairs(redis.call("KEYS", "*")) do
+  local t = redis.call("PTTL", k)
+  if t > 0 then
+    if t <= by then redis.call("DEL", k) else redis.call("PEXPIRE", k, t - by) end
+    n = n + 1
+  end
+end
+return n`)
+
+func (c *ClockJumpTTL) Inject(ctx context.Context, env Env) (*Fault, error) {
+	by, _ := c.opts.Duration("by")
+	params := map[string]string{"variant": "pexpire", "by": by.String()}
+	clients, err := awaitHold(env, c.opts, params)
+	if err != nil {
+		return nil, err
+	}
+	i := c.node.pick(env)
+	node := env.LockNodes()[i]
+	rdb := redis.NewClient(&redis.Options{Addr: node.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	defer rdb.Close()
+	n, err := shortenTTLs.Run(ctx, rdb, nil, by.Milliseconds()).Int64()
+	if err != nil {
+		return nil, fmt.Errorf("clock-jump-ttl on lock node %d (%s): %w", i, node.Name(), err)
+	}
+	params["node"], params["keys"] = strconv.Itoa(i), strconv.FormatInt(n, 10)
+	return &Fault{
+		Target:  fmt.Sprintf("TTLs on lock node %d (%s) shortened by %v", i, node.Name(), by),
+		Params:  params,
+		Clients: clients,
+	}, nil
+}

@@ -1,0 +1,320 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
+)
+
+// Failover loses a lock the way asynchronous replication does: it cuts
+// replication from the primary to its replicas, waits until a client
+// acquires a lock on the primary (the key now exists there and nowhere
+// else), kills the primary, and promotes a replica by hand (REPLICAOF NO
+// ONE), the way an operator or a script would. Every client's link to the
+// lock node is pointed at the promoted replica, so clients follow without
+// knowing. The promoted replica never saw the key: the next client acquires
+// a lock that is still held. With cut=none (replication healthy), the key
+// reached the replica before the kill, and the lock survives. Healing
+// restarts the old primary as a replica of the new one and restores
+// replication. Needs --replicas 1 or more.
+type Failover struct {
+	opts option.Values
+	node nodeChoice
+}
+
+func init() {
+	Register(Spec{
+		Name:        "failover",
+		Description: "cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas)",
+		Options:     failoverOptions("all, promoted (only the replica that will be promoted) or none (replication stays healthy)"),
+		New: func(opts option.Values) (Nemesis, error) {
+			n, err := parseFailover("failover", opts, "all", "promoted", "none")
+			return &Failover{opts: opts, node: n}, err
+		},
+		Available: func(t Topology, opts option.Values) error {
+			if t.Replicas < 1 {
+				return errors.New("failover needs replicas to promote: add --replicas 1 (or more)")
+			}
+			if t.Sentinels > 0 {
+				return errors.New("failover promotes a replica by hand, and the run's sentinels would promote one too: use failover-sentinel with --sentinels, or drop --sentinels")
+			}
+			return nodeAvailable("failover")(t, opts)
+		},
+	})
+}
+
+func failoverOptions(cutHelp string) []option.Spec {
+	return []option.Spec{
+		nodeOption("the lock node whose primary fails"),
+		{Key: "cut", Default: "all", Help: "replication cut before the kill: " + cutHelp},
+		{Key: "wait", Default: "3ttl", Help: "how long to wait, once replication is cut, for a client to acquire on the primary before killing it anyway"},
+		{Key: "duration", Default: "3ttl", Help: "how long after the promotion the old primary stays dead (then it restarts as a replica)"},
+	}
+}
+
+func parseFailover(owner string, opts option.Values, cuts ...string) (nodeChoice, error) {
+	if err := durations(opts, "wait", "duration"); err != nil {
+		return 0, err
+	}
+	cut := opts.String("cut")
+	ok := false
+	for _, c := range cuts {
+		ok = ok || c == cut
+	}
+	if !ok {
+		return 0, fmt.Errorf("option %s.cut=%q: want %s", owner, cut, strings.Join(cuts, ", "))
+	}
+	return parseNode(owner, opts.String("node"))
+}
+
+func (f *Failover) Inject(ctx context.Context, env Env) (*Fault, error) {
+	i := f.node.pick(env)
+	g := groupOf(env, i)
+	if g == nil || len(g.Replicas()) == 0 {
+		return nil, fmt.Errorf("failover of lock node %d: it has no replicas (--replicas)", i)
+	}
+	old, oldNode := g.Primary()
+	replicas := g.Replicas()
+	promote := replicas[env.Rand().IntN(len(replicas))]
+	cutWhom := map[string][]int{"all": replicas, "promoted": {promote}, "none": nil}[f.opts.String("cut")]
+	pre, err := prepareFailover(ctx, env, g, cutWhom, f.opts)
+	if err != nil {
+		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
+	}
+	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
+	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
+		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
+	}
+	pre.params["killed"] = oldNode.Name()
+	newNode := g.Members()[promote]
+	if err := g.Promote(ctx, promote); err != nil {
+		return pre.partial(target+", no promotion", oldNode.Restart), fmt.Errorf("failover of lock node %d: %w", i, err)
+	}
+	pre.params["promoted"], pre.params["promoted-by"] = newNode.Name(), "REPLICAOF NO ONE"
+	heal := func(ctx context.Context) error { return rejoin(ctx, g, old, oldNode.Restart, true) }
+	target = fmt.Sprintf("lock node %d: primary %s killed, replica %s promoted", i, oldNode.Name(), newNode.Name())
+	if err := redirect(env, i, newNode.Addr()); err != nil {
+		return pre.partial(target, heal), fmt.Errorf("failover of lock node %d: %w", i, err)
+	}
+	fault := pre.partial(target, heal)
+	fault.Duration, _ = f.opts.Duration("duration")
+	return fault, nil
+}
+
+// prepared is the state of a failover before the kill.
+type prepared struct {
+	uncut   func(context.Context) error
+	params  map[string]string
+	clients []int
+}
+
+// partial is the fault as far as it went: the cut (if any) and whatever
+// then undoes the rest. A nil prepared (nothing done yet) gives nil.
+func (p *prepared) partial(target string, rest func(context.Context) error) *Fault {
+	if p == nil {
+		return nil
+	}
+	return &Fault{Target: target, Params: p.params, Clients: p.clients, Heal: func(ctx context.Context) error {
+		err := p.uncut(ctx)
+		if rest != nil {
+			err = errors.Join(err, rest(ctx))
+		}
+		return err
+	}}
+}
+
+// prepareFailover cuts the relays of the replicas in cutWhom, then waits
+// for a client to acquire a lock on the primary while they are cut, at a
+// moment when those replicas serve no live lock key: a key that reached
+// them before the cut, whose release did not, would shield the new holder
+// until its TTL ran out and hide the failure. It first tries, for up to a
+// TTL, to cut while nobody holds a lock (then the first acquire after the
+// cut is the one), and otherwise cuts anyway and waits for the stale key to
+// expire. It then waits, for up to the wait option, for a hold in its first
+// half, so that the kill lands while its holder still works; after that the
+// failover goes ahead anyway. The params say how it went.
+func prepareFailover(ctx context.Context, env Env, g *Group, cutWhom []int, opts option.Values) (*prepared, error) {
+	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{
+		"node": strconv.Itoa(g.Index), "cut": opts.String("cut"),
+	}}
+	wait, _ := opts.Duration("wait")
+	var names []string
+	for _, m := range cutWhom {
+		names = append(names, g.Members()[m].Name())
+	}
+	cut := func() error {
+		if len(cutWhom) == 0 {
+			return nil
+		}
+		heal, err := addToxics(g.Relays(cutWhom), "failover-cut", "timeout", []string{"upstream", "downstream"}, map[string]any{"timeout": 0})
+		if err != nil {
+			return fmt.Errorf("failover of lock node %d: cut replication: %w", g.Index, err)
+		}
+		p.uncut = heal
+		p.params["cut-replicas"] = strings.Join(names, ",")
+		return nil
+	}
+	check := liveKeyChecker(g, cutWhom)
+	defer check.close()
+	p.params["cut-while-free"] = "no"
+	// Every hold shorter than the TTL ends within one, so one TTL normally
+	// shows a free moment; after that, cut anyway.
+	for deadline := time.Now().Add(min(wait, env.TTL())); ; {
+		// The release's DEL must have reached the replicas before the cut.
+		if len(env.Holders()) == 0 && check.live(ctx) == 0 {
+			if err := cut(); err != nil {
+				return nil, err
+			}
+			if check.live(ctx) == 0 {
+				p.params["cut-while-free"] = "yes"
+				break
+			}
+			// Someone acquired in between, and it reached the replicas.
+			if err := p.uncut(ctx); err != nil {
+				return p, err
+			}
+			p.uncut = func(context.Context) error { return nil }
+		}
+		if time.Now().After(deadline) {
+			if err := cut(); err != nil {
+				return nil, err
+			}
+			break
+		}
+		// The lock may be free for only a millisecond or two between a
+		// release and the next acquire: look often (Holders is cheap).
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Microsecond):
+		}
+	}
+	cutAt := time.Now()
+	p.params["acquired-after-cut"] = "none"
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+		if h, ok := freshestHolder(env); ok && h.Since.After(cutAt) && time.Since(h.Since) < max(env.TTL()/10, env.Hold()/2) && check.live(ctx) == 0 {
+			p.params["acquired-after-cut"] = fmt.Sprintf("client %d, %s", h.Client, h.Key)
+			p.clients = []int{h.Client}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err() // the schedule records the cut and heals it
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// How far the replicas lag: the evidence that the key never reached them.
+	_, primary := g.Primary()
+	p.params["primary-offset"] = replOffset(ctx, primary.Addr(), "master_repl_offset")
+	var lag []string
+	for _, m := range g.Replicas() {
+		n := g.Members()[m]
+		lag = append(lag, n.Name()+"="+replOffset(ctx, n.Addr(), "slave_repl_offset"))
+	}
+	p.params["replica-offsets"] = strings.Join(lag, ",")
+	return p, nil
+}
+
+// keyChecker asks replicas, over connections of its own, how many live
+// keys they serve.
+type keyChecker []*redis.Client
+
+func liveKeyChecker(g *Group, members []int) keyChecker {
+	var k keyChecker
+	for _, m := range members {
+		k = append(k, redis.NewClient(&redis.Options{Addr: g.Members()[m].Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+			DialTimeout: time.Second, ReadTimeout: time.Second, PoolSize: 1}))
+	}
+	return k
+}
+
+// live counts the lock leases the replicas would serve: keys with a TTL
+// still running (a replica hides keys whose TTL passed, even before its
+// primary deletes them; keys without a TTL, such as a fencing counter, are
+// not leases); -1 when one cannot be asked.
+func (k keyChecker) live(ctx context.Context) int {
+	n := 0
+	for _, c := range k {
+		keys, err := c.Keys(ctx, "*").Result()
+		if err != nil {
+			return -1
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, key := range keys {
+				p.PTTL(ctx, key)
+			}
+			return nil
+		})
+		if err != nil {
+			return -1
+		}
+		for _, cmd := range cmds {
+			if d, _ := cmd.(*redis.DurationCmd).Result(); d > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func (k keyChecker) close() {
+	for _, c := range k {
+		c.Close()
+	}
+}
+
+// redirect points every client link of lock node i at addr.
+func redirect(env Env, i int, addr string) error {
+	var errs []error
+	for _, l := range env.Proxies().Links(nil, is(i)) {
+		errs = append(errs, l.SetUpstream(addr))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("point clients at the new primary %s: %w", addr, err)
+	}
+	return nil
+}
+
+// rejoin restarts the old primary (member m) and, when attach is set, makes
+// it a replica of the new primary through its relay.
+func rejoin(ctx context.Context, g *Group, m int, restart func(context.Context) error, attach bool) error {
+	if err := restart(ctx); err != nil {
+		return fmt.Errorf("restart the old primary of lock node %d: %w", g.Index, err)
+	}
+	if !attach {
+		return nil
+	}
+	if err := g.Attach(ctx, m); err != nil {
+		return err
+	}
+	// Healed means replicating again, so the next fault starts from a
+	// healthy group.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return g.WaitSynced(ctx)
+}
+
+// replOffset reads one offset field of INFO replication, or "?".
+func replOffset(ctx context.Context, addr, field string) string {
+	info, err := redisDo(ctx, addr, "INFO", "replication")
+	s, _ := info.(string)
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return "?"
+}

@@ -1,0 +1,132 @@
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/option"
+)
+
+// FailoverSentinel is failover with real redis-sentinel processes deciding
+// the promotion (--sentinels N, usually 3, quorum a majority): the nemesis
+// cuts replication, waits for an acquire on the primary, kills it, and waits
+// until the sentinels have elected a leader and promoted a replica. Clients
+// do not use a sentinel-aware client: the coordinator asks the sentinels
+// for the new primary (SENTINEL get-master-addr-by-name) and points every
+// client's link at it, as a virtual IP that follows Sentinel would — so all
+// of the run's per-link faults still apply to the clients. The replicas
+// Sentinel reconfigures, and the old primary it converts when it comes
+// back, then replicate directly, no longer through their relays. Sentinel
+// refuses to fail the same primary over again within twice its failover
+// timeout, so this nemesis injects once per run.
+type FailoverSentinel struct {
+	opts option.Values
+	node nodeChoice
+	done atomic.Bool
+}
+
+func init() {
+	opts := failoverOptions("all or none (replication stays healthy)")
+	opts = append(opts, option.Spec{Key: "timeout", Default: "20s", Help: "how long the sentinels may take to promote a replica"})
+	Register(Spec{
+		Name:        "failover-sentinel",
+		Description: "failover decided by redis-sentinel: cut replication, acquire on the primary, kill it, sentinels promote (needs --replicas, --sentinels)",
+		Options:     opts,
+		New: func(opts option.Values) (Nemesis, error) {
+			n, err := parseFailover("failover-sentinel", opts, "all", "none")
+			if err == nil {
+				err = durations(opts, "timeout")
+			}
+			return &FailoverSentinel{opts: opts, node: n}, err
+		},
+		Available: func(t Topology, opts option.Values) error {
+			if t.Replicas < 1 || t.Sentinels < 1 {
+				return fmt.Errorf("failover-sentinel needs replicas and sentinels (this run: --replicas %d, --sentinels %d): use e.g. --replicas 2 --sentinels 3", t.Replicas, t.Sentinels)
+			}
+			return nodeAvailable("failover-sentinel")(t, opts)
+		},
+	})
+}
+
+func (f *FailoverSentinel) Inject(ctx context.Context, env Env) (*Fault, error) {
+	if f.done.Load() {
+		return nil, ErrDone
+	}
+	i := f.node.pick(env)
+	g := groupOf(env, i)
+	sentinels := env.Sentinels()
+	if g == nil || len(g.Replicas()) == 0 || len(sentinels) == 0 {
+		return nil, fmt.Errorf("failover-sentinel of lock node %d: it needs replicas and sentinels", i)
+	}
+	old, oldNode := g.Primary()
+	var cutWhom []int
+	if f.opts.String("cut") == "all" {
+		cutWhom = g.Replicas()
+	}
+	pre, err := prepareFailover(ctx, env, g, cutWhom, f.opts)
+	if err != nil {
+		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
+	}
+	f.done.Store(true)
+	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
+	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
+		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover-sentinel of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
+	}
+	pre.params["killed"] = oldNode.Name()
+	killed := time.Now()
+	// Sentinel converts the old primary into a replica itself once it is
+	// back, so healing only restarts it.
+	restart := func(ctx context.Context) error { return rejoin(ctx, g, old, oldNode.Restart, false) }
+	timeout, _ := f.opts.Duration("timeout")
+	addr, err := awaitPromotion(ctx, sentinels, g.Name, oldNode.Addr(), timeout)
+	if err != nil {
+		// Healing restarts the old primary, empty unless persisted, with
+		// the clients still pointed at it: a crash-restart of its own.
+		pre.params["promoted"] = "none yet after " + time.Since(killed).Round(time.Millisecond).String()
+		return pre.partial(target+", no promotion", restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
+	}
+	pre.params["sentinel-decision"] = time.Since(killed).Round(time.Millisecond).String()
+	m, err := g.Adopt(addr)
+	if err != nil {
+		return pre.partial(target, restart), err
+	}
+	newNode := g.Members()[m]
+	pre.params["promoted"], pre.params["promoted-by"] = newNode.Name(), fmt.Sprintf("%d sentinels", len(sentinels))
+	target = fmt.Sprintf("lock node %d: primary %s killed, sentinels promoted %s", i, oldNode.Name(), newNode.Name())
+	if err := redirect(env, i, addr); err != nil {
+		return pre.partial(target, restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
+	}
+	fault := pre.partial(target, restart)
+	fault.Duration, _ = f.opts.Duration("duration")
+	return fault, nil
+}
+
+// awaitPromotion asks the sentinels, in turn, for the primary of name until
+// one names another address than old.
+func awaitPromotion(ctx context.Context, sentinels []string, name, old string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for k := 0; time.Now().Before(deadline); k++ {
+		s := sentinels[k%len(sentinels)]
+		reply, err := redisDo(ctx, s, "SENTINEL", "get-master-addr-by-name", name)
+		if err == nil {
+			if hp, ok := reply.([]any); ok && len(hp) == 2 {
+				addr := fmt.Sprintf("%v:%v", hp[0], hp[1])
+				if addr != old {
+					return addr, nil
+				}
+			}
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return "", fmt.Errorf("the sentinels did not promote a replica of %s within %v (last error: %v); see the sentinel logs", name, timeout, last)
+}

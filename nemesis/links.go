@@ -1,0 +1,138 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
+)
+
+// linksOption is the option of every nemesis that acts on client links.
+func linksOption(def string) option.Spec {
+	return option.Spec{Key: "links", Default: def,
+		Help: "which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"}
+}
+
+// linkChoice is a parsed links option.
+type linkChoice struct {
+	kind string // all, holder, client, node
+	n    int    // -1: random
+}
+
+func parseLinks(owner, s string) (linkChoice, error) {
+	kind, arg, has := strings.Cut(strings.TrimSpace(s), "=")
+	c := linkChoice{kind: kind, n: -1}
+	switch kind {
+	case "all", "holder":
+		if !has {
+			return c, nil
+		}
+	case "client", "node":
+		if !has {
+			return c, nil
+		}
+		n, err := strconv.Atoi(arg)
+		if err == nil && n >= 0 {
+			c.n = n
+			return c, nil
+		}
+	}
+	return c, fmt.Errorf("option %s.links=%q: want all, holder, client, node, client=N or node=N", owner, s)
+}
+
+// available checks a fixed client or node number against the topology.
+func (c linkChoice) available(t Topology) error {
+	switch {
+	case c.kind == "client" && c.n >= t.Clients:
+		return fmt.Errorf("links=client=%d, but the run has clients 0 to %d", c.n, t.Clients-1)
+	case c.kind == "node" && c.n >= t.LockNodes:
+		return fmt.Errorf("links=node=%d, but the run has lock nodes 0 to %d", c.n, t.LockNodes-1)
+	}
+	return nil
+}
+
+// pick returns the chosen links, a description of the target, and the
+// clients whose links they are when the choice was one client.
+func (c linkChoice) pick(env Env) ([]*proxy.Link, string, []int, error) {
+	ps := env.Proxies()
+	switch c.kind {
+	case "holder":
+		h, ok := freshestHolder(env)
+		if !ok {
+			return nil, "", nil, ErrNoTarget
+		}
+		return ps.Links(is(h.Client), nil), fmt.Sprintf("links of client %d (holding %s)", h.Client, h.Key), []int{h.Client}, nil
+	case "client":
+		n := c.n
+		if n < 0 {
+			n = env.Rand().IntN(env.Topology().Clients)
+		}
+		return ps.Links(is(n), nil), fmt.Sprintf("links of client %d", n), []int{n}, nil
+	case "node":
+		n := c.n
+		if n < 0 {
+			n = env.Rand().IntN(len(env.LockNodes()))
+		}
+		return ps.Links(nil, is(n)), fmt.Sprintf("links to lock node %d", n), nil, nil
+	}
+	links := ps.Links(nil, nil)
+	return links, fmt.Sprintf("all %d client links", len(links)), nil, nil
+}
+
+func is(n int) func(int) bool { return func(x int) bool { return x == n } }
+
+// freshestHolder is the hold that began last: it has the most of its
+// critical section left, so a fault aimed at it lands inside it.
+func freshestHolder(env Env) (Holding, bool) {
+	holders := env.Holders()
+	if len(holders) == 0 {
+		return Holding{}, false
+	}
+	h := holders[0]
+	for _, c := range holders[1:] {
+		if c.Since.After(h.Since) {
+			h = c
+		}
+	}
+	return h, true
+}
+
+// streamsOf reads a stream option: upstream (requests), downstream
+// (replies) or both.
+func streamsOf(owner, s string) ([]string, error) {
+	switch s {
+	case "both":
+		return []string{"upstream", "downstream"}, nil
+	case "upstream", "downstream":
+		return []string{s}, nil
+	}
+	return nil, fmt.Errorf("option %s.stream=%q: want upstream, downstream or both", owner, s)
+}
+
+// addToxics installs one toxic per stream on every link, named after the
+// nemesis so that toxics of different nemeses compose on one link. If one
+// fails, the ones already added are removed. The heal removes them all.
+func addToxics(links []*proxy.Link, name, typ string, streams []string, attrs map[string]any) (func(context.Context) error, error) {
+	var undo []func() error
+	heal := func(context.Context) error {
+		var errs []error
+		for _, u := range undo {
+			errs = append(errs, u())
+		}
+		return errors.Join(errs...)
+	}
+	for _, l := range links {
+		for _, dir := range streams {
+			tname := name + "-" + dir
+			if err := l.AddToxic(proxy.Toxic{Name: tname, Type: typ, Stream: dir, Attributes: attrs}); err != nil {
+				return nil, errors.Join(err, heal(context.Background()))
+			}
+			undo = append(undo, func() error { return l.RemoveToxic(tname) })
+		}
+	}
+	return heal, nil
+}

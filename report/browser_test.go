@@ -1,0 +1,298 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// The pages are checked in a real browser: headless Chromium renders them
+// (scripts run, CSS applies), and the test reads the DOM it dumps and a
+// screenshot it takes. `go test -artifacts ./report` keeps the screenshots.
+
+// chromium finds the browser. A missing browser fails the test: skipping
+// would let the reports go untested without anyone noticing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("headless Chromium is needed to test the HTML reports and was not found: run `make setup` " +
+		"(as root it installs Debian's chromium package; otherwise it says what to install)")
+	return ""
+}
+
+// browse runs Chromium on the file page with extra flags (--dump-dom,
+// --screenshot=…) and returns what it printed.
+func browse(t *testing.T, page string, extra ...string) string {
+	t.Helper()
+	bin := chromium(t)
+	profile := t.TempDir() // a fresh profile each time: no state between runs
+	abs, err := filepath.Abs(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The networking flags keep Chromium from reaching out (it is refused
+	// here anyway, and a report must not need the network).
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + profile, "--window-size=1280,1600"}
+	args = append(args, extra...)
+	args = append(args, "file://"+abs)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, lastLines(errb.String(), 10))
+	}
+	return out.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// elements returns the attributes of every start tag of the given name
+// whose attributes match filter, in the DOM Chromium dumped.
+func elements(dom, tag string, filter func(map[string]string) bool) []map[string]string {
+	var out []map[string]string
+	attr := regexp.MustCompile(`([a-zA-Z_:][-a-zA-Z0-9_:.]*)="([^"]*)"`)
+	for _, m := range regexp.MustCompile(`<`+tag+`\b([^>]*)>`).FindAllStringSubmatch(dom, -1) {
+		a := map[string]string{}
+		for _, kv := range attr.FindAllStringSubmatch(m[1], -1) {
+			a[kv[1]] = strings.ReplaceAll(kv[2], "&amp;", "&")
+		}
+		if filter == nil || filter(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func TestViolationPageInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	pausedPastTTL().write(t, dir)
+	page, err := WriteRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := browse(t, page, "--dump-dom")
+
+	why := regexp.MustCompile(`(?s)<p id="why">(.*?)</p>`).FindStringSubmatch(dom)
+	if why == nil {
+		t.Fatalf("the rendered page has no #why paragraph:\n%.2000s", dom)
+	}
+	for _, want := range []string{"Clients 2 and 4", "lock:0", "paused for 1.2 s", "past its 500 ms TTL"} {
+		if !strings.Contains(why[1], want) {
+			t.Errorf("the verdict's explanation %q does not say %q", why[1], want)
+		}
+	}
+	if !strings.Contains(dom, `<span id="verdict" class="badge">violation</span>`) {
+		t.Error("the page does not show the verdict violation")
+	}
+	overlaps := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "overlap" })
+	lanes := map[string]bool{}
+	for _, o := range overlaps {
+		if o["data-clients"] != "2,4" || o["data-key"] != "lock:0" {
+			t.Errorf("an overlap drawn for clients %s on %s; the only one is clients 2,4 on lock:0", o["data-clients"], o["data-key"])
+		}
+	}
+	// Each overlap is drawn on both clients' lanes, in the timeline and in
+	// the zoom: four rectangles at two heights per SVG.
+	if len(overlaps) != 4 {
+		t.Errorf("%d overlap rectangles, want 4 (both lanes, timeline and zoom)", len(overlaps))
+	}
+	for _, o := range overlaps {
+		lanes[o["y"]] = true
+	}
+	if len(lanes) < 2 {
+		t.Errorf("overlaps drawn on %d lane(s), want both clients' lanes", len(lanes))
+	}
+	holds := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "hold" })
+	ends := map[string]string{}
+	for _, h := range holds {
+		ends[h["data-client"]] = h["data-end"]
+	}
+	if len(holds) < 3 || ends["2"] != "release-not-held" || ends["4"] != "release" {
+		t.Errorf("holds drawn: %v; want client 2's ending release-not-held and client 4's release", ends)
+	}
+	faults := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault" && a["data-name"] == "pause-client" })
+	targets := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault-target" && a["data-client"] == "2" })
+	if len(faults) == 0 || len(targets) == 0 {
+		t.Errorf("the pause of client 2 is not shaded: %d fault bars, %d bands on client 2's lane", len(faults), len(targets))
+	}
+	for _, want := range []string{`id="acquire-rate"`, "1 increment was lost", `href="porcupine.html"`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the rendered page lacks %s", want)
+		}
+	}
+
+	shot := filepath.Join(t.ArtifactDir(), "violation.png")
+	browse(t, page, "--screenshot="+shot)
+	if n := countColor(t, shot, 0xe0, 0x31, 0x31); n < 20 {
+		t.Errorf("the screenshot shows %d pixels of the overlap red, want the overlaps visible", n)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+func TestIndexMatrixInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	pausedPastTTL().write(t, filepath.Join(dir, "token-lua+pause-client"))
+	quiet().write(t, filepath.Join(dir, "token-lua+none"))
+	for _, d := range []string{"token-lua+pause-client", "token-lua+none"} {
+		if _, err := WriteRun(filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cell := func(lock, nem, verdict, expect string, st scenarios.Status) scenarios.CellResult {
+		c := scenarios.CellResult{Name: scenarios.GridName(lock, nem), Kind: scenarios.KindGrid, Lock: lock, Nemesis: nem,
+			Verdict: verdict, Got: verdict, Expect: expect, Status: st, Detail: "detail of " + lock + "+" + nem}
+		if verdict != "" {
+			c.Dir = c.Name
+		}
+		return c
+	}
+	sum := scenarios.Summary{
+		Locks: []string{"token-lua", "redlock"}, Nemeses: []string{"none", "pause-client", "failover"},
+		Cells: []scenarios.CellResult{
+			{Name: "pause-past-ttl-token-lua", Kind: scenarios.KindCatalogue, Lock: "token-lua", Nemesis: "pause-client",
+				Shows: "the token protects the release, not the hold", Source: "Kleppmann 2016", Expect: "violation",
+				Verdict: "violation", Got: "violation", Status: scenarios.StatusMatch, Dir: "token-lua+pause-client"},
+			cell("token-lua", "none", "safe", "safe", scenarios.StatusMatch),
+			cell("token-lua", "pause-client", "violation", "violation", scenarios.StatusMatch),
+			cell("token-lua", "failover", "", "", scenarios.StatusNA),
+			cell("redlock", "none", "safe", "", scenarios.StatusObserved),
+			cell("redlock", "pause-client", "violation", "safe", scenarios.StatusMismatch),
+			cell("redlock", "failover", "", "", scenarios.StatusSkipped),
+		},
+	}
+	sum.Counts = map[scenarios.Status]int{}
+	for _, c := range sum.Cells {
+		sum.Counts[c.Status]++
+	}
+	page, err := WriteIndex(dir, sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the page with a probe that writes each cell's rendered
+	// colours into the DOM: the assertions are about what the browser
+	// painted, not about class names.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := `<script>for (const td of document.querySelectorAll("td.cell")) { const s = getComputedStyle(td);
+td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.borderTopColor + " " + s.borderTopWidth); }</script></body>`
+	probed := filepath.Join(dir, "index.probe.html")
+	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := browse(t, probed, "--dump-dom")
+
+	cells := elements(dom, "td", func(a map[string]string) bool { return strings.Contains(a["class"], "cell") })
+	got := map[string]map[string]string{}
+	for _, c := range cells {
+		got[c["data-lock"]+"+"+c["data-nemesis"]] = c
+	}
+	if len(cells) != 6 {
+		t.Fatalf("the matrix has %d cells, want 2 locks × 3 faults = 6: %v", len(cells), got)
+	}
+	safe, violation, na := rgb(ColorSafe), rgb(ColorViolation), rgb(ColorNA)
+	for _, tc := range []struct {
+		name, bg, status string
+	}{
+		{"token-lua+none", safe, "match"},
+		{"token-lua+pause-client", violation, "match"},
+		{"token-lua+failover", na, "n/a"},
+		{"redlock+none", safe, "observed"},
+		{"redlock+pause-client", violation, "mismatch"},
+		{"redlock+failover", rgb(ColorSkipped), "skipped"},
+	} {
+		c := got[tc.name]
+		if c == nil {
+			t.Errorf("no cell %s", tc.name)
+			continue
+		}
+		if c["data-bg"] != tc.bg || c["data-status"] != tc.status {
+			t.Errorf("cell %s: background %s, status %s; want %s, %s", tc.name, c["data-bg"], c["data-status"], tc.bg, tc.status)
+		}
+	}
+	if b := got["redlock+pause-client"]["data-border"]; b != rgb(ColorMismatch)+" 3px" {
+		t.Errorf("the mismatched cell's border is %q, want %s 3px", b, rgb(ColorMismatch))
+	}
+	if b := got["token-lua+pause-client"]["data-border"]; strings.HasPrefix(b, rgb(ColorMismatch)) {
+		t.Errorf("a matching cell has the mismatch border %q", b)
+	}
+	links := elements(dom, "a", func(a map[string]string) bool { return strings.HasSuffix(a["href"], "report.html") })
+	hrefs := map[string]bool{}
+	for _, l := range links {
+		hrefs[l["href"]] = true
+	}
+	if !hrefs["token-lua+pause-client/report.html"] || !hrefs["token-lua+none/report.html"] {
+		t.Errorf("the cells that ran do not link to their runs: %v", hrefs)
+	}
+	for _, want := range []string{`data-scenario="pause-past-ttl-token-lua"`, "the token protects the release, not the hold", "What failed"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the index lacks %q", want)
+		}
+	}
+
+	shot := filepath.Join(t.ArtifactDir(), "index.png")
+	browse(t, page, "--screenshot="+shot)
+	var r, g, bl uint8
+	fmt.Sscanf(ColorViolation, "#%02x%02x%02x", &r, &g, &bl)
+	if n := countColor(t, shot, r, g, bl); n < 200 {
+		t.Errorf("the screenshot shows %d pixels of the violation colour, want the violation cells painted", n)
+	}
+	t.Logf("screenshot: %s", shot)
+}
+
+// rgb is a #rrggbb colour as getComputedStyle writes it.
+func rgb(hex string) string {
+	var r, g, b int
+	fmt.Sscanf(hex, "#%02x%02x%02x", &r, &g, &b)
+	return fmt.Sprintf("rgb(%d, %d, %d)", r, g, b)
+}
+
+// countColor counts the pixels of the PNG at path that have the colour.
+func countColor(t *testing.T, path string, r, g, b uint8) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("the screenshot was not written: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	n := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			pr, pg, pb, _ := img.At(x, y).RGBA()
+			if uint8(pr>>8) == r && uint8(pg>>8) == g && uint8(pb>>8) == b {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,190 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+)
+
+// Colours of verdicts and statuses, shared by the pages and their legends.
+// The browser test reads them back from the rendered DOM.
+const (
+	ColorSafe         = "#c3e6cb"
+	ColorViolation    = "#f5b7b1"
+	ColorInconclusive = "#ffe08a"
+	ColorError        = "#d0bfff"
+	ColorNA           = "#e9ecef"
+	ColorSkipped      = "#ffffff"
+	ColorMismatch     = "#c92a2a" // the border of a cell that did not match
+)
+
+var styles = template.CSS(`
+:root { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: #212529; }
+body { margin: 0 auto; max-width: 1400px; padding: 16px 24px 48px; line-height: 1.45; }
+h1 { font-size: 1.5em; margin: 0.2em 0; }
+h2 { font-size: 1.15em; margin: 1.6em 0 0.5em; border-bottom: 1px solid #dee2e6; padding-bottom: 3px; }
+h3 { font-size: 1em; margin: 1em 0 0.3em; }
+code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, monospace; font-size: 0.92em; }
+table { border-collapse: collapse; margin: 0.4em 0; }
+th, td { border: 1px solid #dee2e6; padding: 3px 8px; text-align: left; vertical-align: top; }
+th { background: #f1f3f5; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.badge { display: inline-block; padding: 1px 10px; border-radius: 4px; font-weight: 700; }
+.v-safe { background: ` + ColorSafe + `; }
+.v-violation { background: ` + ColorViolation + `; }
+.v-inconclusive { background: ` + ColorInconclusive + `; }
+.v-error { background: ` + ColorError + `; }
+header.verdict { padding: 10px 16px; border-radius: 6px; margin-bottom: 8px; }
+#why { font-size: 1.1em; margin: 0.4em 0 0.2em; }
+.muted { color: #6c757d; }
+.legend span { display: inline-block; margin-right: 14px; }
+.swatch { display: inline-block; width: 22px; height: 12px; vertical-align: middle; margin-right: 4px; border-radius: 2px; }
+svg.timeline { border: 1px solid #dee2e6; border-radius: 4px; display: block; margin: 4px 0 10px; }
+table.matrix { font-size: 0.78em; }
+table.matrix td.cell { text-align: center; padding: 2px 2px; border: 2px solid #fff; outline: 1px solid #dee2e6; }
+table.matrix th { white-space: nowrap; }
+table.matrix td.cell a { color: inherit; text-decoration: none; display: block; }
+table.matrix td.cell a:hover { text-decoration: underline; }
+table.matrix th.nem { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; padding: 6px 3px; }
+td.s-na { background: ` + ColorNA + `; color: #868e96; }
+td.s-skipped { background: ` + ColorSkipped + `; color: #868e96; border: 2px dashed #ced4da !important; }
+td.s-not-run { background: #fff; color: #868e96; }
+td.s-error { background: ` + ColorError + `; }
+td.s-mismatch { border: 3px solid ` + ColorMismatch + ` !important; font-weight: 700; }
+td.s-observed { border: 2px dotted #868e96 !important; font-style: italic; }
+td.s-inconclusive { background: ` + ColorInconclusive + `; }
+.mark { font-size: 0.8em; display: block; }
+.status-fail { color: ` + ColorMismatch + `; font-weight: 700; }
+.status-ok { color: #2b8a3e; }
+ul.problems li { margin-bottom: 4px; }
+footer { margin-top: 2.5em; font-size: 0.85em; color: #6c757d; }
+`)
+
+var funcs = template.FuncMap{
+	"ms":     func(v float64) string { return millis(v) },
+	"secs":   func(v float64) string { return seconds(v) },
+	"fms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"join":   strings.Join,
+	"subf":   func(a, b float64) float64 { return a - b },
+	"styles": func() template.CSS { return styles },
+	"pct": func(a, b int) string {
+		if b == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f%%", 100*float64(a)/float64(b))
+	},
+	"ptrms": func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return millis(*v)
+	},
+	"boolptr": func(v *bool) string {
+		if v == nil {
+			return "unknown (timed out)"
+		}
+		return fmt.Sprint(*v)
+	},
+	"faultids": func(ids []int) string {
+		var s []string
+		for _, id := range ids {
+			s = append(s, fmt.Sprint(id))
+		}
+		if len(s) == 0 {
+			return "none"
+		}
+		return strings.Join(s, ", ")
+	},
+}
+
+var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>lockchaos: {{.Title}}</title>
+<style>{{styles}}</style>
+</head>
+<body>
+<header class="verdict v-{{.Result.Verdict}}">
+<h1><span id="verdict" class="badge">{{.Result.Verdict}}</span> {{.Result.Lock}} + {{if .Result.Nemesis}}{{join .Result.Nemesis ", "}}{{else}}no fault{{end}} <span class="muted">(seed {{.Result.Seed}})</span></h1>
+<p id="why">{{.Why}}</p>
+</header>
+
+<h2>Timeline</h2>
+<p class="legend muted">
+<span><span class="swatch" style="background:#4c6ef5"></span>a hold (one colour per key)</span>
+<span><span class="swatch" style="background:#e03131"></span>two clients held the same key</span>
+<span><span class="swatch" style="background:#f2c14e"></span>fault window (darker on the client it hit)</span>
+<span><span class="swatch" style="background:#fff;border:2px solid #d9480f"></span>the release found the lease gone</span>
+<span><span class="swatch" style="background:#fff;border:1.5px dashed #495057"></span>the client learned it lost the lock</span>
+</p>
+{{.Timeline}}
+{{if .Zoom}}<h3>Zoom: {{.ZoomCaption}}</h3>
+{{.Zoom}}{{end}}
+<p class="muted">Hover a bar for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release.</p>
+
+<h2 id="findings">What the checker found</h2>
+<p>{{.Result.Summary}}</p>
+{{if .Result.Reasons}}<ul>{{range .Result.Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
+<table>
+<tr><th>porcupine (mutex model, per key)</th><td>{{.Result.Mutex.Porcupine}}{{if .Result.Mutex.Linearizable}} — linearizable: {{boolptr .Result.Mutex.Linearizable}}{{end}}</td></tr>
+<tr><th>interval sweep</th><td>{{.Result.Mutex.OverlapCount}} overlapping pairs of holds</td></tr>
+<tr><th>porcupine and the sweep agree</th><td>{{.Result.Mutex.Agree}}</td></tr>
+<tr><th>operations / holds</th><td>{{.Result.Mutex.Ops}} / {{.Result.Mutex.Holds}}</td></tr>
+<tr><th>first fault → first overlap</th><td>{{ptrms .Result.FirstViolationMs}}</td></tr>
+<tr><th>history complete</th><td>{{.Result.Complete}}{{if .Truncated}} (its last line was cut off){{end}}</td></tr>
+</table>
+
+{{if .Overlaps}}
+<h2 id="overlaps">Overlaps</h2>
+<table>
+<tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>active faults</th></tr>
+{{range .Overlaps}}<tr class="overlap-row">
+<td><code>{{.Key}}</code></td><td>{{index .Clients 0}} and {{index .Clients 1}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{ms (subf .EndMs .StartMs)}}</td>
+<td>client {{(index .Holds 0).Client}}: {{secs (index .Holds 0).StartMs}} – {{secs (index .Holds 0).EndMs}} ({{(index .Holds 0).End}})</td>
+<td>client {{(index .Holds 1).Client}}: {{secs (index .Holds 1).StartMs}} – {{secs (index .Holds 1).EndMs}} ({{(index .Holds 1).End}})</td>
+<td>{{faultids .Faults}}</td></tr>
+{{end}}</table>
+{{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more (result.json lists up to 100).</p>{{end}}
+{{end}}
+
+<h2 id="faults">Faults</h2>
+{{if .Faults}}<table>
+<tr><th>id</th><th>nemesis</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th></tr>
+{{range .Faults}}<tr><td class="num">{{.ID}}</td><td>{{.Name}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td></tr>
+{{end}}</table>{{else}}<p>No fault was injected.</p>{{end}}
+
+<h2 id="resource">The protected resource</h2>
+<p>{{.Result.Resource.Summary}}</p>
+<table>
+<tr><th>accepted writes (holds that wrote)</th><td class="num">{{.Result.Resource.Holds}}</td></tr>
+<tr><th>lost updates</th><td class="num">{{.Result.Resource.LostUpdates}}</td></tr>
+<tr><th>stale reads</th><td class="num">{{.Result.Resource.StaleReads}}</td></tr>
+<tr><th>stale fenced operations accepted</th><td class="num">{{.Result.Resource.StaleAccepted}}</td></tr>
+<tr><th>stale fenced operations rejected</th><td class="num">{{.Result.Resource.StaleRejected}}</td></tr>
+</table>
+
+<h2 id="acquire">Acquires and releases</h2>
+<table>
+<tr><th></th><th>attempted</th><th>succeeded</th><th>refused</th><th>unknown</th><th>success rate</th><th>p50</th><th>p99</th><th>max</th></tr>
+<tr><th>acquire</th><td class="num">{{.Result.Acquire.Attempted}}</td><td class="num">{{.Result.Acquire.OK}}</td><td class="num">{{.Result.Acquire.Failed}}</td><td class="num">{{.Result.Acquire.Unknown}}</td><td class="num" id="acquire-rate">{{pct .Result.Acquire.OK .Result.Acquire.Attempted}}</td><td class="num">{{ms .Result.Acquire.P50ms}}</td><td class="num">{{ms .Result.Acquire.P99ms}}</td><td class="num">{{ms .Result.Acquire.Maxms}}</td></tr>
+<tr><th>release</th><td class="num">{{.Result.Release.Attempted}}</td><td class="num">{{.Result.Release.OK}}</td><td class="num">{{.Result.Release.NotHeld}} not held</td><td class="num">{{.Result.Release.Unknown}}</td><td class="num">{{pct .Result.Release.OK .Result.Release.Attempted}}</td><td class="num">{{ms .Result.Release.P50ms}}</td><td class="num">{{ms .Result.Release.P99ms}}</td><td class="num">–</td></tr>
+</table>
+<p class="muted">Latencies are of successful operations. A refused acquire found the lock held; an unknown one timed out or errored, and its client never entered the critical section.</p>
+
+<h2 id="liveness">Liveness</h2>
+{{if .Result.Liveness.DeadlockedKeys}}<p class="status-fail">Deadlocked: {{join .Result.Liveness.DeadlockedKeys ", "}} — left with no expiry after the run; nobody can ever acquire {{if eq (len .Result.Liveness.DeadlockedKeys) 1}}it{{else}}them{{end}} again.</p>
+{{else}}<p>No lock key was left without an expiry.</p>{{end}}
+
+<h2 id="porcupine">Linearizability</h2>
+<p><a href="porcupine.html">Open porcupine's visualization</a> of the acquire/release history (one partition per key; fault windows and overlaps are annotated rows). For a violation it shows the longest prefix porcupine could linearize and the operation it could not.</p>
+{{if .PorcupineError}}<p class="status-fail">The visualization could not be written: {{.PorcupineError}}</p>{{end}}
+
+<h2 id="config">Run</h2>
+<table>{{range .Config}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+
+<footer>Evidence: <a href="history.jsonl">history.jsonl</a> (every event), <a href="result.json">result.json</a> (the checker's findings), <a href="workers/">workers/</a> (worker logs). This page is derived from those two files alone; <code>lockchaos report DIR</code> renders it again. Rendered {{.Generated}}.</footer>
+</body>
+</html>
+`))

@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/proxy"
+)
+
+// env gives the nemeses their handles on this run.
+type env struct{ r *run }
+
+func (e *env) TTL() time.Duration  { return e.r.cfg.TTL }
+func (e *env) Hold() time.Duration { return e.r.cfg.Hold }
+func (e *env) Rand() *rand.Rand    { return e.r.rng }
+func (e *env) Holders() []nemesis.Holding {
+	return e.r.trk.holders()
+}
+func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) }
+func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
+func (e *env) LockNodes() []cluster.Node       { return e.r.currentLockNodes() }
+func (e *env) Topology() nemesis.Topology      { return e.r.cfg.shape(e.r.cfg.Nodes) }
+func (e *env) Groups() []*nemesis.Group        { return e.r.topo.groups }
+func (e *env) Clock(n cluster.Node) *cluster.Clock {
+	return e.r.topo.clocks[n]
+}
+
+func (e *env) Sentinels() []string {
+	var out []string
+	for _, s := range e.r.topo.sentinels {
+		out = append(out, s.Addr())
+	}
+	return out
+}
+
+func (e *env) worker(c int) (*workerProc, error) {
+	if c < 0 || c >= len(e.r.workers) {
+		return nil, fmt.Errorf("no client %d", c)
+	}
+	return e.r.workers[c], nil
+}
+
+func (e *env) Pause(c int) error  { return e.sig(c, syscall.SIGSTOP, true) }
+func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT, false) }
+
+// Stretch: SIGUSR1 turns a worker's hold stretch on, SIGUSR2 off (see
+// workload/stretch.go).
+func (e *env) Stretch(c int, on bool) error {
+	if on {
+		return e.sig(c, syscall.SIGUSR1, true)
+	}
+	return e.sig(c, syscall.SIGUSR2, false)
+}
+
+// sig signals client c. A client that exited is no target for a fault that
+// starts (ErrNoTarget: the nemesis aims again), and nothing to undo for one
+// that heals.
+func (e *env) sig(c int, s syscall.Signal, starts bool) error {
+	w, err := e.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := w.signal(s); err != nil {
+		if errors.Is(err, errExited) && starts {
+			return nemesis.ErrNoTarget // it exited between seeing it and aiming
+		}
+		if errors.Is(err, errExited) {
+			return nil // nothing left to resume
+		}
+		return fmt.Errorf("send %v to client %d: %w", s, c, err)
+	}
+	return nil
+}
+
+func (e *env) Kill(c int) error {
+	w, err := e.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := w.killExpected("killed by nemesis"); err != nil {
+		if errors.Is(err, errExited) {
+			return nemesis.ErrNoTarget
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/redis/go-redis/v9"
+)
+
+// topology is what a run starts before its workers, beyond the nodes
+// themselves: each lock node's replication group, the sentinels, and the
+// clock files of nodes that run under the clock shim.
+type topology struct {
+	groups    []*nemesis.Group
+	sentinels []*cluster.Sentinel
+	clocks    map[cluster.Node]*cluster.Clock
+	clockDir  string
+}
+
+// shape is the run's topology as the nemeses see it.
+func (c Config) shape(lockNodes int) nemesis.Topology {
+	return nemesis.Topology{
+		Backend: c.Backend, Lock: c.Lock, LockNodes: lockNodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
+		Persistence: c.Persistence, Clients: c.Clients, TTL: c.TTL,
+	}
+}
+
+// aof maps --persistence to the nodes' appendfsync.
+func aof(persistence string) string {
+	if persistence == "none" {
+		return ""
+	}
+	return persistence
+}
+
+// startTopology starts the lock nodes (each a primary and --replicas
+// replicas that replicate through their own relays), the resource node,
+// every client's link to every lock node, and the sentinels. Everything it
+// started is in r.nodes and r.topo, for stopTopology. It returns each
+// client's lock node addresses (its links) and the resource node.
+func (r *run) startTopology(ctx context.Context, backend cluster.Backend, nemeses []nemesis.Scheduled) ([][]string, cluster.Node, error) {
+	var shim string
+	for _, n := range nemeses {
+		if s, err := nemesis.Lookup(n.Name); err == nil && s.NodeClock && shim == "" {
+			var err error
+			if shim, err = cluster.ClockShim(); err != nil {
+				return nil, nil, err
+			}
+			if r.topo.clockDir, err = os.MkdirTemp("", "lockchaos-clocks-"); err != nil {
+				return nil, nil, fmt.Errorf("make a directory for the clock files: %w", err)
+			}
+		}
+	}
+	r.topo.clocks = map[cluster.Node]*cluster.Clock{}
+	for i := 0; i < r.cfg.Nodes; i++ {
+		var members []cluster.Node
+		for m := 0; m <= r.cfg.Replicas; m++ {
+			name := fmt.Sprintf("n%d", i)
+			if m > 0 {
+				name = fmt.Sprintf("n%dr%d", i, m)
+			}
+			spec := cluster.NodeSpec{Name: name, AOF: aof(r.cfg.Persistence)}
+			var clock *cluster.Clock
+			if shim != "" {
+				var err error
+				if clock, err = cluster.NewClock(filepath.Join(r.topo.clockDir, name+".clock")); err != nil {
+					return nil, nil, err
+				}
+				spec.ClockShim, spec.ClockFile = shim, clock.Path()
+			}
+			n, err := backend.StartNode(ctx, spec)
+			if err != nil {
+				return nil, nil, err
+			}
+			r.nodes = append(r.nodes, n)
+			members = append(members, n)
+			if clock != nil {
+				r.topo.clocks[n] = clock
+			}
+		}
+		g, err := r.startGroup(ctx, i, members)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.topo.groups = append(r.topo.groups, g)
+	}
+	resource, err := backend.StartNode(ctx, cluster.NodeSpec{Name: "resource"})
+	if err != nil {
+		return nil, nil, err
+	}
+	r.nodes = append(r.nodes, resource)
+
+	addrs := make([][]string, r.cfg.Clients)
+	for c := 0; c < r.cfg.Clients; c++ {
+		for i, g := range r.topo.groups {
+			_, primary := g.Primary()
+			if r.cfg.Direct {
+				addrs[c] = append(addrs[c], primary.Addr())
+				continue
+			}
+			l, err := r.proxies.Add(c, i, primary.Addr())
+			if err != nil {
+				return nil, nil, err
+			}
+			addrs[c] = append(addrs[c], l.Addr())
+		}
+	}
+	if err := r.startSentinels(ctx); err != nil {
+		return nil, nil, err
+	}
+	return addrs, resource, nil
+}
+
+// startGroup gives every member of lock node i a relay and makes the
+// replicas replicate from the primary through theirs.
+func (r *run) startGroup(ctx context.Context, i int, members []cluster.Node) (*nemesis.Group, error) {
+	relays := make([]*proxy.Link, 0, len(members))
+	for _, n := range members {
+		l, err := r.proxies.AddRelay("repl-"+n.Name(), i, members[0].Addr())
+		if err != nil {
+			return nil, err
+		}
+		relays = append(relays, l)
+	}
+	g := nemesis.NewGroup(i, members, relays)
+	if len(members) == 1 {
+		return g, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for m := 1; m < len(members); m++ {
+		if err := g.Attach(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.WaitSynced(ctx); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// startSentinels starts --sentinels redis-sentinel processes that watch
+// every lock node's primary, and waits until each knows all the replicas
+// and all the other sentinels: a sentinel that has not heard of the others
+// cannot gather a majority to fail over.
+func (r *run) startSentinels(ctx context.Context) error {
+	if r.cfg.Sentinels == 0 {
+		return nil
+	}
+	var monitors []cluster.Monitor
+	for _, g := range r.topo.groups {
+		_, primary := g.Primary()
+		monitors = append(monitors, cluster.Monitor{Name: g.Name, Addr: primary.Addr(), Quorum: r.cfg.Sentinels/2 + 1})
+	}
+	for k := 0; k < r.cfg.Sentinels; k++ {
+		s, err := cluster.StartSentinel(ctx, cluster.SentinelSpec{
+			Name: fmt.Sprintf("sentinel%d", k), Masters: monitors,
+			DownAfter: sentinelDownAfter,
+			// Longer than the run: Sentinel would otherwise, after this
+			// long, re-point replicas that replicate through a relay
+			// straight at the primary.
+			FailoverTimeout: max(2*r.cfg.Duration, time.Minute),
+		})
+		if err != nil {
+			return err
+		}
+		r.topo.sentinels = append(r.topo.sentinels, s)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, s := range r.topo.sentinels {
+		for _, g := range r.topo.groups {
+			if err := awaitSentinel(ctx, s, g.Name, r.cfg.Replicas, r.cfg.Sentinels-1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// sentinelDownAfter: how long a primary must be silent before a sentinel
+// calls it down. Short, so a failover fits in a short run.
+const sentinelDownAfter = 250 * time.Millisecond
+
+func awaitSentinel(ctx context.Context, s *cluster.Sentinel, name string, replicas, others int) error {
+	var got string
+	for {
+		nr, err1 := sentinelCount(ctx, s.Addr(), "replicas", name)
+		ns, err2 := sentinelCount(ctx, s.Addr(), "sentinels", name)
+		if err1 == nil && err2 == nil && nr >= replicas && ns >= others {
+			return nil
+		}
+		got = fmt.Sprintf("%d replicas, %d other sentinels (errors: %v)", nr, ns, errors.Join(err1, err2))
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("sentinel %s did not discover %s's %d replicas and %d other sentinels: it knows %s; see %s", s.Name(), name, replicas, others, got, s.Log())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func sentinelCount(ctx context.Context, addr, what, name string) (int, error) {
+	reply, err := redisDo(ctx, addr, "SENTINEL", what, name)
+	if err != nil {
+		return 0, err
+	}
+	list, _ := reply.([]any)
+	n := 0
+	for _, e := range list {
+		// Each entry is a flat list of field, value, … ; skip the ones a
+		// sentinel already thinks are down or gone.
+		fields, _ := e.([]any)
+		down := false
+		for j := 0; j+1 < len(fields); j += 2 {
+			if fmt.Sprint(fields[j]) == "flags" {
+				f := fmt.Sprint(fields[j+1])
+				down = strings.Contains(f, "down") || strings.Contains(f, "disconnected")
+			}
+		}
+		if !down {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// redisDo sends one control command straight to a node or sentinel.
+func redisDo(ctx context.Context, addr string, args ...any) (any, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+	defer c.Close()
+	return c.Do(ctx, args...).Result()
+}
+
+// stopTopology stops the sentinels and removes the clock files; the nodes
+// are stopped with r.nodes.
+func (r *run) stopTopology() error {
+	var errs []error
+	for _, s := range r.topo.sentinels {
+		errs = append(errs, s.Stop())
+	}
+	if r.topo.clockDir != "" {
+		errs = append(errs, os.RemoveAll(r.topo.clockDir))
+	}
+	return errors.Join(errs...)
+}
+
+// currentLockNodes are the lock nodes' primaries now (after any failover).
+func (r *run) currentLockNodes() []cluster.Node {
+	var out []cluster.Node
+	for _, g := range r.topo.groups {
+		_, n := g.Primary()
+		out = append(out, n)
+	}
+	return out
+}

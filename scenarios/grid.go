@@ -1,0 +1,169 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+// Grid is the lock × fault grid: every registered lock against every fault
+// that applies to it (and against none), each cell a short run with the same
+// workload. Expect holds the verdicts that are known; a cell without one is
+// only observed.
+type Grid struct {
+	File string
+	// Expect maps lock → nemesis ("none" for the column without faults) →
+	// the verdict that cell must reach.
+	Expect map[string]map[string]checker.Verdict
+
+	cell    fileGridCell
+	locks   map[string]fileGridLock
+	nemeses map[string]fileGridNemesis
+}
+
+// fileGrid is the YAML form of grid.yaml.
+type fileGrid struct {
+	// Cell is the run every cell starts from.
+	Cell fileGridCell `yaml:"cell"`
+	// Locks and Nemeses adjust the cells of one lock or one fault.
+	Locks   map[string]fileGridLock      `yaml:"locks"`
+	Nemeses map[string]fileGridNemesis   `yaml:"nemeses"`
+	Expect  map[string]map[string]string `yaml:"expect"`
+}
+
+type fileGridCell struct {
+	Topology fileTopology   `yaml:"topology"`
+	Workload fileWorkload   `yaml:"workload"`
+	Faults   fileGridFaults `yaml:"faults"`
+	Duration Duration       `yaml:"duration"`
+	Seed     int64          `yaml:"seed"`
+}
+
+type fileGridFaults struct {
+	Interval Duration `yaml:"interval"`
+}
+
+type fileGridLock struct {
+	Options  map[string]string `yaml:"options"`
+	Topology fileTopology      `yaml:"topology"`
+}
+
+type fileGridNemesis struct {
+	Options  map[string]string `yaml:"options"`
+	Topology fileTopology      `yaml:"topology"`
+	// Duration replaces the cell's duration for a fault that takes longer
+	// to show (a restart, a failover).
+	Duration Duration `yaml:"duration"`
+}
+
+// LoadGrid returns the built-in grid.
+func LoadGrid() (Grid, error) {
+	b, err := files.ReadFile(GridFile)
+	if err != nil {
+		return Grid{}, err
+	}
+	return ParseGrid("scenarios/"+GridFile, b)
+}
+
+// LoadGridFile reads a grid file from disk.
+func LoadGridFile(path string) (Grid, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Grid{}, fmt.Errorf("read grid: %w", err)
+	}
+	return ParseGrid(path, b)
+}
+
+// ParseGrid reads a grid from the YAML in b; name is the file it came from.
+func ParseGrid(name string, b []byte) (Grid, error) {
+	var f fileGrid
+	lines, err := decodeStrict(name, b, &f)
+	if err != nil {
+		return Grid{}, err
+	}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses}
+	var errs []error
+	for lock, row := range f.Expect {
+		g.Expect[lock] = map[string]checker.Verdict{}
+		for nem, v := range row {
+			switch checker.Verdict(v) {
+			case checker.Safe, checker.Violation:
+				g.Expect[lock][nem] = checker.Verdict(v)
+			default:
+				field := "expect." + lock + "." + nem
+				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
+					Msg: fmt.Sprintf("%q: want safe or violation (leave the cell out to only observe it)", v)})
+			}
+		}
+	}
+	// The template must make a valid run on its own.
+	if _, cerrs := g.file("", "none").config(name, prefixed(lines, "cell.")); len(cerrs) > 0 {
+		errs = append(errs, cerrs...)
+	}
+	return g, errors.Join(errs...)
+}
+
+// prefixed returns the lines of the fields under prefix, with it removed,
+// so errors about the template point at its lines.
+func prefixed(lines map[string]int, prefix string) map[string]int {
+	out := map[string]int{}
+	for k, v := range lines {
+		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+			out[k[len(prefix):]] = v
+		}
+	}
+	return out
+}
+
+// file returns the scenario form of one cell.
+func (g Grid) file(lock, nem string) fileScenario {
+	c := g.cell
+	f := fileScenario{Topology: c.Topology, Workload: c.Workload, Duration: c.Duration, Seed: c.Seed}
+	f.Faults.Interval = c.Faults.Interval
+	f.Lock.Name = lock
+	if l, ok := g.locks[lock]; ok {
+		f.Lock.Options = l.Options
+		f.Topology = mergeTopology(f.Topology, l.Topology)
+	}
+	if nem != "none" && nem != "" {
+		n := g.nemeses[nem]
+		f.Faults.Nemeses = []fileNemesis{{Name: nem, Options: n.Options}}
+		f.Topology = mergeTopology(f.Topology, n.Topology)
+		if n.Duration.set {
+			f.Duration = n.Duration
+		}
+	}
+	return f
+}
+
+// Config returns the run of the cell lock × nem (nem "none" for no fault).
+func (g Grid) Config(lock, nem string) (runner.Config, error) {
+	cfg, errs := g.file(lock, nem).config(g.File, nil)
+	return cfg, errors.Join(errs...)
+}
+
+// mergeTopology returns base with the fields that over sets replaced.
+func mergeTopology(base, over fileTopology) fileTopology {
+	if over.Backend != "" {
+		base.Backend = over.Backend
+	}
+	if over.Image != "" {
+		base.Image = over.Image
+	}
+	if over.Nodes != 0 {
+		base.Nodes = over.Nodes
+	}
+	if over.Replicas != 0 {
+		base.Replicas = over.Replicas
+	}
+	if over.Sentinels != 0 {
+		base.Sentinels = over.Sentinels
+	}
+	if over.Persistence != "" {
+		base.Persistence = over.Persistence
+	}
+	return base
+}

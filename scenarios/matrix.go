@@ -1,0 +1,470 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+// Kind says where a cell of the matrix comes from.
+type Kind string
+
+const (
+	KindCatalogue Kind = "catalogue"
+	KindGrid      Kind = "grid"
+)
+
+// NoFault is the grid's column without faults.
+const NoFault = "none"
+
+// Status is how a cell's outcome compares with its expectation.
+type Status string
+
+const (
+	StatusMatch        Status = "match"        // the verdict is the expected one
+	StatusMismatch     Status = "mismatch"     // it is not: the run fails
+	StatusObserved     Status = "observed"     // nothing was expected: shown, never fails
+	StatusInconclusive Status = "inconclusive" // fails unless inconclusive cells are allowed
+	StatusError        Status = "error"        // the run could not be set up or recorded
+	StatusNA           Status = "n/a"          // the fault does not apply to this lock or topology
+	StatusSkipped      Status = "skipped"      // needs a lock, nemesis, option or field this build lacks
+	StatusNotRun       Status = "not-run"      // the matrix was interrupted before its turn
+)
+
+// Fails says whether a cell with this status makes `lockchaos chaos` fail.
+func (s Status) Fails(allowInconclusive bool) bool {
+	switch s {
+	case StatusMismatch, StatusError, StatusNotRun:
+		return true
+	case StatusInconclusive:
+		return !allowInconclusive
+	}
+	return false
+}
+
+// Cell is one run of the matrix: a catalogue scenario, or one lock against
+// one fault of the grid.
+type Cell struct {
+	// Name is the scenario's name, or LOCK+NEMESIS for a grid cell; it is
+	// also the folder of the run.
+	Name string
+	Kind Kind
+	Lock string
+	// Nemesis is the grid column (NoFault for none); for a catalogue
+	// scenario, its nemeses joined by commas.
+	Nemesis string
+	Shows   string
+	Source  string
+	File    string
+	// Expect is what the run must show; a zero Verdict only observes it.
+	Expect Expectation
+	Config runner.Config
+	// Skip, when set (StatusNA, StatusSkipped, StatusError), says the cell
+	// does not run; Why says why.
+	Skip Status
+	Why  string
+}
+
+// GridName is the name of the grid cell lock × nem.
+func GridName(lock, nem string) string { return lock + "+" + nem }
+
+// PlanOptions choose the cells of a matrix.
+type PlanOptions struct {
+	// Quick runs each scenario's short version and leaves out those marked
+	// quick: skip.
+	Quick bool
+	// Catalogue are the scenarios to run; nil means the built-in ones.
+	Catalogue []Scenario
+	// Grid, when not nil, adds every registered lock against every
+	// registered nemesis and none.
+	Grid *Grid
+	// Filter keeps only cells whose name matches one of its comma-separated
+	// globs (path.Match); "" keeps all.
+	Filter string
+}
+
+// Plan lists the cells of a matrix: the catalogue first, then the grid row
+// by row. Cells that cannot run are included, marked with why.
+func Plan(opts PlanOptions) ([]Cell, error) {
+	cat := opts.Catalogue
+	if cat == nil {
+		var err error
+		if cat, err = Catalogue(); err != nil {
+			return nil, err
+		}
+	}
+	var cells []Cell
+	for _, s := range cat {
+		if opts.Quick && s.QuickDuration == 0 {
+			continue
+		}
+		c := Cell{
+			Name: s.Name, Kind: KindCatalogue, Lock: s.Config.Lock, Nemesis: nemesisColumn(s.Config.Nemeses),
+			Shows: s.Shows, Source: s.Source, File: s.File, Expect: s.Expect,
+			Config: s.RunConfig(opts.Quick),
+		}
+		if why := s.Unavailable(); why != "" {
+			c.Skip, c.Why = StatusSkipped, why
+		} else if err := runner.Validate(withOut(c.Config)); err != nil {
+			c.Skip, c.Why = invalid("invalid scenario", err)
+		}
+		cells = append(cells, c)
+	}
+	if opts.Grid != nil {
+		cells = append(cells, gridCells(*opts.Grid)...)
+	}
+	if opts.Filter == "" {
+		return cells, nil
+	}
+	var kept []Cell
+	for _, c := range cells {
+		ok, err := matchAny(opts.Filter, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("--scenarios %q matches no scenario or grid cell (grid cells are named LOCK+NEMESIS)", opts.Filter)
+	}
+	return kept, nil
+}
+
+func matchAny(globs, name string) (bool, error) {
+	for _, g := range strings.Split(globs, ",") {
+		ok, err := path.Match(strings.TrimSpace(g), name)
+		if err != nil {
+			return false, fmt.Errorf("--scenarios %q: %w", g, err)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// invalid classifies a configuration that runner.Validate refused: an error
+// in the scenario or grid, except for an option naming a file that is not
+// there (the lua lock's script, given relative to the repository), which
+// only means the matrix runs from another directory.
+func invalid(what string, err error) (Status, string) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return StatusSkipped, what + ": " + err.Error() + " (paths are relative to the repository: run from its root)"
+	}
+	return StatusError, what + ": " + err.Error()
+}
+
+// withOut gives cfg a placeholder output folder for Validate, which wants one.
+func withOut(cfg runner.Config) runner.Config {
+	if cfg.Out == "" {
+		cfg.Out = "validate"
+	}
+	return cfg
+}
+
+func nemesisColumn(ns []string) string {
+	var out []string
+	for _, n := range ns {
+		if n != "" && n != NoFault {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return NoFault
+	}
+	return strings.Join(out, ",")
+}
+
+// GridAxes returns the grid's rows (every registered lock) and columns (no
+// fault, then every registered nemesis).
+func GridAxes() (lockNames, nemesisNames []string) {
+	for _, l := range locks.All() {
+		lockNames = append(lockNames, l.Name)
+	}
+	nemesisNames = []string{NoFault}
+	for _, n := range nemesis.All() {
+		nemesisNames = append(nemesisNames, n.Name)
+	}
+	return lockNames, nemesisNames
+}
+
+func gridCells(g Grid) []Cell {
+	lockNames, nemesisNames := GridAxes()
+	var cells []Cell
+	for _, l := range lockNames {
+		// A lock whose own settings in the grid are wrong is an error in
+		// every column, not n/a.
+		base, baseErr := g.Config(l, NoFault)
+		if baseErr == nil && unavailable(base) == "" {
+			baseErr = runner.Validate(withOut(base))
+		}
+		for _, n := range nemesisNames {
+			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n]}}
+			cfg, err := g.Config(l, n)
+			c.Config = cfg
+			switch {
+			case err != nil:
+				c.Skip, c.Why = StatusError, err.Error()
+			case unavailable(cfg) != "":
+				c.Skip, c.Why = StatusSkipped, unavailable(cfg)
+			case baseErr != nil:
+				c.Skip, c.Why = invalid("grid settings of lock "+l, baseErr)
+			default:
+				if err := runner.Validate(withOut(cfg)); err != nil {
+					var ue runner.UsageError
+					if errors.As(err, &ue) {
+						c.Skip, c.Why = StatusNA, err.Error()
+					} else {
+						c.Skip, c.Why = StatusError, err.Error()
+					}
+				}
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// ExecOptions tune Execute.
+type ExecOptions struct {
+	// Out is the matrix's folder; each run writes Out/<cell name>/.
+	Out string
+	// Parallel is how many runs go at once (runs mostly sleep).
+	Parallel int
+	// AllowInconclusive keeps inconclusive cells from failing the matrix.
+	AllowInconclusive bool
+	Quick             bool
+	// Progress receives a line as each run starts and ends.
+	Progress io.Writer
+	// AfterRun, when set, is called with the folder of each finished run
+	// (to render its report); an error is shown but changes no verdict.
+	AfterRun func(dir string) error
+	// Run performs one run; nil means runner.Run.
+	Run func(context.Context, runner.Config) (checker.Result, error)
+}
+
+// Execute runs the cells that can run, Parallel at a time, and compares each
+// verdict with its expectation. Cancelling ctx stops the runs in progress in
+// order and leaves the rest not run.
+func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
+	if opts.Parallel < 1 {
+		opts.Parallel = 1
+	}
+	run := opts.Run
+	if run == nil {
+		run = runner.Run
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	start := time.Now()
+	results := make([]CellResult, len(cells))
+	var todo []int
+	for i, c := range cells {
+		results[i] = newResult(c)
+		if c.Skip != "" {
+			results[i].Status, results[i].Detail = c.Skip, c.Why
+			continue
+		}
+		results[i].Status = StatusNotRun
+		todo = append(todo, i)
+	}
+	todo = runOrder(cells, todo)
+
+	var mu sync.Mutex
+	done, tally := 0, map[Status]int{}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < opts.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				c := cells[i]
+				cfg := c.Config
+				cfg.Out = filepath.Join(opts.Out, c.Name)
+				began := time.Now()
+				res, err := run(ctx, cfg)
+				r := classify(c, res, err, ctx.Err() != nil)
+				r.Dir = c.Name
+				r.Seconds = time.Since(began).Seconds()
+				if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
+					if rerr := opts.AfterRun(cfg.Out); rerr != nil {
+						r.ReportError = rerr.Error()
+					}
+				}
+				mu.Lock()
+				results[i] = r
+				done++
+				tally[r.Status]++
+				fmt.Fprintf(progress, "[%*d/%d %s] %-40s %-16s %s   (so far: %s)\n",
+					len(fmt.Sprint(len(todo))), done, len(todo), clock(time.Since(start)), c.Name, r.Got, describeStatus(r), tallyLine(tally))
+				if r.ReportError != "" {
+					fmt.Fprintf(progress, "    report: %s\n", r.ReportError)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, i := range todo {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+
+	s := Summary{
+		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(), Quick: opts.Quick,
+		AllowInconclusive: opts.AllowInconclusive, Cells: results,
+	}
+	s.Locks, s.Nemeses = axes(cells)
+	s.tally()
+	return s
+}
+
+// runOrder returns the order in which to start the cells todo: the longest
+// runs first, so the slowest do not start last and leave the other slots
+// idle; and, among runs of the same length, the grid by diagonals, so that
+// runs going at once are of different locks and different faults. Four runs
+// of one five-node lock at once (twenty redis-servers) or of one heavy
+// fault would load the two cores in the same way at the same time.
+func runOrder(cells []Cell, todo []int) []int {
+	row, col := map[string]int{}, map[string]int{}
+	for _, c := range cells {
+		if c.Kind != KindGrid {
+			continue
+		}
+		if _, ok := row[c.Lock]; !ok {
+			row[c.Lock] = len(row)
+		}
+		if _, ok := col[c.Nemesis]; !ok {
+			col[c.Nemesis] = len(col)
+		}
+	}
+	diagonal := func(c Cell) int {
+		if c.Kind != KindGrid {
+			return -1 // the catalogue first
+		}
+		return (row[c.Lock] + col[c.Nemesis]) % max(len(col), 1)
+	}
+	out := append([]int(nil), todo...)
+	sort.SliceStable(out, func(a, b int) bool {
+		ca, cb := cells[out[a]], cells[out[b]]
+		if ca.Config.Duration != cb.Config.Duration {
+			return ca.Config.Duration > cb.Config.Duration
+		}
+		return diagonal(ca) < diagonal(cb)
+	})
+	return out
+}
+
+// classify compares one run's outcome with its cell's expectation.
+func classify(c Cell, res checker.Result, err error, interrupted bool) CellResult {
+	r := newResult(c)
+	r.Verdict, r.Got = string(res.Verdict), c.Expect.Outcome(res)
+	r.Detail = res.Summary
+	if keys := res.Liveness.DeadlockedKeys; len(keys) > 0 {
+		r.Detail += fmt.Sprintf("; deadlocked: %s", strings.Join(keys, ", "))
+	}
+	met, why := c.Expect.Met(res)
+	switch {
+	case err != nil:
+		r.Status, r.Detail = StatusError, err.Error()
+		if res.Verdict == "" {
+			r.Got = "error"
+		}
+	case interrupted && res.Verdict != checker.Violation:
+		r.Status, r.Detail = StatusNotRun, "interrupted: "+res.Summary
+	case res.Verdict == checker.Inconclusive:
+		// Even where nothing is expected: a run that could not decide is a
+		// problem of the harness or the lock's adapter, not an observation.
+		r.Status = StatusInconclusive
+	case c.Expect.Verdict == "":
+		r.Status = StatusObserved
+	case met:
+		r.Status = StatusMatch
+	default:
+		r.Status = StatusMismatch
+		if res.Verdict == c.Expect.Verdict { // the verdict is right: say what else is not
+			r.Detail = why + " — " + r.Detail
+		}
+	}
+	return r
+}
+
+func newResult(c Cell) CellResult {
+	return CellResult{
+		Name: c.Name, Kind: c.Kind, Lock: c.Lock, Nemesis: c.Nemesis, Shows: c.Shows, Source: c.Source,
+		File: c.File, Expect: c.Expect.String(), Seed: c.Config.Seed,
+	}
+}
+
+func describeStatus(r CellResult) string {
+	switch r.Status {
+	case StatusMatch:
+		return "as expected"
+	case StatusMismatch:
+		return "MISMATCH: expected " + r.Expect
+	case StatusObserved:
+		return "observed (no expectation)"
+	case StatusInconclusive:
+		return "INCONCLUSIVE"
+	case StatusError:
+		return "ERROR: " + r.Detail
+	}
+	return string(r.Status)
+}
+
+func tallyLine(t map[Status]int) string {
+	var parts []string
+	for _, s := range []Status{StatusMatch, StatusMismatch, StatusObserved, StatusInconclusive, StatusError, StatusNotRun} {
+		if t[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", t[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// axes returns the grid's locks and nemeses in the order the cells list them.
+func axes(cells []Cell) (lockNames, nemesisNames []string) {
+	seenL, seenN := map[string]bool{}, map[string]bool{}
+	for _, c := range cells {
+		if c.Kind != KindGrid {
+			continue
+		}
+		if !seenL[c.Lock] {
+			seenL[c.Lock] = true
+			lockNames = append(lockNames, c.Lock)
+		}
+		if !seenN[c.Nemesis] {
+			seenN[c.Nemesis] = true
+			nemesisNames = append(nemesisNames, c.Nemesis)
+		}
+	}
+	return lockNames, nemesisNames
+}

@@ -1,0 +1,608 @@
+// Package scenarios holds the catalogue of known lock failure modes and the
+// lock × fault grid that `lockchaos chaos` runs. A scenario is a YAML file
+// (see README.md in this folder): the topology, the lock, the workload, the
+// faults, and the verdict the run must reach. The built-in files are embedded
+// in the binary, so the catalogue runs from any directory.
+//
+// A scenario may name a lock, a nemesis or an option that this build does
+// not have (yet): it loads, and the matrix reports it as skipped ("lock
+// redlock not available") instead of failing. Anything else wrong with a
+// file is an error naming the file, the line, the field and what is allowed.
+package scenarios
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+// Scenario is one catalogued run and the outcome it must reach.
+type Scenario struct {
+	// Name is the file's name without .yaml.
+	Name string
+	// File is where it was loaded from (scenarios/NAME.yaml when embedded).
+	File string
+	// Shows says in one line what the run demonstrates; Source, where the
+	// failure mode is described.
+	Shows  string
+	Source string
+	// Expect is what the run must show: a verdict, safe or violation, and
+	// optionally a deadlock and a state of the resource.
+	Expect Expectation
+	// QuickDuration is the run's duration under `chaos --quick`; 0 leaves
+	// the scenario out of the quick run.
+	QuickDuration time.Duration
+	// Config is the run; Out is left empty for the caller.
+	Config runner.Config
+}
+
+// Defaults of a scenario file's optional fields: the same as `lockchaos run`.
+const (
+	DefaultClients  = 4
+	DefaultKeys     = 1
+	DefaultTTL      = 500 * time.Millisecond
+	DefaultHold     = 100 * time.Millisecond
+	DefaultThink    = 10 * time.Millisecond
+	DefaultDuration = 10 * time.Second
+	DefaultSeed     = 1
+	// MaxQuick caps a scenario's duration under --quick unless its file
+	// says otherwise.
+	MaxQuick = 3 * time.Second
+)
+
+// Unavailable says why s cannot run in this build — its lock, a nemesis or
+// one of their options is not registered here (yet) — or "" when it can.
+// It does not check values: runner.Validate does, and a bad value is an
+// error in the scenario, not a missing feature.
+func (s Scenario) Unavailable() string {
+	return unavailable(s.Config)
+}
+
+func unavailable(cfg runner.Config) string {
+	spec, err := locks.Lookup(cfg.Lock)
+	if err != nil {
+		return fmt.Sprintf("lock %s not available", cfg.Lock)
+	}
+	if k := undeclared(spec.Options, cfg.LockOptions); k != "" {
+		return fmt.Sprintf("lock %s has no option %s in this build", cfg.Lock, k)
+	}
+	for _, n := range cfg.Nemeses {
+		if n == "" || n == "none" {
+			continue
+		}
+		ns, err := nemesis.Lookup(n)
+		if err != nil {
+			return fmt.Sprintf("nemesis %s not available", n)
+		}
+		if k := undeclared(ns.Options, cfg.NemesisOptions[n]); k != "" {
+			return fmt.Sprintf("nemesis %s has no option %s in this build", n, k)
+		}
+	}
+	return ""
+}
+
+// undeclared returns the first key of given that specs does not declare.
+func undeclared(specs []option.Spec, given map[string]string) string {
+	known := map[string]bool{}
+	for _, s := range specs {
+		known[s.Key] = true
+	}
+	var keys []string
+	for k := range given {
+		if !known[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		return keys[0]
+	}
+	return ""
+}
+
+// RunConfig returns the run's configuration, shortened for `chaos --quick`
+// when quick is set.
+func (s Scenario) RunConfig(quick bool) runner.Config {
+	cfg := s.Config
+	cfg.LockOptions = cloneMap(cfg.LockOptions)
+	cfg.NemesisOptions = map[string]map[string]string{}
+	for k, v := range s.Config.NemesisOptions {
+		cfg.NemesisOptions[k] = cloneMap(v)
+	}
+	cfg.Nemeses = append([]string(nil), cfg.Nemeses...)
+	if quick && s.QuickDuration > 0 {
+		cfg.Duration = s.QuickDuration
+	}
+	return cfg
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// LoadFile reads one scenario file from disk.
+func LoadFile(path string) (Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("read scenario: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse reads a scenario from the YAML in b; name is the file it came from,
+// for error messages and for the scenario's name.
+func Parse(name string, b []byte) (Scenario, error) {
+	var f fileScenario
+	lines, err := decodeStrict(name, b, &f)
+	if err != nil {
+		return Scenario{}, err
+	}
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{File: name, Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	s := Scenario{
+		Name:   strings.TrimSuffix(strings.TrimSuffix(filepath.Base(name), ".yaml"), ".yml"),
+		File:   name,
+		Shows:  strings.TrimSpace(f.Shows),
+		Source: strings.TrimSpace(f.Source),
+	}
+	var errs []error
+	if s.Shows == "" {
+		errs = append(errs, bad("shows", "missing: say in one line what this scenario shows"))
+	}
+	switch v := checker.Verdict(f.Expect.Verdict); v {
+	case checker.Safe, checker.Violation:
+		s.Expect.Verdict = v
+	case "":
+		errs = append(errs, bad("expect.verdict", "missing: want safe or violation"))
+	default:
+		errs = append(errs, bad("expect.verdict", "%q: want safe or violation", f.Expect.Verdict))
+	}
+	s.Expect.Deadlock = f.Expect.Deadlock
+	switch r := f.Expect.Resource; r {
+	case "", ResourceIntact, ResourceFenced, ResourceDamaged:
+		s.Expect.Resource = r
+	default:
+		errs = append(errs, bad("expect.resource", "%q: want intact, fenced (intact, and stale fencing tokens were rejected) or damaged", r))
+	}
+
+	cfg, cerrs := f.config(name, lines)
+	errs = append(errs, cerrs...)
+	s.Config = cfg
+	switch {
+	case f.Quick.skip:
+	case f.Quick.d.set:
+		s.QuickDuration = f.Quick.d.resolve(cfg.TTL)
+		if s.QuickDuration <= 0 {
+			errs = append(errs, bad("quick", "want a positive duration, or skip"))
+		}
+	default:
+		s.QuickDuration = min(cfg.Duration, MaxQuick)
+	}
+	return s, errors.Join(errs...)
+}
+
+// config builds the run from the file's topology, lock, workload, faults,
+// duration and seed. It also serves the grid's cell template, which has no
+// lock.
+func (f fileScenario) config(name string, lines map[string]int) (runner.Config, []error) {
+	bad := func(field, format string, args ...any) error {
+		return &FieldError{File: name, Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	var errs []error
+	w := f.Workload
+	cfg := runner.Config{
+		Lock:        strings.TrimSpace(f.Lock.Name),
+		LockOptions: f.Lock.Options,
+		Clients:     orInt(w.Clients, DefaultClients),
+		Keys:        orInt(w.Keys, DefaultKeys),
+		Nodes:       f.Topology.Nodes,
+		Backend:     f.Topology.Backend,
+		Image:       f.Topology.Image,
+		Seed:        f.Seed,
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = DefaultSeed
+	}
+	if w.TTL.ttl != 0 {
+		errs = append(errs, bad("workload.ttl", "cannot be a multiple of itself: want a duration such as 300ms"))
+	}
+	cfg.TTL = DefaultTTL
+	if w.TTL.set {
+		cfg.TTL = w.TTL.d
+	}
+	cfg.Hold = DefaultHold
+	if w.Hold.set {
+		cfg.Hold = w.Hold.resolve(cfg.TTL)
+	}
+	cfg.Think = DefaultThink
+	if w.Think.set {
+		cfg.Think = w.Think.resolve(cfg.TTL)
+	}
+	cfg.Wait = w.Wait.resolve(cfg.TTL)
+	cfg.Retry = w.Retry.resolve(cfg.TTL)
+	cfg.OpTimeout = w.OpTimeout.resolve(cfg.TTL)
+	cfg.FaultInterval = f.Faults.Interval.resolve(cfg.TTL)
+	cfg.Duration = DefaultDuration
+	if f.Duration.set {
+		cfg.Duration = f.Duration.resolve(cfg.TTL)
+	}
+	if w.Clients < 0 || w.Clients > 256 {
+		errs = append(errs, bad("workload.clients", "%d: want 1 to 256", w.Clients))
+	}
+	if w.Keys < 0 {
+		errs = append(errs, bad("workload.keys", "%d: want at least 1", w.Keys))
+	}
+	if f.Topology.Nodes < 0 || f.Topology.Nodes > 15 {
+		errs = append(errs, bad("topology.nodes", "%d: want 1 to 15 (or leave it out for the lock's default)", f.Topology.Nodes))
+	}
+	if cfg.TTL < time.Millisecond {
+		errs = append(errs, bad("workload.ttl", "%v: want at least 1ms", cfg.TTL))
+	}
+	if cfg.Duration <= 0 {
+		errs = append(errs, bad("duration", "want a positive duration such as 6s"))
+	}
+
+	seen := map[string]bool{}
+	for i, n := range f.Faults.Nemeses {
+		field := fmt.Sprintf("faults.nemeses[%d].name", i)
+		n.Name = strings.TrimSpace(n.Name)
+		switch {
+		case n.Name == "" || n.Name == "none":
+			errs = append(errs, bad(field, "missing: want a nemesis name (see `lockchaos list`); leave faults out for a run without faults"))
+			continue
+		case seen[n.Name]:
+			errs = append(errs, bad(field, "nemesis %s is listed twice", n.Name))
+			continue
+		}
+		seen[n.Name] = true
+		cfg.Nemeses = append(cfg.Nemeses, n.Name)
+		if len(n.Options) > 0 {
+			if cfg.NemesisOptions == nil {
+				cfg.NemesisOptions = map[string]map[string]string{}
+			}
+			cfg.NemesisOptions[n.Name] = n.Options
+		}
+	}
+
+	switch p := f.Topology.Persistence; p {
+	case "", "none", "everysec", "always":
+	default:
+		errs = append(errs, bad("topology.persistence", "%q: want none, everysec or always (AOF with that appendfsync)", p))
+	}
+	if f.Topology.Replicas < 0 || f.Topology.Sentinels < 0 {
+		errs = append(errs, bad("topology", "replicas and sentinels must not be negative"))
+	}
+	if w.Reentry < 0 || w.Reentry > 1 {
+		errs = append(errs, bad("workload.reentry", "%v: want a probability from 0 to 1", w.Reentry))
+	}
+	cfg.Replicas, cfg.Sentinels, cfg.Persistence = f.Topology.Replicas, f.Topology.Sentinels, f.Topology.Persistence
+	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
+	return cfg, errs
+}
+
+func orInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// fileScenario is the YAML form of a scenario file; README.md in this folder
+// documents every field.
+type fileScenario struct {
+	Shows    string       `yaml:"shows"`
+	Source   string       `yaml:"source"`
+	Expect   fileExpect   `yaml:"expect"`
+	Topology fileTopology `yaml:"topology"`
+	Lock     fileLock     `yaml:"lock"`
+	Workload fileWorkload `yaml:"workload"`
+	Faults   fileFaults   `yaml:"faults"`
+	Duration Duration     `yaml:"duration"`
+	Quick    Quick        `yaml:"quick"`
+	Seed     int64        `yaml:"seed"`
+}
+
+type fileExpect struct {
+	Verdict  string `yaml:"verdict"`
+	Deadlock *bool  `yaml:"deadlock"`
+	Resource string `yaml:"resource"`
+}
+
+type fileTopology struct {
+	Backend string `yaml:"backend"`
+	Image   string `yaml:"image"`
+	Nodes   int    `yaml:"nodes"`
+	// Replicas per lock node and redis-sentinel processes, for the
+	// failover nemeses; Persistence is none, everysec or always (AOF).
+	Replicas    int    `yaml:"replicas"`
+	Sentinels   int    `yaml:"sentinels"`
+	Persistence string `yaml:"persistence"`
+}
+
+type fileLock struct {
+	Name    string            `yaml:"name"`
+	Options map[string]string `yaml:"options"`
+}
+
+type fileWorkload struct {
+	Clients   int      `yaml:"clients"`
+	Keys      int      `yaml:"keys"`
+	TTL       Duration `yaml:"ttl"`
+	Hold      Duration `yaml:"hold"`
+	Wait      Duration `yaml:"wait"`
+	Retry     Duration `yaml:"retry"`
+	Think     Duration `yaml:"think"`
+	OpTimeout Duration `yaml:"op-timeout"`
+	// Reentry is the probability that a hold takes its lock again inside
+	// (reentrant locks); Renew runs a watchdog in each client that renews
+	// a held lease every third of the TTL (locks that can renew).
+	Reentry float64 `yaml:"reentry"`
+	Renew   bool    `yaml:"renew"`
+}
+
+type fileFaults struct {
+	Interval Duration      `yaml:"interval"`
+	Nemeses  []fileNemesis `yaml:"nemeses"`
+}
+
+type fileNemesis struct {
+	Name    string            `yaml:"name"`
+	Options map[string]string `yaml:"options"`
+}
+
+// Duration is a duration in a scenario file: a Go duration ("300ms", "2.5s")
+// or a multiple of the scenario's TTL ("2ttl"), as lock and nemesis options
+// accept.
+type Duration struct {
+	d   time.Duration
+	ttl float64 // multiple of the TTL when not 0
+	set bool
+}
+
+// UnmarshalYAML parses "300ms" or "2ttl".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return errors.New("want a duration such as 300ms or a multiple of the TTL such as 2ttl")
+	}
+	s := strings.TrimSpace(n.Value)
+	if f, ok := strings.CutSuffix(s, "ttl"); ok {
+		var x float64
+		if _, err := fmt.Sscanf(f, "%g", &x); err != nil || x < 0 || strings.TrimSpace(f) == "" {
+			return fmt.Errorf("%q: want a duration such as 300ms or a multiple of the TTL such as 2ttl", s)
+		}
+		*d = Duration{ttl: x, set: true}
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q: want a duration such as 300ms or a multiple of the TTL such as 2ttl", s)
+	}
+	*d = Duration{d: v, set: true}
+	return nil
+}
+
+func (d Duration) resolve(ttl time.Duration) time.Duration {
+	if d.ttl != 0 {
+		return time.Duration(d.ttl * float64(ttl))
+	}
+	return d.d
+}
+
+// Quick is a scenario's duration under `chaos --quick`, or "skip" to leave
+// it out of the quick run.
+type Quick struct {
+	d    Duration
+	skip bool
+}
+
+// UnmarshalYAML parses a duration or skip.
+func (q *Quick) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == "skip" {
+		*q = Quick{skip: true}
+		return nil
+	}
+	if err := q.d.UnmarshalYAML(n); err != nil {
+		return fmt.Errorf("%q: want skip, or the duration under --quick such as 3s", n.Value)
+	}
+	return nil
+}
+
+// FieldError is a problem with one field of a scenario or grid file.
+type FieldError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Field, e.Msg)
+}
+
+var (
+	yamlNodeType    = reflect.TypeOf(yaml.Node{})
+	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+)
+
+// decodeStrict decodes the single YAML document in b into out (a pointer to
+// a struct). It first walks the document against out's type, so that an
+// unknown field or a value of the wrong kind is reported with its line, its
+// path and what is allowed, rather than as yaml.v3's Go type names. It
+// returns the line of every field path, for later checks of values.
+func decodeStrict(name string, b []byte, out any) (map[string]int, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: the file is empty", name)
+		}
+		return nil, fmt.Errorf("%s: not valid YAML (quote a value that holds \": \"): %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: want one YAML document, found more (a second ---)", name)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	w := walker{file: name, lines: map[string]int{}}
+	w.walk(root, reflect.TypeOf(out).Elem(), "")
+	if len(w.errs) > 0 {
+		return nil, errors.Join(w.errs...)
+	}
+	// The walk has checked every field; KnownFields is the safety net.
+	strict := yaml.NewDecoder(bytes.NewReader(b))
+	strict.KnownFields(true)
+	if err := strict.Decode(out); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return w.lines, nil
+}
+
+type walker struct {
+	file  string
+	lines map[string]int
+	errs  []error
+}
+
+func (w *walker) fail(n *yaml.Node, path, format string, args ...any) {
+	field := path
+	if field == "" {
+		field = "(top level)"
+	}
+	w.errs = append(w.errs, &FieldError{File: w.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if path != "" {
+		w.lines[path] = n.Line
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value leaves the default
+	}
+	switch {
+	case t == yamlNodeType:
+		if n.Kind != yaml.ScalarNode {
+			w.fail(n, path, "want a plain value")
+		}
+		return
+	case reflect.PointerTo(t).Implements(unmarshalerType):
+		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			w.fail(n, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		w.walk(n, t.Elem(), path)
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			w.fail(n, path, "want a mapping with the fields %s", strings.Join(yamlFields(t), ", "))
+			return
+		}
+		fields := map[string]reflect.StructField{}
+		for i := 0; i < t.NumField(); i++ {
+			if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
+				fields[tag] = t.Field(i)
+			}
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			sub := join(path, k.Value)
+			f, ok := fields[k.Value]
+			switch {
+			case !ok:
+				w.fail(k, sub, "unknown field; allowed here: %s", strings.Join(yamlFields(t), ", "))
+				continue
+			case seen[k.Value]:
+				w.fail(k, sub, "given twice")
+				continue
+			}
+			seen[k.Value] = true
+			w.walk(v, f.Type, sub)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			w.fail(n, path, "want a mapping of NAME: VALUE")
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			w.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value))
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			w.fail(n, path, "want a list (lines starting with -)")
+			return
+		}
+		for i, e := range n.Content {
+			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			w.fail(n, path, "want a plain value, not a list or mapping")
+		}
+	case reflect.Int, reflect.Int64:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+			w.fail(n, path, "%q: want a whole number", n.Value)
+		}
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+			w.fail(n, path, "%q: want a number", n.Value)
+		}
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+			w.fail(n, path, "%q: want true or false", n.Value)
+		}
+	default:
+		w.fail(n, path, "unsupported field type %s", t) // a bug in this package's types
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// yamlFields lists the YAML names of t's fields, in declaration order.
+func yamlFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package scenarios
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+
+	// The catalogue names these locks and nemeses: register them.
+	_ "github.com/lockchaos/lockchaos/locks"
+	_ "github.com/lockchaos/lockchaos/nemesis"
+)
+
+// TestCatalogueCoversTheKnownFailureModes: every built-in file loads, says
+// what it shows and where the failure mode comes from, and the failure
+// modes of the seeds and of the Redlock debate are all there.
+func TestCatalogueCoversTheKnownFailureModes(t *testing.T) {
+	cat, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]Scenario{}
+	for _, s := range cat {
+		names[s.Name] = s
+		if s.Shows == "" || s.Source == "" {
+			t.Errorf("%s: says neither what it shows nor its source", s.Name)
+		}
+		if s.Expect.Verdict != checker.Safe && s.Expect.Verdict != checker.Violation {
+			t.Errorf("%s: expects %q", s.Name, s.Expect.Verdict)
+		}
+		if s.QuickDuration > s.Config.Duration {
+			t.Errorf("%s: its quick version (%v) is longer than the full one (%v)", s.Name, s.QuickDuration, s.Config.Duration)
+		}
+	}
+	for _, want := range []string{
+		"pause-past-ttl-set-nx-px", "hold-outlives-ttl", "delete-someone-elses-lock", "setnx-expire-crash-deadlock",
+		"failover-before-replication", "redlock-clock-jump", "redlock-pause-during-acquire", "crash-restart-no-persistence",
+		"watchdog-frozen-by-gc-pause", "fenced-resource-survives",
+	} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("the catalogue lacks %s", want)
+		}
+	}
+	if _, err := LoadGrid(); err != nil {
+		t.Errorf("grid.yaml: %v", err)
+	}
+}
+
+// TestCatalogueRunsInThisBuild: every scenario names locks, nemeses and
+// options that exist, with values the runner accepts. When a lock or a
+// nemesis is renamed, this says which scenario to fix.
+func TestCatalogueRunsInThisBuild(t *testing.T) {
+	cat, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cat {
+		if why := s.Unavailable(); why != "" {
+			t.Errorf("%s: %s", s.Name, why)
+			continue
+		}
+		cfg := s.RunConfig(false)
+		cfg.Out = t.TempDir()
+		if err := runner.Validate(cfg); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+	}
+}
+
+const valid = `
+shows: something
+source: somewhere
+expect:
+  verdict: violation
+lock:
+  name: token-lua
+workload:
+  ttl: 300ms
+  hold: 2ttl
+faults:
+  nemeses:
+    - name: pause-client
+      options:
+        duration: 3ttl
+duration: 6s
+`
+
+func TestParseFillsTheRun(t *testing.T) {
+	s, err := Parse("scenarios/x.yaml", []byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Config
+	if s.Name != "x" || c.Lock != "token-lua" || c.TTL != 300*time.Millisecond || c.Hold != 600*time.Millisecond ||
+		c.Duration != 6*time.Second || c.Clients != DefaultClients || c.Keys != DefaultKeys || c.Seed != DefaultSeed ||
+		strings.Join(c.Nemeses, ",") != "pause-client" || c.NemesisOptions["pause-client"]["duration"] != "3ttl" {
+		t.Errorf("config %+v", c)
+	}
+	if s.QuickDuration != MaxQuick {
+		t.Errorf("quick duration %v, want the full 6s capped at %v", s.QuickDuration, MaxQuick)
+	}
+	if s.Expect.Verdict != checker.Violation || s.Expect.Deadlock != nil {
+		t.Errorf("expect %+v", s.Expect)
+	}
+	quick := s.RunConfig(true)
+	quick.NemesisOptions["pause-client"]["duration"] = "changed"
+	if quick.Duration != MaxQuick || s.Config.NemesisOptions["pause-client"]["duration"] != "3ttl" {
+		t.Errorf("RunConfig(true): duration %v, and it must not share maps with the scenario", quick.Duration)
+	}
+}
+
+// TestMalformedFilesSayFileLineFieldAndWhatIsAllowed: each error names the
+// file, the line, the field and what the field accepts.
+func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
+	for _, tc := range []struct {
+		name, edit, replace string
+		want                []string
+	}{
+		{"unknown field", "  ttl: 300ms", "  tll: 300ms", []string{"bad.yaml:9: workload.tll: unknown field; allowed here: clients, keys, ttl, hold"}},
+		{"unknown top-level field", "duration: 6s", "duraton: 6s", []string{"bad.yaml:", "duraton: unknown field; allowed here: shows, source, expect"}},
+		{"not a number", "  ttl: 300ms", "  ttl: 300ms\n  clients: four", []string{"workload.clients: \"four\": want a whole number"}},
+		{"bad duration", "  hold: 2ttl", "  hold: soon", []string{"bad.yaml:10: workload.hold:", "want a duration such as 300ms or a multiple of the TTL such as 2ttl"}},
+		{"ttl in ttls", "  ttl: 300ms", "  ttl: 2ttl", []string{"workload.ttl: cannot be a multiple of itself"}},
+		{"bad verdict", "  verdict: violation", "  verdict: broken", []string{"bad.yaml:5: expect.verdict: \"broken\": want safe or violation"}},
+		{"bad resource", "  verdict: violation", "  verdict: violation\n  resource: fine", []string{"expect.resource: \"fine\": want intact, fenced"}},
+		{"missing verdict", "  verdict: violation", "  deadlock: true", []string{"expect.verdict: missing: want safe or violation"}},
+		{"missing shows", "shows: something", "", []string{"bad.yaml: shows: missing"}},
+		{"nemesis twice", "duration: 6s", "    - name: pause-client\nduration: 6s", []string{"faults.nemeses[1].name: nemesis pause-client is listed twice"}},
+		{"list expected", "  nemeses:\n    - name: pause-client\n      options:\n        duration: 3ttl", "  nemeses: pause-client", []string{"faults.nemeses: want a list"}},
+		{"options not a mapping", "        duration: 3ttl", "        - 3ttl", []string{"faults.nemeses[0].options: want a mapping of NAME: VALUE"}},
+		{"bad persistence", "lock:", "topology:\n  persistence: sometimes\nlock:", []string{"topology.persistence: \"sometimes\": want none, everysec or always"}},
+		{"bad quick", "duration: 6s", "duration: 6s\nquick: maybe", []string{"quick:", "want skip, or the duration under --quick"}},
+		{"not yaml", "shows: something", "shows: [unclosed", []string{"bad.yaml: not valid YAML"}},
+		{"two documents", "duration: 6s", "duration: 6s\n---\nshows: again", []string{"want one YAML document"}},
+	} {
+		src := strings.Replace(valid, tc.edit, tc.replace, 1)
+		if src == valid {
+			t.Fatalf("%s: the edit %q did not apply", tc.name, tc.edit)
+		}
+		_, err := Parse("scenarios/bad.yaml", []byte(src))
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", tc.name, err, w)
+			}
+		}
+	}
+	if _, err := Parse("scenarios/empty.yaml", nil); err == nil || !strings.Contains(err.Error(), "scenarios/empty.yaml: the file is empty") {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+// TestScenarioOfAMissingLockIsSkippedNotAnError: a scenario may wait in the
+// catalogue for a lock, nemesis or option that is not in this build.
+func TestScenarioOfAMissingLockIsSkippedNotAnError(t *testing.T) {
+	for _, tc := range []struct{ edit, replace, want string }{
+		{"  name: token-lua", "  name: chubby", "lock chubby not available"},
+		{"    - name: pause-client", "    - name: cosmic-ray", "nemesis cosmic-ray not available"},
+		{"        duration: 3ttl", "        strength: 11", "nemesis pause-client has no option strength in this build"},
+	} {
+		s, err := Parse("scenarios/later.yaml", []byte(strings.Replace(valid, tc.edit, tc.replace, 1)))
+		if err != nil {
+			t.Fatalf("%s: the loader refused it: %v", tc.want, err)
+		}
+		if got := s.Unavailable(); got != tc.want {
+			t.Errorf("Unavailable() = %q, want %q", got, tc.want)
+		}
+		cells, err := Plan(PlanOptions{Catalogue: []Scenario{s}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) != 1 || cells[0].Skip != StatusSkipped || cells[0].Why != tc.want {
+			t.Errorf("planned %+v, want one skipped cell saying %q", cells, tc.want)
+		}
+	}
+}
+
+func TestGridExpectationsAreValidated(t *testing.T) {
+	_, err := ParseGrid("scenarios/grid.yaml", []byte("cell:\n  duration: 2s\nexpect:\n  token-lua:\n    none: fine\n"))
+	if err == nil || !strings.Contains(err.Error(), "scenarios/grid.yaml:5: expect.token-lua.none: \"fine\": want safe or violation") {
+		t.Errorf("error %v", err)
+	}
+	_, err = ParseGrid("scenarios/grid.yaml", []byte("cell:\n  workload:\n    clients: 0.5\n"))
+	if err == nil || !strings.Contains(err.Error(), "cell.workload.clients") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -1,0 +1,300 @@
+package scenarios
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// SummaryFile is the name of a matrix's summary in its folder.
+const SummaryFile = "summary.json"
+
+// Summary is what summary.json holds: every cell of one matrix, its
+// expectation and its outcome.
+type Summary struct {
+	Started           string  `json:"started,omitempty"`
+	Seconds           float64 `json:"seconds,omitempty"`
+	Quick             bool    `json:"quick"`
+	AllowInconclusive bool    `json:"allow_inconclusive"`
+	// Passed is true when no cell's status fails the matrix.
+	Passed bool `json:"passed"`
+	// Counts is the number of cells of each status.
+	Counts map[Status]int `json:"counts"`
+	// Locks and Nemeses are the grid's rows and columns.
+	Locks   []string     `json:"locks"`
+	Nemeses []string     `json:"nemeses"`
+	Cells   []CellResult `json:"cells"`
+}
+
+// CellResult is one cell's expectation and outcome.
+type CellResult struct {
+	Name    string `json:"name"`
+	Kind    Kind   `json:"kind"`
+	Lock    string `json:"lock"`
+	Nemesis string `json:"nemesis"`
+	Shows   string `json:"shows,omitempty"`
+	Source  string `json:"source,omitempty"`
+	File    string `json:"file,omitempty"`
+	Seed    int64  `json:"seed,omitempty"`
+	// Expect is the expected verdict ("" when only observed), with
+	// "+deadlock" when a deadlocked key is expected too.
+	Expect string `json:"expect,omitempty"`
+	// Verdict is the run's verdict ("" when it did not run or failed).
+	Verdict string `json:"verdict,omitempty"`
+	// Got is the outcome in the terms of Expect: the verdict, "+deadlock"
+	// when a key was left deadlocked, the resource's state when Expect
+	// looks at it; "error" when the run failed.
+	Got    string `json:"got,omitempty"`
+	Status Status `json:"status"`
+	// Detail is the run's one-sentence summary, or why it did not run.
+	Detail string `json:"detail,omitempty"`
+	// Dir is the run's folder, relative to the summary.
+	Dir         string  `json:"dir,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+	ReportError string  `json:"report_error,omitempty"`
+}
+
+func (s *Summary) tally() {
+	s.Counts = map[Status]int{}
+	s.Passed = true
+	for _, c := range s.Cells {
+		s.Counts[c.Status]++
+		if c.Status.Fails(s.AllowInconclusive) {
+			s.Passed = false
+		}
+	}
+}
+
+// Failed returns the cells that make the matrix fail.
+func (s Summary) Failed() []CellResult {
+	var out []CellResult
+	for _, c := range s.Cells {
+		if c.Status.Fails(s.AllowInconclusive) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Cell returns the cell named name.
+func (s Summary) Cell(name string) (CellResult, bool) {
+	for _, c := range s.Cells {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return CellResult{}, false
+}
+
+// Write writes s as dir/summary.json.
+func (s Summary) Write(dir string) error {
+	return writeJSON(filepath.Join(dir, SummaryFile), s)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadSummary reads a summary.json (or a folder holding one).
+func ReadSummary(path string) (Summary, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, SummaryFile)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Summary{}, fmt.Errorf("read matrix summary: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Summary{}, fmt.Errorf("read matrix summary %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Stable returns s without what changes from one run to the next (times,
+// folders, the numbers in each run's summary), for a baseline committed to
+// the repository: a diff of it shows only changed outcomes.
+func (s Summary) Stable() Summary {
+	out := Summary{Quick: s.Quick, AllowInconclusive: s.AllowInconclusive, Passed: s.Passed, Counts: s.Counts, Locks: s.Locks, Nemeses: s.Nemeses}
+	for _, c := range s.Cells {
+		out.Cells = append(out.Cells, CellResult{
+			Name: c.Name, Kind: c.Kind, Lock: c.Lock, Nemesis: c.Nemesis, Seed: c.Seed,
+			Expect: c.Expect, Verdict: c.Verdict, Got: c.Got, Status: c.Status,
+		})
+	}
+	return out
+}
+
+// WriteBaseline writes the Stable form of s to path, one cell per line, so
+// that a diff of the file shows one line per changed outcome.
+func (s Summary) WriteBaseline(path string) error {
+	st := s.Stable()
+	cells := st.Cells
+	st.Cells = nil
+	head, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for i, c := range cells {
+		line, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		b.WriteString("    ")
+		b.Write(line)
+		if i < len(cells)-1 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  ]")
+	out := strings.Replace(string(head), `"cells": null`, `"cells": `+b.String(), 1)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create folder for %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(out+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write baseline: %w", err)
+	}
+	return nil
+}
+
+// Changes lists the cells whose outcome differs from base, one line each;
+// cells of s missing from base are new, cells of base not run now are not
+// mentioned (a partial matrix is no change).
+func (s Summary) Changes(base Summary) []string {
+	var out []string
+	for _, c := range s.Cells {
+		b, ok := base.Cell(c.Name)
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s: new (%s, %s)", c.Name, orDash(c.Got), c.Status))
+		case b.Got != c.Got || b.Status != c.Status:
+			out = append(out, fmt.Sprintf("%s: %s (%s) → %s (%s)", c.Name, orDash(b.Got), b.Status, orDash(c.Got), c.Status))
+		}
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// JUnit writes the matrix as JUnit XML, one test case per cell in two
+// suites (catalogue and grid), for CI systems that show test results.
+func (s Summary) JUnit(path string) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type skipped struct {
+		Message string `xml:"message,attr"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      string   `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		Error     *failure `xml:"error,omitempty"`
+		Skipped   *skipped `xml:"skipped,omitempty"`
+		SystemOut string   `xml:"system-out,omitempty"`
+	}
+	type testsuite struct {
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Errors   int        `xml:"errors,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Time     string     `xml:"time,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	type testsuites struct {
+		XMLName xml.Name    `xml:"testsuites"`
+		Name    string      `xml:"name,attr"`
+		Suites  []testsuite `xml:"testsuite"`
+	}
+	suites := map[Kind]*testsuite{
+		KindCatalogue: {Name: "lockchaos.catalogue"},
+		KindGrid:      {Name: "lockchaos.grid"},
+	}
+	secs := map[Kind]float64{}
+	for _, c := range s.Cells {
+		ts := suites[c.Kind]
+		if ts == nil {
+			continue
+		}
+		tc := testcase{Name: c.Name, Classname: ts.Name, Time: fmt.Sprintf("%.3f", c.Seconds)}
+		if c.Kind == KindGrid {
+			tc.Classname = ts.Name + "." + c.Lock
+		}
+		var out []string
+		if c.Shows != "" {
+			out = append(out, "shows: "+c.Shows)
+		}
+		out = append(out, fmt.Sprintf("expected: %s; got: %s; status: %s", orDash(c.Expect), orDash(c.Got), c.Status))
+		if c.Detail != "" {
+			out = append(out, c.Detail)
+		}
+		if c.Dir != "" {
+			out = append(out, "run: "+filepath.Join(c.Dir, "report.html"))
+		}
+		tc.SystemOut = strings.Join(out, "\n")
+		switch c.Status {
+		case StatusMismatch:
+			tc.Failure = &failure{Type: "mismatch", Message: fmt.Sprintf("expected %s, got %s", c.Expect, c.Got), Text: c.Detail}
+			ts.Failures++
+		case StatusInconclusive:
+			if s.AllowInconclusive {
+				tc.Skipped = &skipped{Message: "inconclusive (allowed): " + c.Detail}
+				ts.Skipped++
+			} else {
+				tc.Failure = &failure{Type: "inconclusive", Message: "inconclusive", Text: c.Detail}
+				ts.Failures++
+			}
+		case StatusError, StatusNotRun:
+			tc.Error = &failure{Type: string(c.Status), Message: c.Detail, Text: c.Detail}
+			ts.Errors++
+		case StatusNA, StatusSkipped:
+			tc.Skipped = &skipped{Message: string(c.Status) + ": " + c.Detail}
+			ts.Skipped++
+		}
+		secs[c.Kind] += c.Seconds
+		ts.Cases = append(ts.Cases, tc)
+		ts.Tests++
+	}
+	doc := testsuites{Name: "lockchaos chaos"}
+	for _, k := range []Kind{KindCatalogue, KindGrid} {
+		if suites[k].Tests > 0 {
+			suites[k].Time = fmt.Sprintf("%.3f", secs[k])
+			doc.Suites = append(doc.Suites, *suites[k])
+		}
+	}
+	b, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create folder for %s: %w", path, err)
+		}
+	}
+	if err := os.WriteFile(path, append([]byte(xml.Header), append(b, '\n')...), 0o644); err != nil {
+		return fmt.Errorf("write JUnit XML: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package workload_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/workload"
+)
+
+// Runs start their workers by re-executing this test binary.
+func TestMain(m *testing.M) {
+	if os.Getenv(workload.RoleEnv) == "worker" {
+		os.Exit(workload.Main())
+	}
+	os.Exit(m.Run())
+}
+
+const ms = time.Millisecond
+
+// --renew keeps holds twice the TTL safe, for locks whose renewal moves a
+// deadline (redlock, redsync) as for one that just extends a key.
+func TestRenewKeepsLongHoldsSafe(t *testing.T) {
+	for _, lock := range []string{"token-lua", "redlock", "redsync"} {
+		t.Run(lock, func(t *testing.T) {
+			c := runner.Config{
+				Lock: lock, Clients: 3, Keys: 1, TTL: 200 * ms, Hold: 400 * ms, Duration: 2 * time.Second,
+				Think: 10 * ms, Seed: 5, Renew: true, Out: t.TempDir(),
+			}
+			res, err := runner.Run(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verdict != checker.Safe || res.Release.NotHeld != 0 || res.Resource.Holds != res.Mutex.Holds {
+				t.Fatalf("%s: %s; releases %+v; %d writes for %d holds", res.Verdict, res.Summary, res.Release, res.Resource.Holds, res.Mutex.Holds)
+			}
+			events, _, err := history.ReadFile(filepath.Join(c.Out, "history.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events {
+				if e.Kind == history.Lost {
+					t.Errorf("a lease was lost without a fault: %+v", e)
+				}
+				if e.Kind == history.RunStart && !e.Run.Renew {
+					t.Error("the run-start does not record --renew")
+				}
+			}
+		})
+	}
+}
+
+func TestRenewAndReentryNeedALockThatCan(t *testing.T) {
+	for _, tc := range []struct {
+		lock    string
+		renew   bool
+		reentry float64
+		want    string
+	}{
+		{"set-nx-px", true, 0, "--renew: lock set-nx-px cannot renew"},
+		{"reentrant-watchdog", true, 0, "renews it by itself"},
+		{"token-lua", false, 0.5, "--reentry: lock token-lua is not reentrant"},
+		{"reentrant-watchdog", false, 1.5, "--reentry 1.5: want a probability"},
+	} {
+		err := runner.Validate(runner.Config{Lock: tc.lock, Renew: tc.renew, Reentry: tc.reentry,
+			Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"})
+		var ue runner.UsageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s renew=%v reentry=%v: %v, want a usage error containing %q", tc.lock, tc.renew, tc.reentry, err, tc.want)
+		}
+	}
+	if err := runner.Validate(runner.Config{Lock: "redlock", Renew: true, Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"}); err != nil {
+		t.Errorf("redlock --renew: %v", err)
+	}
+}

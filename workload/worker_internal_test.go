@@ -1,0 +1,247 @@
+package workload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/redis/go-redis/v9"
+)
+
+const ms = time.Millisecond
+
+// startNode starts a real redis-server and a client to it.
+func startNode(t *testing.T) (cluster.Node, *redis.Client) {
+	t.Helper()
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	return n, rdb
+}
+
+// events collects what an in-process worker emits.
+type events struct {
+	mu  sync.Mutex
+	all []history.Event
+}
+
+func (e *events) get() []history.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]history.Event(nil), e.all...)
+}
+
+// testWorker runs a worker in this process against a lock node and a
+// resource node, both real; lockRdb reaches the lock node directly.
+func testWorker(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *redis.Client) {
+	t.Helper()
+	lockNode, lockRdb := startNode(t)
+	resNode, _ := startNode(t)
+	cfg.LockAddrs, cfg.ResourceAddr = []string{lockNode.Addr()}, resNode.Addr()
+	cfg.Keys, cfg.Owner, cfg.Seed = 1, "client-0", 1
+	if cfg.OpTimeout == 0 {
+		cfg.OpTimeout = cfg.TTL
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = &events{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			var e history.Event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Errorf("unreadable event %q: %v", sc.Text(), err)
+				continue
+			}
+			ev.mu.Lock()
+			ev.all = append(ev.all, e)
+			ev.mu.Unlock()
+		}
+	}()
+	w, err = newWorker(cfg, pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.close()
+		pw.Close()
+		<-done
+		pr.Close()
+	})
+	return w, ev, lockRdb
+}
+
+// holdOnce runs one acquire and, if it succeeds, one hold.
+func holdOnce(t *testing.T, w *worker) {
+	t.Helper()
+	lease, ok := w.acquire(context.Background(), KeyName(0))
+	if !ok {
+		t.Fatal("the first acquire failed")
+	}
+	w.hold(context.Background(), lease)
+}
+
+// kinds renders the worker's events as "kind f" strings, in order.
+func kinds(ev []history.Event) []string {
+	var out []string
+	for _, e := range ev {
+		s := string(e.Kind)
+		if e.F != "" {
+			s += " " + e.F
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func waitEvents(ev *events, n int) []history.Event {
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * ms) {
+		if all := ev.get(); len(all) >= n {
+			return all
+		}
+	}
+	return ev.get()
+}
+
+// When the lease is lost in the middle of a hold (the key taken by someone
+// else, as after an expiry), the client learns it from its renewal or from
+// the lock's own watchdog, records it once, cuts the hold short and never
+// writes.
+func TestLosingTheLeaseEndsTheHoldWithoutAWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		steal func(ctx context.Context, rdb *redis.Client)
+	}{
+		{
+			name:  "token-lua renewal finds the key taken",
+			cfg:   Config{Lock: "token-lua", Renew: true},
+			steal: func(ctx context.Context, rdb *redis.Client) { rdb.Set(ctx, KeyName(0), "someone-else", time.Second) },
+		},
+		{
+			name:  "reentrant-watchdog's watchdog finds the field gone",
+			cfg:   Config{Lock: "reentrant-watchdog", Options: map[string]string{"watchdog-timeout": "1ttl"}},
+			steal: func(ctx context.Context, rdb *redis.Client) { rdb.Del(ctx, KeyName(0)) },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.TTL, cfg.Hold = 150*ms, 800*ms
+			w, ev, lockRdb := testWorker(t, cfg)
+			go func() {
+				time.Sleep(200 * ms) // after a few renewals
+				tc.steal(context.Background(), lockRdb)
+			}()
+			start := time.Now()
+			holdOnce(t, w)
+			if took := time.Since(start); took > 600*ms {
+				t.Errorf("the hold took %v: learning of the loss should have cut its %v short", took, cfg.Hold)
+			}
+			got := kinds(waitEvents(ev, 7))
+			want := []string{"invoke acquire", "ok acquire", "invoke read", "ok read", "lost", "invoke release", "fail release"}
+			if len(got) != len(want) {
+				t.Fatalf("events %q, want %q", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("events %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+// With renewals the lease outlives its TTL many times over: the hold ends
+// with a write and a release that still held.
+func TestRenewalKeepsALongHoldAlive(t *testing.T) {
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", Renew: true, TTL: 100 * ms, Hold: 500 * ms})
+	holdOnce(t, w)
+	got := kinds(waitEvents(ev, 8))
+	want := []string{"invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "ok release"}
+	if len(got) != len(want) || got[4] != want[4] || got[7] != want[7] {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
+
+// A lease whose deadline (Redlock's validity) passed during the hold is not
+// trusted for the write.
+func TestDeadlinePassedSkipsTheWrite(t *testing.T) {
+	w, ev, _ := testWorker(t, Config{Lock: "redlock", TTL: 100 * ms, Hold: 150 * ms})
+	holdOnce(t, w)
+	all := waitEvents(ev, 7)
+	got := kinds(all)
+	if len(got) != 7 || got[4] != "lost" || got[5] != "invoke release" {
+		t.Fatalf("events %q, want the hold to end with lost and no write", got)
+	}
+	if all[4].Message != "lease validity ran out before the write" {
+		t.Errorf("lost message %q", all[4].Message)
+	}
+}
+
+// Once the release of a hold is invoked, a late report of loss (a renewal
+// racing the release) is not recorded: the hold already ended.
+func TestNoLostAfterTheRelease(t *testing.T) {
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 100 * ms})
+	ctx := context.Background()
+	lease, ok := w.acquire(ctx, KeyName(0))
+	if !ok {
+		t.Fatal("acquire failed")
+	}
+	h := w.watch(lease)
+	h.cancel()
+	w.release(ctx, lease, h)
+	w.markLost(h, "too late")
+	for _, e := range waitEvents(ev, 4) {
+		if e.Kind == history.Lost {
+			t.Errorf("a lost event after the release: %+v", e)
+		}
+	}
+}
+
+// Fenced reads close the lost update that fenced writes alone let through.
+func TestFencedReadRejectsAnOlderToken(t *testing.T) {
+	ctx := context.Background()
+	_, rdb := startNode(t)
+	r := Resource{rdb: rdb}
+	const key = "lock:0"
+	if v, err := r.Read(ctx, key, 5); err != nil || v != 0 {
+		t.Fatalf("A (5) reads: %d, %v", v, err)
+	}
+	if v, err := r.Read(ctx, key, 6); err != nil || v != 0 {
+		t.Fatalf("B (6) reads: %d, %v", v, err)
+	}
+	if err := r.Write(ctx, key, 1, 5); !errors.Is(err, errStale) {
+		t.Errorf("A's write with 5 after B read with 6: %v, want stale", err)
+	}
+	if err := r.Write(ctx, key, 1, 6); err != nil {
+		t.Errorf("B's write: %v", err)
+	}
+	if _, err := r.Read(ctx, key, 5); !errors.Is(err, errStale) {
+		t.Errorf("A's read with 5 after 6: %v, want stale", err)
+	}
+	if v, err := r.Read(ctx, key, 7); err != nil || v != 1 {
+		t.Errorf("C (7) reads %d, %v: want 1, nothing lost", v, err)
+	}
+	if v, err := r.Read(ctx, key, 0); err != nil || v != 1 {
+		t.Errorf("unfenced read: %d, %v", v, err)
+	}
+}
