@@ -9,7 +9,7 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build shim setup image test chaos chaos-quick vet clean
+.PHONY: all build shim setup image test chaos chaos-quick bench vet clean
 
 all: build
 
@@ -76,6 +76,12 @@ test: setup shim vet
 
 chaos: setup build
 	./$(BIN) chaos
+
+# bench measures the harness and the checker (minutes; never part of test):
+# results/bench/<date>.json and .md. BENCH_FLAGS=--quick for a shorter run.
+bench: setup build
+	$(GO) build -o bin/lockchaos-bench ./cmd/lockchaos-bench
+	./bin/lockchaos-bench --lockchaos ./$(BIN) $(BENCH_FLAGS)
 
 chaos-quick: setup build
 	./$(BIN) chaos --quick

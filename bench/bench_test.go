@@ -38,8 +38,8 @@ func TestDetectionReadsRunFolders(t *testing.T) {
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("rows = %+v, %v", rows, err)
 	}
-	if r := rows[0]; r.Scenario != "a-violation" || *r.FromFaultTTL != 0.5 || *r.FromGrantTTL != 1.1 {
-		t.Errorf("row = %+v (%v, %v)", r, *r.FromFaultTTL, *r.FromGrantTTL)
+	if r := rows[0]; r.Scenario != "a-violation" || *r.FromFaultTTL != 0.5 || *r.FromHoldTTL != 1.1 {
+		t.Errorf("row = %+v (%v, %v)", r, *r.FromFaultTTL, *r.FromHoldTTL)
 	}
 	md := Markdown(Report{Detection: rows})
 	if !strings.Contains(md, "| a-violation | 300 ms | 0.50 | 1.10 |") {

@@ -14,10 +14,13 @@ type DetectionRow struct {
 	// FromFaultTTL: from the first fault's start to the first overlap, in
 	// TTLs. A pause can land late in a hold, so this may be below 1.
 	FromFaultTTL *float64 `json:"from_fault_ttl"`
-	// FromGrantTTL: from the start of the earlier hold in the first overlap
-	// (its lease was granted just before) to the overlap, in TTLs. A lease
-	// cannot be stolen before it expires: 1.0 is the floor.
-	FromGrantTTL *float64 `json:"from_grant_ttl"`
+	// FromHoldTTL: from the start of the earlier hold in the first overlap
+	// (the return of its acquire) to the overlap, in TTLs. A lease that
+	// nothing takes away cannot be stolen before it expires, so for pauses
+	// and slow holds 1.0 is the floor; faults that remove the key early
+	// (crash, failover, clock jump) or deliver the grant late (slow reply)
+	// go below it.
+	FromHoldTTL *float64 `json:"from_hold_start_ttl"`
 }
 
 // resultFile is the part of result.json the detection figures need.
@@ -73,7 +76,7 @@ func Detection(dir string) ([]DetectionRow, error) {
 		if len(r.Mutex.Overlaps) > 0 {
 			o := r.Mutex.Overlaps[0]
 			v := (o.StartMs - o.Holds[0].StartMs) / ttl
-			row.FromGrantTTL = &v
+			row.FromHoldTTL = &v
 		}
 		rows = append(rows, row)
 	}

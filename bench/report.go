@@ -74,9 +74,9 @@ func Markdown(r Report) string {
 	}
 	if len(r.Detection) > 0 {
 		b.WriteString("**Detection** (known-unsafe catalogue scenarios; time to the first overlap, in TTLs)\n\n")
-		b.WriteString("| scenario | TTL | from first fault | from the stolen lease's grant |\n|---|---|---|---|\n")
+		b.WriteString("| scenario | TTL | from first fault | from the earlier hold's start |\n|---|---|---|---|\n")
 		for _, d := range r.Detection {
-			fmt.Fprintf(&b, "| %s | %.0f ms | %s | %s |\n", d.Scenario, d.TTLms, ttls(d.FromFaultTTL), ttls(d.FromGrantTTL))
+			fmt.Fprintf(&b, "| %s | %.0f ms | %s | %s |\n", d.Scenario, d.TTLms, ttls(d.FromFaultTTL), ttls(d.FromHoldTTL))
 		}
 		b.WriteString("\n")
 	}

@@ -392,7 +392,7 @@ func verdictCases() []verdictCase {
 				probeResource("res:0", 205, 2).
 				exit(0, 200, true).exit(1, 200, true).end(210),
 			verdict: Violation,
-			reason:  "1 stale fenced write was accepted by the resource",
+			reason:  "1 stale fenced operation was accepted by the resource",
 			check: func(t *testing.T, r Result) {
 				if r.Resource.StaleAccepted != 1 || r.Resource.StaleRejected != 1 {
 					t.Errorf("resource %+v", r.Resource)

@@ -103,7 +103,23 @@ func checkResource(ops []resourceOp, events []history.Event) (ResourceResult, []
 		}
 	}
 
-	res.Safe = res.LostUpdates == 0 && res.StaleReads == 0 && res.StaleAccepted == 0 && len(incomplete) == 0
+	// Reused tokens: a fencing token names one lease. When the resource
+	// accepts operations of two different clients under the same token, the
+	// token was issued twice (a failover lost the counter's last INCR) and
+	// fencing cannot tell the two holders apart. No token is "lower", so
+	// StaleAccepted alone would miss it.
+	for _, k := range sortedKeys(fenced) {
+		owner := map[int64]int{}
+		for _, o := range fenced[k] {
+			if c, seen := owner[o.fence]; !seen {
+				owner[o.fence] = o.client
+			} else if c != o.client {
+				res.FenceReused++
+			}
+		}
+	}
+
+	res.Safe = res.LostUpdates == 0 && res.StaleReads == 0 && res.StaleAccepted == 0 && res.FenceReused == 0 && len(incomplete) == 0
 	res.Summary = resourceSummary(res, rejectedReads, len(incomplete) > 0)
 	return res, incomplete
 }
@@ -148,6 +164,9 @@ func resourceSummary(r ResourceResult, rejectedReads int, incomplete bool) strin
 	}
 	if r.StaleAccepted > 0 {
 		bad = append(bad, plural(r.StaleAccepted, "stale fenced operation was", "stale fenced operations were")+" accepted after a higher token")
+	}
+	if r.FenceReused > 0 {
+		bad = append(bad, plural(r.FenceReused, "fenced operation", "fenced operations")+" carried a token another client had already used: the fencing token was issued twice")
 	}
 	if incomplete {
 		bad = append(bad, "the final counter was not read for every written key")

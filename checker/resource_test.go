@@ -51,6 +51,14 @@ func TestResourceOracle(t *testing.T) {
 			want: ResourceResult{Holds: 2, StaleReads: 1},
 		},
 		{
+			name: "one fencing token accepted from two clients was issued twice",
+			history: new(hist).
+				read(0, r0, 1, 2, 0, 7).read(1, r0, 3, 4, 0, 7).
+				write(0, r0, 5, 6, history.OK, 1, 7).write(1, r0, 7, 8, history.OK, 1, 7).
+				probeResource(r0, 10, 1),
+			want: ResourceResult{Holds: 2, LostUpdates: 1, FenceReused: 2}, // client 1's read and write
+		},
+		{
 			name: "a fenced write invoked at the instant a higher token was answered is concurrent with it",
 			history: new(hist).
 				write(0, r0, 1, 5, history.OK, 1, 7).write(1, r0, 5, 6, history.OK, 2, 6).
@@ -63,7 +71,7 @@ func TestResourceOracle(t *testing.T) {
 				read(0, r0, 1, 2, 0, 7).write(1, r0, 3, 4, history.OK, 1, 7).write(1, r0, 5, 6, history.OK, 2, 6).
 				write(1, r0, 7, 8, history.Fail, 3, 5).write(1, r0, 9, 10, history.Fail, 3, 0).
 				probeResource(r0, 20, 2),
-			want: ResourceResult{Holds: 2, StaleAccepted: 1, StaleRejected: 1},
+			want: ResourceResult{Holds: 2, StaleAccepted: 1, StaleRejected: 1, FenceReused: 1}, // clients 0 and 1 both used token 7
 		},
 		{
 			name: "a fenced read the resource refused is a stale rejection",

@@ -114,6 +114,9 @@ type ResourceResult struct {
 	// higher fencing token had already reached it: a violation even for a
 	// fenced lock. StaleRejected counts fenced writes it refused.
 	StaleAccepted int `json:"stale_accepted"`
+	// FenceReused counts fenced operations accepted under a token that a
+	// different client had already used: the lock issued one token twice.
+	FenceReused   int `json:"fence_reused"`
 	StaleRejected int `json:"stale_rejected"`
 	// Safe is true when none of the above shows damage and the final
 	// counters were read.

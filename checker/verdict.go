@@ -70,9 +70,13 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	if res.StaleReads > 0 {
 		violations = append(violations, plural(res.StaleReads, "read", "reads")+" of the resource returned a value older than an acknowledged write")
 	}
+	if res.FenceReused > 0 {
+		violations = append(violations, fmt.Sprintf("%s accepted under a fencing token another client had already used",
+			plural(res.FenceReused, "fenced operation was", "fenced operations were")))
+	}
 	if res.StaleAccepted > 0 {
 		violations = append(violations, fmt.Sprintf("%s accepted by the resource after a higher token had reached it",
-			plural(res.StaleAccepted, "stale fenced write was", "stale fenced writes were")))
+			plural(res.StaleAccepted, "stale fenced operation was", "stale fenced operations were")))
 	}
 
 	var gaps []string

@@ -36,6 +36,8 @@ func cmdChaos(args []string) int {
 	allowInconclusive := fs.Bool("allow-inconclusive", false, "do not fail the matrix on inconclusive cells")
 	gridFile := fs.String("grid-file", "", "grid and its expectations (default: the built-in scenarios/grid.yaml)")
 	baseline := fs.String("baseline", DefaultBaseline, "committed summary to compare outcomes with, when the file exists")
+	backend := fs.String("backend", "", "run every cell on this backend (local, docker), overriding the scenario files")
+	image := fs.String("image", "", "container image for --backend docker (default: the backend's)")
 	updateBaseline := fs.Bool("update-baseline", false, "write this matrix's outcomes to --baseline (the full matrix only)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
@@ -57,7 +59,7 @@ func cmdChaos(args []string) int {
 		return ExitUsage
 	}
 
-	opts := scenarios.PlanOptions{Quick: *quick}
+	opts := scenarios.PlanOptions{Quick: *quick, Backend: *backend, Image: *image}
 	if fromFiles {
 		cat, err := scenarios.LoadGlob(*pattern)
 		if err != nil {

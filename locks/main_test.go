@@ -1,27 +1,17 @@
 package locks_test
 
 import (
-	"cmp"
-	"context"
-	"os"
-	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
-	"github.com/lockchaos/lockchaos/workload"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
 // Runs start their workers by re-executing this test binary.
-func TestMain(m *testing.M) {
-	if os.Getenv(workload.RoleEnv) == "worker" {
-		os.Exit(workload.Main())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { runtest.Main(m) }
 
 const ms = time.Millisecond
 
@@ -36,51 +26,10 @@ func runCfg(t *testing.T, lock string, nemeses ...string) runner.Config {
 }
 
 // run performs c on real redis-server processes and checks what every run
-// of these locks must show: the history is whole, and no client touched the
-// resource after it learned it had lost its lock.
+// must show (runtest.Run).
 func run(t *testing.T, c runner.Config) (checker.Result, []history.Event) {
 	t.Helper()
-	res, err := runner.Run(context.Background(), c)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	events, _, err := history.ReadFile(filepath.Join(c.Out, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Complete {
-		t.Errorf("incomplete history: %v", res.Reasons)
-	}
-	noResourceOpAfterLost(t, events)
-	t.Logf("%s; resource: %s", res.Summary, res.Resource.Summary)
-	return res, events
-}
-
-// noResourceOpAfterLost: once a client recorded that it lost key, it invokes
-// no read or write of key until it acquires key again.
-func noResourceOpAfterLost(t *testing.T, events []history.Event) {
-	t.Helper()
-	lost := map[int]map[string]bool{}
-	for _, e := range sortedByTime(events) {
-		if lost[e.Client] == nil {
-			lost[e.Client] = map[string]bool{}
-		}
-		switch {
-		case e.Kind == history.Lost:
-			lost[e.Client][e.Key] = true
-		case e.Kind == history.OK && e.F == history.Acquire:
-			lost[e.Client][e.Key] = false
-		case e.Kind == history.Invoke && (e.F == history.Read || e.F == history.Write) && lost[e.Client][e.Key]:
-			t.Errorf("client %d invoked a %s of %s after it recorded losing the lock", e.Client, e.F, e.Key)
-		}
-	}
-}
-
-func sortedByTime(events []history.Event) []history.Event {
-	// Each worker's events arrive in order; a stable sort keeps them so.
-	out := slices.Clone(events)
-	slices.SortStableFunc(out, func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) })
-	return out
+	return runtest.Run(t, c)
 }
 
 // count counts the events that match.
@@ -96,7 +45,5 @@ func count(events []history.Event, match func(history.Event) bool) int {
 
 func wantVerdict(t *testing.T, res checker.Result, want checker.Verdict) {
 	t.Helper()
-	if res.Verdict != want {
-		t.Fatalf("verdict %s, want %s: %s %v", res.Verdict, want, res.Summary, res.Reasons)
-	}
+	runtest.Verdict(t, res, want)
 }

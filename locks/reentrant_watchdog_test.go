@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -276,7 +277,7 @@ func TestReentrantRunIsSafeAndReenters(t *testing.T) {
 	wantVerdict(t, res, checker.Safe)
 	depth := map[int]int{}
 	reentries := 0
-	for _, e := range sortedByTime(events) {
+	for _, e := range runtest.SortedByTime(events) {
 		switch {
 		case e.F == history.Acquire && e.Kind == history.OK:
 			if depth[e.Client] > 0 {

@@ -386,8 +386,8 @@ func TestFencedResourceSurvivesPausesAndClockJumpsButNotLostCounters(t *testing.
 			t.Errorf("no fencing token was handed to two clients")
 		}
 		t.Logf("tokens handed to two clients: %v; resource %+v", repeated, res.Resource)
-		if res.Resource.LostUpdates == 0 {
-			t.Errorf("want lost updates from the repeated tokens: %+v", res.Resource)
+		if res.Resource.LostUpdates == 0 || res.Resource.FenceReused == 0 || res.Resource.Safe {
+			t.Errorf("want lost updates and reused tokens reported: %+v", res.Resource)
 		}
 	})
 }

@@ -94,6 +94,8 @@ type PlanOptions struct {
 	// Filter keeps only cells whose name matches one of its comma-separated
 	// globs (path.Match); "" keeps all.
 	Filter string
+	// Backend and Image, when set, run every cell there (--backend docker).
+	Backend, Image string
 }
 
 // Plan lists the cells of a matrix: the catalogue first, then the grid row
@@ -125,6 +127,17 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 	}
 	if opts.Grid != nil {
 		cells = append(cells, gridCells(*opts.Grid)...)
+	}
+	if opts.Backend != "" {
+		for i := range cells {
+			c := &cells[i]
+			c.Config.Backend, c.Config.Image = opts.Backend, opts.Image
+			if c.Skip == "" {
+				if err := runner.Validate(withOut(c.Config)); err != nil {
+					c.Skip, c.Why = invalid("not on backend "+opts.Backend, err)
+				}
+			}
+		}
 	}
 	if opts.Filter == "" {
 		return cells, nil

@@ -1,10 +1,7 @@
 package workload_test
 
 import (
-	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,16 +9,11 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
-	"github.com/lockchaos/lockchaos/workload"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
 // Runs start their workers by re-executing this test binary.
-func TestMain(m *testing.M) {
-	if os.Getenv(workload.RoleEnv) == "worker" {
-		os.Exit(workload.Main())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { runtest.Main(m) }
 
 const ms = time.Millisecond
 
@@ -34,16 +26,9 @@ func TestRenewKeepsLongHoldsSafe(t *testing.T) {
 				Lock: lock, Clients: 3, Keys: 1, TTL: 200 * ms, Hold: 400 * ms, Duration: 2 * time.Second,
 				Think: 10 * ms, Seed: 5, Renew: true, Out: t.TempDir(),
 			}
-			res, err := runner.Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, events := runtest.Run(t, c)
 			if res.Verdict != checker.Safe || res.Release.NotHeld != 0 || res.Resource.Holds != res.Mutex.Holds {
 				t.Fatalf("%s: %s; releases %+v; %d writes for %d holds", res.Verdict, res.Summary, res.Release, res.Resource.Holds, res.Mutex.Holds)
-			}
-			events, _, err := history.ReadFile(filepath.Join(c.Out, "history.jsonl"))
-			if err != nil {
-				t.Fatal(err)
 			}
 			for _, e := range events {
 				if e.Kind == history.Lost {

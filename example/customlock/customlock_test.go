@@ -1,8 +1,6 @@
 package customlock_test
 
 import (
-	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,17 +8,12 @@ import (
 	"github.com/lockchaos/lockchaos/example/customlock"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
-	"github.com/lockchaos/lockchaos/workload"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
 // The runner's workers re-execute this test binary, which imports
 // customlock: they find the lock registered just as the coordinator does.
-func TestMain(m *testing.M) {
-	if os.Getenv(workload.RoleEnv) == "worker" {
-		os.Exit(workload.Main())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { runtest.Main(m) }
 
 func TestALockRegisteredOutsideRunsThroughTheRunner(t *testing.T) {
 	if _, err := locks.Lookup(customlock.Name); err != nil {
@@ -32,13 +25,10 @@ func TestALockRegisteredOutsideRunsThroughTheRunner(t *testing.T) {
 		want    checker.Verdict
 	}{{"none", checker.Safe}, {"pause-client", checker.Violation}} {
 		t.Run(tc.nemesis, func(t *testing.T) {
-			res, err := runner.Run(context.Background(), runner.Config{
+			res, _ := runtest.Run(t, runner.Config{
 				Lock: customlock.Name, Nemeses: []string{tc.nemesis}, Clients: 3, Keys: 1,
 				TTL: 300 * ms, Hold: 40 * ms, Duration: 2500 * ms, Think: 10 * ms, Seed: 3, Out: t.TempDir(),
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if res.Verdict != tc.want || res.Lock != customlock.Name || !res.Complete {
 				t.Fatalf("%s (lock %q, complete %v), want %s: %s %v", res.Verdict, res.Lock, res.Complete, tc.want, res.Summary, res.Reasons)
 			}
