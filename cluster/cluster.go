@@ -3,11 +3,15 @@
 package cluster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -84,15 +88,23 @@ type NodeSpec struct {
 // yet restarted), so a signal has nothing to reach.
 var ErrNotRunning = errors.New("node not running")
 
-// waitReady polls addr until Redis answers PING or ctx ends.
-func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+// waitReady polls addr until the server there answers, or ctx ends. With an
+// ident, the server must also prove it is the one we started (its
+// dbfilename is ident.rdb): when our server fails to bind its port because
+// another process took it, that process may be another run's Redis, or a
+// proxy in front of one, and would answer PING just as well.
+func waitReady(ctx context.Context, addr, ident string, exited <-chan struct{}) error {
+	var last error
 	for {
-		if err := ping(addr); err == nil {
+		if last = identify(addr, ident); last == nil {
 			return nil
+		}
+		if errors.Is(last, errImpostor) {
+			return fmt.Errorf("%s: %w", addr, last)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redis at %s did not answer PING: %w", addr, ctx.Err())
+			return fmt.Errorf("redis at %s did not answer PING: %w (last: %v)", addr, ctx.Err(), last)
 		case <-exited:
 			return fmt.Errorf("redis at %s exited during start-up", addr)
 		case <-time.After(10 * time.Millisecond):
@@ -100,34 +112,86 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 	}
 }
 
-func ping(addr string) error {
+var errImpostor = errors.New("another server answers on this port (the port was taken before our server could bind it)")
+
+// identify sends PING (and, with an ident, CONFIG GET dbfilename) in one
+// round trip and checks both replies.
+func identify(addr, ident string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	req := "PING\r\n"
+	if ident != "" {
+		req += "CONFIG GET dbfilename\r\n"
+	}
+	if _, err := c.Write([]byte(req)); err != nil {
 		return err
 	}
-	buf := make([]byte, 7)
-	n, err := c.Read(buf)
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if string(buf[:n]) != "+PONG\r\n" {
-		return fmt.Errorf("unexpected reply %q", buf[:n])
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	if ident == "" {
+		return nil
+	}
+	// *2 $10 dbfilename $N <name>: five lines.
+	var reply strings.Builder
+	for i := 0; i < 5; i++ {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		reply.WriteString(line)
+	}
+	if !strings.Contains(reply.String(), "\r\n"+ident+".rdb\r\n") {
+		return errImpostor
 	}
 	return nil
 }
 
-// FreePort asks the kernel for a free TCP port on 127.0.0.1. Another process
-// may take it before it is used; callers retry on a bind failure.
+// ping checks that a server answers PING on addr.
+func ping(addr string) error { return identify(addr, "") }
+
+// FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below
+// the kernel's ephemeral range: ports that listen(":0") hands out (our
+// proxies, every client connection) can then never take a node's port
+// between this check and the server's bind, or while a crashed node is down
+// before its restart. Two runs may still pick the same port at the same
+// moment; the loser's server fails to bind and waitReady's identity check
+// catches the case where the winner answers in its place.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
+	lo, hi := 10000, ephemeralLow()
+	if hi-lo < 1000 {
+		lo = 1024
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	for i := 0; i < 200; i++ {
+		port := lo + rand.IntN(hi-lo)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("find a free port on 127.0.0.1 between %d and %d: 200 tries, all taken", lo, hi)
+}
+
+// ephemeralLow is the start of the kernel's ephemeral port range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 1024 {
+				return n
+			}
+		}
+	}
+	return 32768
 }

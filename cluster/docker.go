@@ -305,7 +305,7 @@ func (d *Docker) start(ctx context.Context, spec NodeSpec, port int) (*DockerNod
 // args are a local node's, with the container's data directory: one list
 // of server settings for both backends, so they cannot drift apart.
 func (n *DockerNode) args() []string {
-	return (&LocalNode{spec: n.spec, port: n.port, dir: containerDataDir}).args()
+	return (&LocalNode{spec: n.spec, port: n.port, dir: containerDataDir, id: filepath.Base(n.dir)}).args()
 }
 
 // waitReady waits for PING, failing early when the container exits (for
@@ -326,7 +326,7 @@ func (n *DockerNode) waitReady(ctx context.Context) error {
 			}
 		}
 	}()
-	if err := waitReady(readyCtx, n.Addr(), exited); err != nil {
+	if err := waitReady(readyCtx, n.Addr(), filepath.Base(n.dir), exited); err != nil {
 		return fmt.Errorf("container %s: %w (%s)", short(n.id), err, n.logTail())
 	}
 	// Something else may answer on the port while our server failed to bind it.

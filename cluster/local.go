@@ -62,6 +62,7 @@ type LocalNode struct {
 	bin  string
 	port int
 	dir  string
+	id   string // ident when dir is not the host's (a container's /data)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -81,6 +82,15 @@ func (l *Local) start(ctx context.Context, spec NodeSpec, port int) (*LocalNode,
 	return n, nil
 }
 
+// ident names this node uniquely: its directory's base name (on the host,
+// also for a container, whose /data it is).
+func (n *LocalNode) ident() string {
+	if n.id != "" {
+		return n.id
+	}
+	return filepath.Base(n.dir)
+}
+
 func (n *LocalNode) args() []string {
 	args := []string{
 		"--port", strconv.Itoa(n.port),
@@ -90,6 +100,9 @@ func (n *LocalNode) args() []string {
 		"--dir", n.dir,
 		"--logfile", filepath.Join(n.dir, "redis.log"),
 		"--save", "",
+		// A name unique to this node, so waitReady can tell our server from
+		// whatever else might answer on its port.
+		"--dbfilename", n.ident() + ".rdb",
 		// A replica's first full synchronisation starts at once, not after
 		// Redis 7's default 5 s wait for more replicas to join it.
 		"--repl-diskless-sync-delay", "0",
@@ -122,7 +135,7 @@ func (n *LocalNode) launch(ctx context.Context) error {
 
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := waitReady(readyCtx, n.Addr(), exited); err != nil {
+	if err := waitReady(readyCtx, n.Addr(), n.ident(), exited); err != nil {
 		n.kill()
 		return fmt.Errorf("%w (log: %s)", err, n.logTail())
 	}

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,5 +61,33 @@ func TestMissingRedisServerSaysWhatToInstall(t *testing.T) {
 	_, err := NewLocal()
 	if err == nil || !strings.Contains(err.Error(), "apt-get install -y redis-server") {
 		t.Errorf("error = %v", err)
+	}
+}
+
+// A server that answers on a node's port but is not the node we started (the
+// port was taken before our server could bind it) is refused, not mistaken
+// for ours: two runs sharing a Redis would corrupt each other's verdicts.
+func TestWaitReadyRefusesAnImpostor(t *testing.T) {
+	local, err := NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := local.StartNode(context.Background(), NodeSpec{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ln := n.(*LocalNode)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := waitReady(ctx, n.Addr(), ln.ident(), nil); err != nil {
+		t.Fatalf("our own node: %v", err)
+	}
+	err = waitReady(ctx, n.Addr(), "lockchaos-someone-else", nil)
+	if !errors.Is(err, errImpostor) {
+		t.Fatalf("another node's ident: %v, want errImpostor", err)
+	}
+	if port, _ := strconv.Atoi(strings.TrimPrefix(n.Addr(), "127.0.0.1:")); port >= ephemeralLow() {
+		t.Errorf("node port %d is in the ephemeral range (from %d), where proxies can take it", port, ephemeralLow())
 	}
 }

@@ -103,7 +103,9 @@ func startSentinel(ctx context.Context, bin string, spec SentinelSpec, port int)
 	go func() { cmd.Wait(); close(s.exited) }()
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := waitReady(readyCtx, s.Addr(), s.exited); err != nil {
+	// Sentinels have no dbfilename to check; their ports come from the same
+	// range as the nodes', out of the proxies' reach.
+	if err := waitReady(readyCtx, s.Addr(), "", s.exited); err != nil {
 		tail := s.logTail()
 		s.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, tail)

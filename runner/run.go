@@ -50,7 +50,9 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if err != nil {
 		return checker.Result{}, err
 	}
-	r := &run{cfg: cfg, hist: hist, trk: newTracker(), rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)})}
+	// The nonce keeps lock owners of different runs apart (a reentrant lock
+	// would let one run's client re-enter another's hold of the same name).
+	r := &run{cfg: cfg, hist: hist, trk: newTracker(), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()), rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)})}
 	runErr := r.execute(ctx, lockSpec, lockOpts, nemeses)
 	if cerr := hist.Close(); cerr != nil {
 		runErr = errors.Join(runErr, cerr)
@@ -121,6 +123,7 @@ func resolve(cfg Config) (locks.Spec, option.Values, []nemesis.Scheduled, error)
 }
 
 type run struct {
+	nonce   uint32
 	cfg     Config
 	hist    *history.Writer
 	trk     *tracker
@@ -188,7 +191,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
 		wc := workload.Config{
-			Client: c, Owner: fmt.Sprintf("client-%d-%x", c, r.cfg.Seed), Lock: spec.Name, Options: r.cfg.LockOptions,
+			Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: spec.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
 			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
 			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
