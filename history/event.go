@@ -110,6 +110,12 @@ type RunInfo struct {
 	Renew bool `json:"renew,omitempty"`
 	// Reentry: the probability that a hold re-acquired its lock inside.
 	Reentry float64 `json:"reentry,omitempty"`
+	// Topology of the run: replicas per lock node, sentinels, persistence,
+	// and every node's address by name (for forensics across runs).
+	Replicas    int               `json:"replicas,omitempty"`
+	Sentinels   int               `json:"sentinels,omitempty"`
+	Persistence string            `json:"persistence,omitempty"`
+	NodeAddrs   map[string]string `json:"node_addrs,omitempty"`
 }
 
 // Int64 returns a pointer to v, for Event.Value.

@@ -187,6 +187,7 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
 		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: spec.Reentrant,
 		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
+		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(),
 	}})
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
@@ -367,4 +368,13 @@ func (s *lockedSource) Uint64() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.src.Uint64()
+}
+
+// nodeAddrs maps every node of the run to its address.
+func (r *run) nodeAddrs() map[string]string {
+	m := make(map[string]string, len(r.nodes))
+	for _, n := range r.nodes {
+		m[n.Name()] = n.Addr()
+	}
+	return m
 }
