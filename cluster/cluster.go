@@ -183,6 +183,28 @@ func FreePort() (int, error) {
 	return 0, fmt.Errorf("find a free port on 127.0.0.1 between %d and %d: 200 tries, all taken", lo, hi)
 }
 
+// onFreePort calls start with a free port until it succeeds, five times at
+// most: another run may bind the same port first.
+func onFreePort[T any](ctx context.Context, start func(port int) (T, error)) (T, error) {
+	var zero T
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return zero, err
+		}
+		v, err := start(port)
+		if err == nil {
+			return v, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return zero, lastErr
+}
+
 // ephemeralLow is the start of the kernel's ephemeral port range.
 func ephemeralLow() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")

@@ -210,22 +210,11 @@ func (d *Docker) Close() error {
 // StartNode starts one container and waits until its redis-server answers
 // PING on 127.0.0.1.
 func (d *Docker) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		n, err := d.start(ctx, spec, port)
-		if err == nil {
-			return n, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	n, err := onFreePort(ctx, func(port int) (*DockerNode, error) { return d.start(ctx, spec, port) })
+	if err != nil {
+		return nil, fmt.Errorf("start redis node %s in a %s container: %w", spec.Name, d.image, err)
 	}
-	return nil, fmt.Errorf("start redis node %s in a %s container: %w", spec.Name, d.image, lastErr)
+	return n, nil
 }
 
 // DockerNode is one redis-server container.

@@ -38,22 +38,11 @@ func NewLocal() (*Local, error) {
 
 // StartNode starts one redis-server and waits until it answers PING.
 func (l *Local) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		n, err := l.start(ctx, spec, port)
-		if err == nil {
-			return n, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	n, err := onFreePort(ctx, func(port int) (*LocalNode, error) { return l.start(ctx, spec, port) })
+	if err != nil {
+		return nil, fmt.Errorf("start redis node %s: %w", spec.Name, err)
 	}
-	return nil, fmt.Errorf("start redis node %s: %w", spec.Name, lastErr)
+	return n, nil
 }
 
 // LocalNode is a redis-server child process.

@@ -50,22 +50,11 @@ func StartSentinel(ctx context.Context, spec SentinelSpec) (*Sentinel, error) {
 	if err != nil {
 		return nil, errors.New("redis-sentinel not found in PATH: install it with `apt-get install -y redis-sentinel` (Debian/Ubuntu), or run `make setup` as root")
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := startSentinel(ctx, bin, spec, port)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	s, err := onFreePort(ctx, func(port int) (*Sentinel, error) { return startSentinel(ctx, bin, spec, port) })
+	if err != nil {
+		return nil, fmt.Errorf("start sentinel %s: %w", spec.Name, err)
 	}
-	return nil, fmt.Errorf("start sentinel %s: %w", spec.Name, lastErr)
+	return s, nil
 }
 
 func startSentinel(ctx context.Context, bin string, spec SentinelSpec, port int) (*Sentinel, error) {
