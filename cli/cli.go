@@ -41,7 +41,7 @@ Usage:
   lockchaos run   --lock NAME [--nemesis NAME[,NAME...]] [flags]   one run, checked
   lockchaos run   --scenario FILE [flags]                          one scenario file; flags override its fields
   lockchaos chaos [--quick] [--scenarios GLOB] [--parallel N]      the catalogue and the lock × fault grid
-                  [--junit FILE] [--out DIR] [--allow-inconclusive]
+                  [--junit FILE] [--out DIR] [--allow-inconclusive] [--backend docker]
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
