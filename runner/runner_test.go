@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func cfg(t *testing.T, lock string, nemeses ...string) Config {
 // re-checks to the same result, and nothing it started is left running.
 func runChecked(t *testing.T, c Config) checker.Result {
 	t.Helper()
-	before := redisServers(t)
+	before := len(children(t))
 	res, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -50,33 +49,11 @@ func runChecked(t *testing.T, c Config) checker.Result {
 	if !reflect.DeepEqual(res, again) {
 		t.Errorf("re-checking the stored history gave a different result:\n%+v\nvs\n%+v", res, again)
 	}
-	if after := redisServers(t); after > before {
+	if after := len(children(t)); after > before {
 		t.Errorf("%d redis-server processes left running after the run", after-before)
 	}
 	t.Logf("%s: %s", res.Verdict, res.Summary)
 	return res
-}
-
-// redisServers counts running redis-server processes started by this test
-// process (other runs on the machine do not count).
-func redisServers(t *testing.T) int {
-	t.Helper()
-	n := 0
-	me := strconv.Itoa(os.Getpid())
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		comm := string(b[strings.IndexByte(string(b), '(')+1 : i])
-		// After the name: state, ppid, …
-		if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == me && comm == "redis-server" {
-			n++
-		}
-	}
-	return n
 }
 
 func TestSetNxPxPausedClientViolatesAndLosesUpdates(t *testing.T) {
