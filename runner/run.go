@@ -224,6 +224,13 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
 		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
 	}
+	for _, w := range r.workers {
+		w.mu.Lock()
+		if w.lostEvents != "" {
+			problems = append(problems, w.lostEvents)
+		}
+		w.mu.Unlock()
+	}
 	r.probe(r.currentLockNodes(), resource)
 	if interrupted {
 		problems = append(problems, "run interrupted before its duration ended")

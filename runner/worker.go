@@ -26,6 +26,9 @@ type workerProc struct {
 	exited   bool
 	expected bool   // the coordinator or a nemesis asked for this exit
 	why      string // why it was killed, when it was
+	// lostEvents says why some of its events could not be recorded: the
+	// history then has a hole, and the run cannot be called safe.
+	lostEvents string
 }
 
 // startWorker launches a worker and a goroutine that copies its events into
@@ -80,11 +83,16 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 			var e history.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				fmt.Fprintf(logf, "coordinator: unreadable event from worker %d: %v\n", cfg.Client, err)
+				w.noteLost(fmt.Sprintf("worker %d sent an unreadable event: %v", cfg.Client, err))
 				continue
 			}
 			e.Client = cfg.Client // a worker speaks only for itself
 			trk.observe(e)
 			record(e)
+		}
+		if err := sc.Err(); err != nil {
+			w.noteLost(fmt.Sprintf("reading worker %d's events stopped: %v", cfg.Client, err))
+			_, _ = io.Copy(io.Discard, pr) // never leave the worker blocked on a full pipe
 		}
 		werr := cmd.Wait()
 		trk.exited(cfg.Client)
@@ -105,6 +113,14 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 		record(history.Event{Time: history.Now(), Kind: history.WorkerExit, Client: cfg.Client, Expected: exp && (werr == nil || why != ""), Message: msg})
 	}()
 	return w, nil
+}
+
+func (w *workerProc) noteLost(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lostEvents == "" {
+		w.lostEvents = why
+	}
 }
 
 func (w *workerProc) signal(sig syscall.Signal) error {
