@@ -125,7 +125,7 @@ func cmdRun(args []string) int {
 	fs.IntVar(&cfg.Keys, "keys", 1, "lock keys the clients contend for")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "lock nodes (0: the lock's default)")
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas per lock node, each replicating through its own proxy (failover nemeses)")
-	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "redis-sentinel processes watching the lock nodes (failover-sentinel; needs --replicas)")
+	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)")
 	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lock lease time")
 	fs.DurationVar(&cfg.Hold, "hold", 100*time.Millisecond, "time spent inside each critical section")

@@ -88,15 +88,34 @@ type NodeSpec struct {
 // yet restarted), so a signal has nothing to reach.
 var ErrNotRunning = errors.New("node not running")
 
-// waitReady polls addr until the server there answers, or ctx ends. With an
-// ident, the server must also prove it is the one we started (its
-// dbfilename is ident.rdb): when our server fails to bind its port because
-// another process took it, that process may be another run's Redis, or a
-// proxy in front of one, and would answer PING just as well.
-func waitReady(ctx context.Context, addr, ident string, exited <-chan struct{}) error {
+// identity is what a server must answer to prove it is the one we started:
+// when our server fails to bind its port because another process took it,
+// that process may be another run's Redis, or a proxy in front of one, and
+// would answer PING just as well. The zero identity checks PING only.
+type identity struct {
+	request string // sent after PING
+	lines   int    // lines of its reply
+	want    string // one of those lines
+}
+
+// nodeIdentity: a node's dbfilename is ident.rdb.
+func nodeIdentity(ident string) identity {
+	// *2 $10 dbfilename $N <name>: five lines.
+	return identity{request: "CONFIG GET dbfilename\r\n", lines: 5, want: ident + ".rdb"}
+}
+
+// sentinelIdentity: a sentinel's id is the one its configuration gave it.
+func sentinelIdentity(myid string) identity {
+	// $40 <id>: two lines.
+	return identity{request: "SENTINEL MYID\r\n", lines: 2, want: myid}
+}
+
+// waitReady polls addr until the server there answers and proves its
+// identity, or ctx ends, or exited closes.
+func waitReady(ctx context.Context, addr string, id identity, exited <-chan struct{}) error {
 	var last error
 	for {
-		if last = identify(addr, ident); last == nil {
+		if last = identify(addr, id); last == nil {
 			return nil
 		}
 		if errors.Is(last, errImpostor) {
@@ -114,20 +133,16 @@ func waitReady(ctx context.Context, addr, ident string, exited <-chan struct{}) 
 
 var errImpostor = errors.New("another server answers on this port (the port was taken before our server could bind it)")
 
-// identify sends PING (and, with an ident, CONFIG GET dbfilename) in one
-// round trip and checks both replies.
-func identify(addr, ident string) error {
+// identify sends PING and the identity's request in one round trip and
+// checks both replies.
+func identify(addr string, id identity) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	req := "PING\r\n"
-	if ident != "" {
-		req += "CONFIG GET dbfilename\r\n"
-	}
-	if _, err := c.Write([]byte(req)); err != nil {
+	if _, err := c.Write([]byte("PING\r\n" + id.request)); err != nil {
 		return err
 	}
 	r := bufio.NewReader(c)
@@ -138,26 +153,25 @@ func identify(addr, ident string) error {
 	if line != "+PONG\r\n" {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
-	if ident == "" {
+	if id.request == "" {
 		return nil
 	}
-	// *2 $10 dbfilename $N <name>: five lines.
 	var reply strings.Builder
-	for i := 0; i < 5; i++ {
+	for i := 0; i < id.lines; i++ {
 		line, err := r.ReadString('\n')
 		if err != nil {
 			return err
 		}
 		reply.WriteString(line)
 	}
-	if !strings.Contains(reply.String(), "\r\n"+ident+".rdb\r\n") {
+	if !strings.Contains("\r\n"+reply.String(), "\r\n"+id.want+"\r\n") {
 		return errImpostor
 	}
 	return nil
 }
 
 // ping checks that a server answers PING on addr.
-func ping(addr string) error { return identify(addr, "") }
+func ping(addr string) error { return identify(addr, identity{}) }
 
 // FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below
 // the kernel's ephemeral range: ports that listen(":0") hands out (our

@@ -210,30 +210,178 @@ func (d *Docker) Close() error {
 // StartNode starts one container and waits until its redis-server answers
 // PING on 127.0.0.1.
 func (d *Docker) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
-	n, err := onFreePort(ctx, func(port int) (*DockerNode, error) { return d.start(ctx, spec, port) })
+	n, err := onFreePort(ctx, func(port int) (*DockerNode, error) { return d.startNode(ctx, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start redis node %s in a %s container: %w", spec.Name, d.image, err)
 	}
 	return n, nil
 }
 
-// DockerNode is one redis-server container.
-type DockerNode struct {
-	d    *Docker
-	spec NodeSpec
-	port int
-	dir  string // on the host; the container's /data
-	ctr  testcontainers.Container
-	id   string
+// StartSentinel starts one sentinel container (the image's server in
+// sentinel mode, from the same image as the nodes) and waits until it
+// answers on 127.0.0.1.
+func (d *Docker) StartSentinel(ctx context.Context, spec SentinelSpec) (Sentinel, error) {
+	s, err := onFreePort(ctx, func(port int) (*DockerSentinel, error) { return d.startSentinel(ctx, spec, port) })
+	if err != nil {
+		return nil, fmt.Errorf("start sentinel %s in a %s container: %w", spec.Name, d.image, err)
+	}
+	return s, nil
 }
 
-func (d *Docker) start(ctx context.Context, spec NodeSpec, port int) (*DockerNode, error) {
+// dockerCtr is one container of this backend, a node or a sentinel: its
+// server on 127.0.0.1:port, its host directory bind-mounted as /data.
+type dockerCtr struct {
+	d     *Docker
+	name  string
+	port  int
+	dir   string   // on the host; the container's /data
+	log   string   // the server's log file, in dir
+	ident identity // what the server answers to prove it is this one
+	ctr   testcontainers.Container
+	id    string
+}
+
+// launch creates and starts the container, running the image's server with
+// args, and waits until it answers. On failure nothing of it is left.
+func (c *dockerCtr) launch(ctx context.Context, args []string, env map[string]string, binds []string) error {
+	d := c.d
+	req := testcontainers.ContainerRequest{
+		Image: d.image,
+		Name:  fmt.Sprintf("lockchaos-%s-%s-%d", d.run, c.name, c.port),
+		// The server itself, not the image's entrypoint script: it is then
+		// the container's main process, the one a signal reaches, and it runs
+		// as us instead of dropping to a user that cannot read our files
+		// (the clock shim's control file, the data directory).
+		Entrypoint: []string{d.server},
+		Cmd:        args,
+		Env:        env,
+		Labels: map[string]string{
+			LabelManaged: "1", LabelRun: d.run, LabelNode: c.name, LabelDir: c.dir, LabelOwner: processOwner(os.Getpid()),
+		},
+		ConfigModifier: func(cfg *container.Config) {
+			// Our own uid: the server's files in the host directory stay ours.
+			cfg.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+		},
+		HostConfigModifier: func(hc *container.HostConfig) {
+			hc.NetworkMode = "host"
+			hc.Binds = append([]string{c.dir + ":" + containerDataDir}, binds...)
+			hc.AutoRemove = false // Restart starts the same container again
+		},
+		// Host networking only: no endpoint on any container network.
+		EndpointSettingsModifier: func(m map[string]*network.EndpointSettings) { clear(m) },
+	}
+	ctr, err := d.provider.CreateContainer(ctx, req)
+	if ctr != nil {
+		c.ctr, c.id = ctr, ctr.GetContainerID()
+	}
+	if err != nil {
+		c.remove()
+		return fmt.Errorf("create container: %w", err)
+	}
+	if err := ctr.Start(ctx); err != nil {
+		c.remove()
+		return fmt.Errorf("start container %s: %w", short(c.id), err)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		c.remove()
+		return err
+	}
+	return nil
+}
+
+// waitReady waits for the server's answer, failing early when the container
+// exits (for instance because another process took the port).
+func (c *dockerCtr) waitReady(ctx context.Context) error {
+	readyCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	exited := make(chan struct{})
+	go func() {
+		for readyCtx.Err() == nil {
+			if !c.running(readyCtx) {
+				close(exited)
+				return
+			}
+			select {
+			case <-readyCtx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	if err := waitReady(readyCtx, c.Addr(), c.ident, exited); err != nil {
+		return fmt.Errorf("container %s: %w (%s)", short(c.id), err, c.logTail())
+	}
+	// Something else may answer on the port while our server failed to bind it.
+	if !c.running(ctx) {
+		return fmt.Errorf("container %s exited after 127.0.0.1:%d answered (%s)", short(c.id), c.port, c.logTail())
+	}
+	return nil
+}
+
+func (c *dockerCtr) running(ctx context.Context) bool {
+	res, err := c.d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return !cerrdefs.IsNotFound(err) // a failed inspect is not an exit
+	}
+	return res.Container.State != nil && res.Container.State.Running
+}
+
+// logTail is the end of the server's log file, or of the container's output
+// when the server died before opening it.
+func (c *dockerCtr) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, c.log))
+	if len(bytes.TrimSpace(b)) == 0 && c.ctr != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if rc, err := c.ctr.Logs(ctx); err == nil {
+			b, _ = io.ReadAll(io.LimitReader(rc, 64<<10))
+			rc.Close()
+		}
+	}
+	if t := tail(b); t != "" {
+		return "log: " + t
+	}
+	return "no log"
+}
+
+func (c *dockerCtr) Name() string { return c.name }
+func (c *dockerCtr) Addr() string { return "127.0.0.1:" + strconv.Itoa(c.port) }
+
+// ContainerID is the container's id.
+func (c *dockerCtr) ContainerID() string { return c.id }
+
+// Stop removes the container (killing it, paused or not) and its directory.
+func (c *dockerCtr) Stop() error { return c.remove() }
+
+func (c *dockerCtr) remove() error {
+	var err error
+	if c.id != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err = c.d.api.ContainerRemove(ctx, c.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if cerrdefs.IsNotFound(err) {
+			err = nil
+		}
+		if err != nil {
+			err = fmt.Errorf("remove container %s of %s: %w", short(c.id), c.name, err)
+		}
+	}
+	return errors.Join(err, os.RemoveAll(c.dir))
+}
+
+// DockerNode is one redis-server container.
+type DockerNode struct {
+	dockerCtr
+	spec NodeSpec
+}
+
+func (d *Docker) startNode(ctx context.Context, spec NodeSpec, port int) (*DockerNode, error) {
 	dir, err := os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("make a directory for redis node %s: %w", spec.Name, err)
 	}
-	n := &DockerNode{d: d, spec: spec, port: port, dir: dir}
-	binds := []string{dir + ":" + containerDataDir}
+	n := &DockerNode{dockerCtr: dockerCtr{d: d, name: spec.Name, port: port, dir: dir, log: "redis.log",
+		ident: nodeIdentity(filepath.Base(dir))}, spec: spec}
+	var binds []string
 	env := map[string]string{}
 	// The clock shim: the library and the directory of its control file appear
 	// at their host paths, so the shim inside reads the very file the nemesis
@@ -247,45 +395,7 @@ func (d *Docker) start(ctx context.Context, spec NodeSpec, port int) (*DockerNod
 		binds = append(binds, cdir+":"+cdir+":ro")
 		env[ClockFileEnv] = spec.ClockFile
 	}
-	req := testcontainers.ContainerRequest{
-		Image: d.image,
-		Name:  fmt.Sprintf("lockchaos-%s-%s-%d", d.run, spec.Name, port),
-		// The server itself, not the image's entrypoint script: it is then
-		// the container's main process, the one a signal reaches, and it runs
-		// as us instead of dropping to a user that cannot read our files
-		// (the clock shim's control file, the data directory).
-		Entrypoint: []string{d.server},
-		Cmd:        n.args(),
-		Env:        env,
-		Labels: map[string]string{
-			LabelManaged: "1", LabelRun: d.run, LabelNode: spec.Name, LabelDir: dir, LabelOwner: processOwner(os.Getpid()),
-		},
-		ConfigModifier: func(c *container.Config) {
-			// Our own uid: the node's files in the host directory stay ours.
-			c.User = fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
-		},
-		HostConfigModifier: func(hc *container.HostConfig) {
-			hc.NetworkMode = "host"
-			hc.Binds = binds
-			hc.AutoRemove = false // Restart starts the same container again
-		},
-		// Host networking only: no endpoint on any container network.
-		EndpointSettingsModifier: func(m map[string]*network.EndpointSettings) { clear(m) },
-	}
-	ctr, err := d.provider.CreateContainer(ctx, req)
-	if ctr != nil {
-		n.ctr, n.id = ctr, ctr.GetContainerID()
-	}
-	if err != nil {
-		n.remove()
-		return nil, fmt.Errorf("create container: %w", err)
-	}
-	if err := ctr.Start(ctx); err != nil {
-		n.remove()
-		return nil, fmt.Errorf("start container %s: %w", short(n.id), err)
-	}
-	if err := n.waitReady(ctx); err != nil {
-		n.remove()
+	if err := n.launch(ctx, n.args(), env, binds); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -296,75 +406,6 @@ func (d *Docker) start(ctx context.Context, spec NodeSpec, port int) (*DockerNod
 func (n *DockerNode) args() []string {
 	return (&LocalNode{spec: n.spec, port: n.port, dir: containerDataDir, id: filepath.Base(n.dir)}).args()
 }
-
-// waitReady waits for PING, failing early when the container exits (for
-// instance because another process took the port).
-func (n *DockerNode) waitReady(ctx context.Context) error {
-	readyCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	exited := make(chan struct{})
-	go func() {
-		for readyCtx.Err() == nil {
-			if !n.running(readyCtx) {
-				close(exited)
-				return
-			}
-			select {
-			case <-readyCtx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	if err := waitReady(readyCtx, n.Addr(), filepath.Base(n.dir), exited); err != nil {
-		return fmt.Errorf("container %s: %w (%s)", short(n.id), err, n.logTail())
-	}
-	// Something else may answer on the port while our server failed to bind it.
-	if !n.running(ctx) {
-		return fmt.Errorf("container %s exited after 127.0.0.1:%d answered (%s)", short(n.id), n.port, n.logTail())
-	}
-	return nil
-}
-
-func (n *DockerNode) running(ctx context.Context) bool {
-	res, err := n.d.api.ContainerInspect(ctx, n.id, client.ContainerInspectOptions{})
-	if err != nil {
-		return !cerrdefs.IsNotFound(err) // a failed inspect is not an exit
-	}
-	return res.Container.State != nil && res.Container.State.Running
-}
-
-// logTail is the end of the server's log file, or of the container's output
-// when the server died before opening it.
-func (n *DockerNode) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
-	if len(bytes.TrimSpace(b)) == 0 && n.ctr != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if rc, err := n.ctr.Logs(ctx); err == nil {
-			b, _ = io.ReadAll(io.LimitReader(rc, 64<<10))
-			rc.Close()
-		}
-	}
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	if len(lines) == 0 {
-		return "no log"
-	}
-	return "log: " + strings.Join(lines, " | ")
-}
-
-func (n *DockerNode) Name() string { return n.spec.Name }
-func (n *DockerNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
-
-// ContainerID is the node's container.
-func (n *DockerNode) ContainerID() string { return n.id }
 
 // Signal sends sig to the container's main process with the engine's kill
 // call (docker kill --signal). redis-server is that process (it is the
@@ -414,26 +455,27 @@ func (n *DockerNode) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Stop removes the container (killing it, paused or not) and its directory.
-func (n *DockerNode) Stop() error {
-	return n.remove()
+// DockerSentinel is one sentinel container: the image's server started with
+// --sentinel (redis-server and valkey-server both take it), its
+// configuration in the bind-mounted /data, which Sentinel rewrites.
+type DockerSentinel struct {
+	dockerCtr
 }
 
-func (n *DockerNode) remove() error {
-	var err error
-	if n.id != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, err = n.d.api.ContainerRemove(ctx, n.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if cerrdefs.IsNotFound(err) {
-			err = nil
-		}
-		if err != nil {
-			err = fmt.Errorf("remove container %s of redis node %s: %w", short(n.id), n.spec.Name, err)
-		}
+func (d *Docker) startSentinel(ctx context.Context, spec SentinelSpec, port int) (*DockerSentinel, error) {
+	dir, myid, err := newSentinelDir(spec, port, containerDataDir)
+	if err != nil {
+		return nil, err
 	}
-	return errors.Join(err, os.RemoveAll(n.dir))
+	s := &DockerSentinel{dockerCtr{d: d, name: spec.Name, port: port, dir: dir, log: "sentinel.log", ident: sentinelIdentity(myid)}}
+	if err := s.launch(ctx, []string{containerDataDir + "/sentinel.conf", "--sentinel"}, nil, nil); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
+
+// Log is the host path of the sentinel's log file.
+func (s *DockerSentinel) Log() string { return filepath.Join(s.dir, s.log) }
 
 func short(id string) string {
 	if len(id) > 12 {

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -124,7 +123,7 @@ func (n *LocalNode) launch(ctx context.Context) error {
 
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := waitReady(readyCtx, n.Addr(), n.ident(), exited); err != nil {
+	if err := waitReady(readyCtx, n.Addr(), nodeIdentity(n.ident()), exited); err != nil {
 		n.kill()
 		return fmt.Errorf("%w (log: %s)", err, n.logTail())
 	}
@@ -133,11 +132,7 @@ func (n *LocalNode) launch(ctx context.Context) error {
 
 func (n *LocalNode) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
+	return tail(b)
 }
 
 func (n *LocalNode) Name() string { return n.spec.Name }

@@ -80,10 +80,10 @@ func TestWaitReadyRefusesAnImpostor(t *testing.T) {
 	ln := n.(*LocalNode)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := waitReady(ctx, n.Addr(), ln.ident(), nil); err != nil {
+	if err := waitReady(ctx, n.Addr(), nodeIdentity(ln.ident()), nil); err != nil {
 		t.Fatalf("our own node: %v", err)
 	}
-	err = waitReady(ctx, n.Addr(), "lockchaos-someone-else", nil)
+	err = waitReady(ctx, n.Addr(), nodeIdentity("lockchaos-someone-else"), nil)
 	if !errors.Is(err, errImpostor) {
 		t.Fatalf("another node's ident: %v, want errImpostor", err)
 	}

@@ -2,10 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,8 +37,98 @@ type SentinelSpec struct {
 	FailoverTimeout time.Duration
 }
 
-// Sentinel is a redis-sentinel process on 127.0.0.1, started by this run.
-type Sentinel struct {
+// Sentinel is one running Redis Sentinel on 127.0.0.1, started by this run:
+// a local redis-sentinel process, or a container.
+type Sentinel interface {
+	Name() string
+	// Addr is the sentinel's own address, always on 127.0.0.1.
+	Addr() string
+	// Log is the host path of the sentinel's log file, which says how it
+	// saw a failover.
+	Log() string
+	// Stop ends the sentinel and removes what it left on disk.
+	Stop() error
+}
+
+// SentinelBackend is a backend that runs sentinels itself (as containers, …).
+// StartSentinel uses local redis-sentinel processes for one that does not.
+type SentinelBackend interface {
+	StartSentinel(ctx context.Context, spec SentinelSpec) (Sentinel, error)
+}
+
+// StartSentinel starts one sentinel on b's terms: b's own when it is a
+// SentinelBackend, otherwise a local redis-sentinel process. Either way it
+// answers on a free port on 127.0.0.1 and has proved its identity.
+func StartSentinel(ctx context.Context, b Backend, spec SentinelSpec) (Sentinel, error) {
+	if sb, ok := b.(SentinelBackend); ok {
+		return sb.StartSentinel(ctx, spec)
+	}
+	return startLocalSentinel(ctx, spec)
+}
+
+// sentinelConf is a sentinel's configuration file: port, its directory (dir,
+// as the sentinel sees it), its log in that directory, its id (checked by
+// waitReady) and the primaries it watches.
+func sentinelConf(spec SentinelSpec, port int, dir, myid string) (string, error) {
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\nlogfile %s\nsentinel myid %s\n",
+		port, dir, path.Join(dir, "sentinel.log"), myid)
+	for _, m := range spec.Masters {
+		host, p, ok := strings.Cut(m.Addr, ":")
+		if !ok || host != "127.0.0.1" {
+			return "", fmt.Errorf("sentinel %s: primary %s must be on 127.0.0.1", spec.Name, m.Addr)
+		}
+		fmt.Fprintf(&conf, "sentinel monitor %s %s %s %d\n", m.Name, host, p, m.Quorum)
+		fmt.Fprintf(&conf, "sentinel down-after-milliseconds %s %d\n", m.Name, max(spec.DownAfter.Milliseconds(), 1))
+		fmt.Fprintf(&conf, "sentinel failover-timeout %s %d\n", m.Name, max(spec.FailoverTimeout.Milliseconds(), 1000))
+		fmt.Fprintf(&conf, "sentinel parallel-syncs %s 1\n", m.Name)
+	}
+	return conf.String(), nil
+}
+
+// newSentinelDir makes a sentinel's host directory and writes its
+// configuration there (Sentinel rewrites the file: it must be writable and
+// its own, in a directory it may create files in). The configuration names
+// the directory as dir, or as confDir when the sentinel sees it elsewhere
+// (a container's /data). It returns the directory and the sentinel's id.
+func newSentinelDir(spec SentinelSpec, port int, confDir string) (dir, myid string, err error) {
+	dir, err = os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
+	if err != nil {
+		return "", "", fmt.Errorf("make a directory for sentinel %s: %w", spec.Name, err)
+	}
+	if confDir == "" {
+		confDir = dir
+	}
+	b := make([]byte, 20)
+	_, _ = rand.Read(b)
+	myid = hex.EncodeToString(b)
+	conf, err := sentinelConf(spec, port, confDir, myid)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "sentinel.conf"), []byte(conf), 0o644)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("write the configuration of sentinel %s: %w", spec.Name, err)
+	}
+	return dir, myid, nil
+}
+
+// tail is the last three non-empty lines of b, joined.
+func tail(b []byte) string {
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// localSentinel is a redis-sentinel child process.
+type localSentinel struct {
 	name   string
 	port   int
 	dir    string
@@ -43,82 +136,49 @@ type Sentinel struct {
 	exited chan struct{}
 }
 
-// StartSentinel starts Debian's redis-sentinel on a free port and waits until
-// it answers PING.
-func StartSentinel(ctx context.Context, spec SentinelSpec) (*Sentinel, error) {
+// startLocalSentinel starts Debian's redis-sentinel on a free port and waits
+// until it answers.
+func startLocalSentinel(ctx context.Context, spec SentinelSpec) (Sentinel, error) {
 	bin, err := exec.LookPath("redis-sentinel")
 	if err != nil {
 		return nil, errors.New("redis-sentinel not found in PATH: install it with `apt-get install -y redis-sentinel` (Debian/Ubuntu), or run `make setup` as root")
 	}
-	s, err := onFreePort(ctx, func(port int) (*Sentinel, error) { return startSentinel(ctx, bin, spec, port) })
+	s, err := onFreePort(ctx, func(port int) (*localSentinel, error) { return launchLocalSentinel(ctx, bin, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start sentinel %s: %w", spec.Name, err)
 	}
 	return s, nil
 }
 
-func startSentinel(ctx context.Context, bin string, spec SentinelSpec, port int) (*Sentinel, error) {
-	dir, err := os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
+func launchLocalSentinel(ctx context.Context, bin string, spec SentinelSpec, port int) (*localSentinel, error) {
+	dir, myid, err := newSentinelDir(spec, port, "")
 	if err != nil {
-		return nil, fmt.Errorf("make a directory for sentinel %s: %w", spec.Name, err)
+		return nil, err
 	}
-	var conf strings.Builder
-	fmt.Fprintf(&conf, "port %d\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\ndir %s\nlogfile %s\n",
-		port, dir, filepath.Join(dir, "sentinel.log"))
-	for _, m := range spec.Masters {
-		host, p, ok := strings.Cut(m.Addr, ":")
-		if !ok || host != "127.0.0.1" {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("sentinel %s: primary %s must be on 127.0.0.1", spec.Name, m.Addr)
-		}
-		fmt.Fprintf(&conf, "sentinel monitor %s %s %s %d\n", m.Name, host, p, m.Quorum)
-		fmt.Fprintf(&conf, "sentinel down-after-milliseconds %s %d\n", m.Name, max(spec.DownAfter.Milliseconds(), 1))
-		fmt.Fprintf(&conf, "sentinel failover-timeout %s %d\n", m.Name, max(spec.FailoverTimeout.Milliseconds(), 1000))
-		fmt.Fprintf(&conf, "sentinel parallel-syncs %s 1\n", m.Name)
-	}
-	// Sentinel rewrites its configuration file: it must be writable and its own.
-	path := filepath.Join(dir, "sentinel.conf")
-	if err := os.WriteFile(path, []byte(conf.String()), 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("write sentinel configuration: %w", err)
-	}
-	cmd := exec.Command(bin, path)
+	cmd := exec.Command(bin, filepath.Join(dir, "sentinel.conf"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("exec %s: %w", bin, err)
 	}
-	s := &Sentinel{name: spec.Name, port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
+	s := &localSentinel{name: spec.Name, port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.exited) }()
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	// Sentinels have no dbfilename to check; their ports come from the same
-	// range as the nodes', out of the proxies' reach.
-	if err := waitReady(readyCtx, s.Addr(), "", s.exited); err != nil {
-		tail := s.logTail()
+	if err := waitReady(readyCtx, s.Addr(), sentinelIdentity(myid), s.exited); err != nil {
+		b, _ := os.ReadFile(s.Log())
 		s.Stop()
-		return nil, fmt.Errorf("%w (log: %s)", err, tail)
+		return nil, fmt.Errorf("%w (log: %s)", err, tail(b))
 	}
 	return s, nil
 }
 
-func (s *Sentinel) Name() string { return s.name }
-func (s *Sentinel) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-// Log is the sentinel's log file, which says how it saw a failover.
-func (s *Sentinel) Log() string { return filepath.Join(s.dir, "sentinel.log") }
-
-func (s *Sentinel) logTail() string {
-	b, _ := os.ReadFile(s.Log())
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
-}
+func (s *localSentinel) Name() string { return s.name }
+func (s *localSentinel) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *localSentinel) Log() string  { return filepath.Join(s.dir, "sentinel.log") }
 
 // Stop kills the sentinel and removes its directory.
-func (s *Sentinel) Stop() error {
+func (s *localSentinel) Stop() error {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	return os.RemoveAll(s.dir)

@@ -10,7 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/option"
 )
 
-// FailoverSentinel is failover with real redis-sentinel processes deciding
+// FailoverSentinel is failover with real Redis Sentinels deciding
 // the promotion (--sentinels N, usually 3, quorum a majority): the nemesis
 // cuts replication, waits for an acquire on the primary, kills it, and waits
 // until the sentinels have elected a leader and promoted a replica. Clients

@@ -79,7 +79,8 @@ type Env interface {
 	// Groups are the replication groups, one per lock node, in order; a
 	// group without replicas has a single member.
 	Groups() []*Group
-	// Sentinels are the addresses of the run's redis-sentinel processes.
+	// Sentinels are the addresses of the run's sentinels (processes or
+	// containers, by backend).
 	Sentinels() []string
 	// Clock is the clock shim's control of node, or nil when the node runs
 	// without the shim.

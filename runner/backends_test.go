@@ -5,12 +5,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -63,24 +65,100 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 	}
 }
 
-// ourContainers lists the lockchaos containers this test process started.
+// On docker the sentinels are containers too, and they still decide a real
+// failover that loses the lock, as local redis-sentinel processes do in
+// TestFailoverDecidedBySentinelsLosesTheLock. The test watches what runs
+// during the run: sentinel containers of this process, and no local
+// redis-sentinel child.
+func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
+	c := faultCfg(t, "token-lua", []string{"failover-sentinel"})
+	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 3*time.Second, 2500*ms, 100*ms, 300*ms, 7*time.Second
+	c.Replicas, c.Sentinels, c.Backend = 1, 3, "docker"
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			list, err := listOurContainers()
+			if err != nil {
+				t.Errorf("list containers during the run: %v", err)
+			}
+			var names []string
+			for _, c := range list {
+				names = append(names, c.Labels[cluster.LabelNode])
+			}
+			for _, p := range children(t) {
+				names = append(names, "local "+p)
+			}
+			mu.Lock()
+			for _, n := range names {
+				seen[n] = true
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * ms):
+			}
+		}
+	}()
+	res, _ := runFaults(t, c)
+	close(stop)
+	<-watched
+	verdict(t, res, checker.Violation)
+	if p := res.Faults[0].Params; p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
+		t.Errorf("the fault does not show a sentinel promotion: %v", p)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k := 0; k < c.Sentinels; k++ {
+		if name := "sentinel" + strconv.Itoa(k); !seen[name] {
+			t.Errorf("no container of %s was seen during the run; seen: %v", name, seen)
+		}
+	}
+	for n := range seen {
+		if strings.HasPrefix(n, "local ") {
+			t.Errorf("a local process ran on the docker backend: %s", n)
+		}
+	}
+	if left := ourContainers(t); len(left) > 0 {
+		t.Errorf("containers left after the run: %v", left)
+	}
+}
+
+// ourContainers names the lockchaos containers this test process started.
 func ourContainers(t *testing.T) []string {
 	t.Helper()
-	api, err := client.New(client.FromEnv)
+	list, err := listOurContainers()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range list {
+		names = append(names, strings.Join(c.Names, ","))
+	}
+	return names
+}
+
+// listOurContainers lists the lockchaos containers this test process started.
+func listOurContainers() ([]container.Summary, error) {
+	api, err := client.New(client.FromEnv)
+	if err != nil {
+		return nil, err
 	}
 	defer api.Close()
 	list, err := api.ContainerList(context.Background(), client.ContainerListOptions{All: true,
 		Filters: make(client.Filters).Add("label", cluster.LabelManaged+"=1")})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	var names []string
+	var ours []container.Summary
 	for _, c := range list.Items {
 		if strings.HasPrefix(c.Labels[cluster.LabelOwner], strconv.Itoa(os.Getpid())+":") {
-			names = append(names, strings.Join(c.Names, ","))
+			ours = append(ours, c)
 		}
 	}
-	return names
+	return ours, nil
 }

@@ -30,8 +30,8 @@ type Config struct {
 	// Replicas per lock node, each replicating from its primary through a
 	// relay of its own (for the failover nemeses).
 	Replicas int
-	// Sentinels: redis-sentinel processes watching every lock node's
-	// primary (needs Replicas); failover-sentinel lets them promote.
+	// Sentinels watching every lock node's primary (needs Replicas), run by
+	// the backend like the nodes; failover-sentinel lets them promote.
 	Sentinels int
 	// Persistence of the lock nodes and replicas: "none" (the default),
 	// "everysec" or "always" (AOF with that appendfsync).

@@ -377,11 +377,14 @@ func (s *lockedSource) Uint64() uint64 {
 	return s.src.Uint64()
 }
 
-// nodeAddrs maps every node of the run to its address.
+// nodeAddrs maps every node and sentinel of the run to its address.
 func (r *run) nodeAddrs() map[string]string {
 	m := make(map[string]string, len(r.nodes))
 	for _, n := range r.nodes {
 		m[n.Name()] = n.Addr()
+	}
+	for _, s := range r.topo.sentinels {
+		m[s.Name()] = s.Addr()
 	}
 	return m
 }

@@ -20,7 +20,7 @@ import (
 // clock files of nodes that run under the clock shim.
 type topology struct {
 	groups    []*nemesis.Group
-	sentinels []*cluster.Sentinel
+	sentinels []cluster.Sentinel
 	clocks    map[cluster.Node]*cluster.Clock
 	clockDir  string
 }
@@ -113,7 +113,7 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, nemese
 			addrs[c] = append(addrs[c], l.Addr())
 		}
 	}
-	if err := r.startSentinels(ctx); err != nil {
+	if err := r.startSentinels(ctx, backend); err != nil {
 		return nil, nil, err
 	}
 	return addrs, resource, nil
@@ -147,11 +147,12 @@ func (r *run) startGroup(ctx context.Context, i int, members []cluster.Node) (*n
 	return g, nil
 }
 
-// startSentinels starts --sentinels redis-sentinel processes that watch
-// every lock node's primary, and waits until each knows all the replicas
-// and all the other sentinels: a sentinel that has not heard of the others
-// cannot gather a majority to fail over.
-func (r *run) startSentinels(ctx context.Context) error {
+// startSentinels starts --sentinels sentinels (containers on the docker
+// backend, redis-sentinel processes on local) that watch every lock node's
+// primary, and waits until each knows all the replicas and all the other
+// sentinels: a sentinel that has not heard of the others cannot gather a
+// majority to fail over.
+func (r *run) startSentinels(ctx context.Context, backend cluster.Backend) error {
 	if r.cfg.Sentinels == 0 {
 		return nil
 	}
@@ -161,7 +162,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 		monitors = append(monitors, cluster.Monitor{Name: g.Name, Addr: primary.Addr(), Quorum: r.cfg.Sentinels/2 + 1})
 	}
 	for k := 0; k < r.cfg.Sentinels; k++ {
-		s, err := cluster.StartSentinel(ctx, cluster.SentinelSpec{
+		s, err := cluster.StartSentinel(ctx, backend, cluster.SentinelSpec{
 			Name: fmt.Sprintf("sentinel%d", k), Masters: monitors,
 			DownAfter: sentinelDownAfter,
 			// Longer than the run: Sentinel would otherwise, after this
@@ -190,7 +191,7 @@ func (r *run) startSentinels(ctx context.Context) error {
 // calls it down. Short, so a failover fits in a short run.
 const sentinelDownAfter = 250 * time.Millisecond
 
-func awaitSentinel(ctx context.Context, s *cluster.Sentinel, name string, replicas, others int) error {
+func awaitSentinel(ctx context.Context, s cluster.Sentinel, name string, replicas, others int) error {
 	var got string
 	for {
 		nr, err1 := sentinelCount(ctx, s.Addr(), "replicas", name)

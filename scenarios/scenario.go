@@ -335,7 +335,7 @@ type fileTopology struct {
 	Backend string `yaml:"backend"`
 	Image   string `yaml:"image"`
 	Nodes   int    `yaml:"nodes"`
-	// Replicas per lock node and redis-sentinel processes, for the
+	// Replicas per lock node and sentinels, for the
 	// failover nemeses; Persistence is none, everysec or always (AOF).
 	Replicas    int    `yaml:"replicas"`
 	Sentinels   int    `yaml:"sentinels"`
