@@ -162,6 +162,10 @@ func identify(addr string, id identity) error {
 		if err != nil {
 			return err
 		}
+		if i == 0 && strings.HasPrefix(line, "-") {
+			// A server too old for the request (SENTINEL MYID is Redis 6.2+).
+			return fmt.Errorf("%s refused: %s", strings.TrimSpace(id.request), strings.TrimSpace(line))
+		}
 		reply.WriteString(line)
 	}
 	if !strings.Contains("\r\n"+reply.String(), "\r\n"+id.want+"\r\n") {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,5 +92,30 @@ func TestSentinelOnEachBackendWatchesItsPrimaryAndCleansUp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A server that refuses the identity request (a sentinel older than Redis
+// 6.2 has no SENTINEL MYID) is not ready, and the error says why instead of
+// waiting for lines that never come.
+func TestIdentifyReportsARefusedRequest(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("+PONG\r\n-ERR Unknown sentinel subcommand 'myid'\r\n"))
+			c.Close()
+		}
+	}()
+	err = identify(l.Addr().String(), sentinelIdentity(strings.Repeat("a", 40)))
+	if err == nil || !strings.Contains(err.Error(), "SENTINEL MYID refused: -ERR Unknown sentinel subcommand") || errors.Is(err, errImpostor) {
+		t.Errorf("identify: %v", err)
 	}
 }
