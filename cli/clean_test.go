@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,28 +42,39 @@ func containersOf(t *testing.T, pid int) (names, dirs []string) {
 	return names, dirs
 }
 
-// startDockerRun starts a long docker-backend run and waits until its
-// containers are up.
+// startDockerRun starts a long docker-backend run with every kind of
+// container (lock node, replica, resource, sentinels) and waits until they
+// are all up.
 func startDockerRun(t *testing.T) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	const want = 6 // n0, n0r1, resource, sentinel0-2
+	dir := t.TempDir()
 	cmd := exec.Command(bin, "run", "--backend", "docker", "--lock", "token-lua", "--nemesis", "pause-client",
-		"--ttl", "300ms", "--duration", "60s", "--out", t.TempDir())
+		"--replicas", "1", "--sentinels", "3", "--ttl", "300ms", "--duration", "60s", "--out", dir)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for i := 0; i < 100 && len(names) < 2; i++ {
+	for i := 0; i < 200 && len(names) < want; i++ {
 		time.Sleep(100 * time.Millisecond)
 		names, _ = containersOf(t, cmd.Process.Pid)
 	}
-	if n := len(names); n < 2 {
+	if n := len(names); n < want {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		t.Fatalf("the run started %d containers, want 2 (lock node and resource):\n%s", n, out)
+		t.Fatalf("the run started %d containers %v, want %d (lock node, replica, resource, 3 sentinels):\n%s", n, names, want, out)
 	}
-	time.Sleep(time.Second) // let the workload and a fault get going
+	// Wait for the workload (the sentinels must first discover each other),
+	// then let a fault get going.
+	for i := 0; i < 200; i++ {
+		if b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl")); bytes.Contains(b, []byte(`"run-start"`)) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
 	return cmd, out
 }
 

@@ -162,6 +162,9 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	defer r.proxies.Close()
 	addrs, resource, err := r.startTopology(ctx, backend, nemeses)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted while starting the nodes, before any operation was recorded (%w)", err)
+		}
 		return err
 	}
 
