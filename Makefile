@@ -1,7 +1,7 @@
 # lockchaos — see README.md.
 #   make chaos   the main job: the scenario catalogue on local redis-server processes
 #   make test    vet and every test (unit, property, integration against real Redis)
-#   make setup   install what the two need (redis-server, chromium), as root, when missing
+#   make setup   install what the two need (redis, gcc, chromium, docker), as root, when missing
 
 GO      ?= go
 BIN     := bin/lockchaos
@@ -24,41 +24,28 @@ $(SHIM): cluster/clockshim/clockshim.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -fPIC -shared -Wall -Wextra -o $@ $<
 
-# setup installs Debian's redis-server and chromium when they are missing and
-# we are root; otherwise it says what to install.
+# setup installs, as root with apt-get, the Debian packages that are missing:
+# redis-server and redis-tools, redis-sentinel (failover-sentinel), gcc (the
+# clock shim, make shim) and chromium (the HTML report's browser test);
+# otherwise it says what to install. Without chromium only that test fails.
 setup:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
+	@need=""; want=""; \
+	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server redis-tools"; \
+	command -v redis-sentinel >/dev/null 2>&1 || need="$$need redis-sentinel"; \
+	command -v gcc >/dev/null 2>&1 || need="$$need gcc"; \
+	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
+	if [ -n "$$need$$want" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing redis-server (Debian package)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null; \
-	  else \
-	    echo "redis-server is missing: install it with 'sudo apt-get install -y redis-server' (Debian/Ubuntu) and run make again" >&2; \
+	    echo "installing$$need$$want (Debian packages)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need $$want >/dev/null; \
+	  elif [ -n "$$need" ]; then \
+	    echo "missing:$$need; install with 'sudo apt-get install -y$$need$$want' (Debian/Ubuntu) and run make again" >&2; \
 	    exit 1; \
-	  fi; \
-	fi
-	@redis-server --version | head -1
-	@# redis-sentinel for failover-sentinel; gcc builds the clock shim (make shim).
-	@missing=""; \
-	command -v redis-sentinel >/dev/null 2>&1 || missing="$$missing redis-sentinel"; \
-	command -v gcc >/dev/null 2>&1 || missing="$$missing gcc"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing$$missing (Debian packages)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else \
-	    echo "missing:$$missing; install with 'sudo apt-get install -y$$missing' (failover-sentinel needs redis-sentinel, make shim needs gcc)" >&2; \
-	    exit 1; \
-	  fi; \
-	fi
-	@# chromium renders the HTML reports in report/'s browser test.
-	@if ! command -v chromium >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium (Debian package, for the HTML report test)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else \
 	    echo "chromium is missing (the HTML report test needs it): install it with 'sudo apt-get install -y chromium'" >&2; \
 	  fi; \
 	fi
+	@redis-server --version | head -1
 	@# Docker for the docker backend (--backend docker) and its tests: docker.io
 	@# and dockerd when no engine answers and we are root, then $(IMAGE) unless present.
 	@docker/setup.sh $(IMAGE)
