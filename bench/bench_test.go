@@ -11,9 +11,10 @@ func TestParseGoBench(t *testing.T) {
 	out := `goos: linux
 BenchmarkCheck/ops=10000/keys=10-2     	     100	  11234567 ns/op	      1234 holds	 4194304 B/op	   20442 allocs/op
 BenchmarkPorcupineConcurrentWaiters/waiters=16-2        	       3	   1190195 ns/op
+BenchmarkPorcupine/ops=10000/keys=1-2   	    4208	    278421 ns/op	       163.0 holds	       326.0 porcupine-ops	  392311 B/op	    5512 allocs/op
 PASS`
 	rows := ParseGoBench(strings.NewReader(out))
-	if len(rows) != 2 {
+	if len(rows) != 3 {
 		t.Fatalf("rows = %+v", rows)
 	}
 	r := rows[0]
@@ -22,6 +23,10 @@ PASS`
 	}
 	if rows[1].Ops != "16 concurrent" || rows[1].NsPerOp != 1190195 {
 		t.Errorf("waiters row = %+v", rows[1])
+	}
+	// Holds, not porcupine's operations (two per hold), and as a count.
+	if rows[2].Holds != "163" {
+		t.Errorf("porcupine row holds = %q, want 163", rows[2].Holds)
 	}
 }
 

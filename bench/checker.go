@@ -53,8 +53,9 @@ func ParseGoBench(r io.Reader) []CheckerRow {
 				row.NsPerOp = v
 			case "B/op":
 				row.BytesPerOp = v
-			case "holds", "porcupine-ops":
-				row.Holds = f[i]
+			case "holds":
+				// Go prints small metrics with a decimal ("163.0"); a count has none.
+				row.Holds = strconv.FormatFloat(v, 'f', 0, 64)
 			}
 		}
 		rows = append(rows, row)

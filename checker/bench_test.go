@@ -119,7 +119,9 @@ func BenchmarkCheck(b *testing.B) {
 // and the explanation, on the same histories.
 func BenchmarkPorcupine(b *testing.B) {
 	for _, s := range benchSizes {
-		ops := MutexOperations(simulate(s.ops, 16, s.keys, 1))
+		events := simulate(s.ops, 16, s.keys, 1)
+		ops := MutexOperations(events)
+		holds := len(replay(sortByTime(events)).holds)
 		b.Run(fmt.Sprintf("ops=%d/keys=%d", s.ops, s.keys), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -127,6 +129,7 @@ func BenchmarkPorcupine(b *testing.B) {
 					b.Fatal("not linearizable")
 				}
 			}
+			b.ReportMetric(float64(holds), "holds")
 			b.ReportMetric(float64(len(ops)), "porcupine-ops")
 		})
 	}
