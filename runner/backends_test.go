@@ -111,6 +111,7 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 	if p := res.Faults[0].Params; p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
 		t.Errorf("the fault does not show a sentinel promotion: %v", p)
 	}
+	sentinelsSawTheFailover(t, c)
 	mu.Lock()
 	defer mu.Unlock()
 	for k := 0; k < c.Sentinels; k++ {

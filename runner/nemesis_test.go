@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -414,6 +415,20 @@ func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
 	p := res.Faults[0].Params
 	if p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
 		t.Errorf("the fault does not show a sentinel promotion: %v", p)
+	}
+	sentinelsSawTheFailover(t, c)
+}
+
+// sentinelsSawTheFailover checks the sentinels' logs kept in the run's
+// directory: each one saw the primary switch.
+func sentinelsSawTheFailover(t *testing.T, c Config) {
+	t.Helper()
+	for k := 0; k < c.Sentinels; k++ {
+		path := filepath.Join(c.Out, "sentinels", fmt.Sprintf("sentinel%d.log", k))
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), "+switch-master") {
+			t.Errorf("%s does not show the failover (+switch-master): %v\n%s", path, err, b)
+		}
 	}
 }
 

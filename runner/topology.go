@@ -180,7 +180,7 @@ func (r *run) startSentinels(ctx context.Context, backend cluster.Backend) error
 	for _, s := range r.topo.sentinels {
 		for _, g := range r.topo.groups {
 			if err := awaitSentinel(ctx, s, g.Name, r.cfg.Replicas, r.cfg.Sentinels-1); err != nil {
-				return err
+				return fmt.Errorf("%w; its log is kept in %s", err, r.sentinelLog(s))
 			}
 		}
 	}
@@ -202,7 +202,7 @@ func awaitSentinel(ctx context.Context, s cluster.Sentinel, name string, replica
 		got = fmt.Sprintf("%d replicas, %d other sentinels (errors: %v)", nr, ns, errors.Join(err1, err2))
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("sentinel %s did not discover %s's %d replicas and %d other sentinels: it knows %s; see %s", s.Name(), name, replicas, others, got, s.Log())
+			return fmt.Errorf("sentinel %s did not discover %s's %d replicas and %d other sentinels: it knows %s", s.Name(), name, replicas, others, got)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -241,11 +241,22 @@ func redisDo(ctx context.Context, addr string, args ...any) (any, error) {
 	return c.Do(ctx, args...).Result()
 }
 
-// stopTopology stops the sentinels and removes the clock files; the nodes
-// are stopped with r.nodes.
+// sentinelLog is where a sentinel's log is kept after the run: in the run's
+// directory, since the sentinel's own goes with it.
+func (r *run) sentinelLog(s cluster.Sentinel) string {
+	return filepath.Join(r.cfg.Out, "sentinels", s.Name()+".log")
+}
+
+// stopTopology keeps the sentinels' logs (how each saw the failover), stops
+// the sentinels and removes the clock files; the nodes are stopped with
+// r.nodes.
 func (r *run) stopTopology() error {
 	var errs []error
 	for _, s := range r.topo.sentinels {
+		if b, err := os.ReadFile(s.Log()); err == nil {
+			dst := r.sentinelLog(s)
+			errs = append(errs, os.MkdirAll(filepath.Dir(dst), 0o755), os.WriteFile(dst, b, 0o644))
+		}
 		errs = append(errs, s.Stop())
 	}
 	if r.topo.clockDir != "" {
