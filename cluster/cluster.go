@@ -177,6 +177,20 @@ func identify(addr string, id identity) error {
 // ping checks that a server answers PING on addr.
 func ping(addr string) error { return identify(addr, identity{}) }
 
+// tail is the last three non-empty lines of b (a server's log), joined.
+func tail(b []byte) string {
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, " | ")
+}
+
 // FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below
 // the kernel's ephemeral range: ports that listen(":0") hands out (our
 // proxies, every client connection) can then never take a node's port

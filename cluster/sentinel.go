@@ -113,20 +113,6 @@ func newSentinelDir(spec SentinelSpec, port int, confDir string) (dir, myid stri
 	return dir, myid, nil
 }
 
-// tail is the last three non-empty lines of b, joined.
-func tail(b []byte) string {
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
-}
-
 // localSentinel is a redis-sentinel child process.
 type localSentinel struct {
 	name   string
