@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -89,7 +90,7 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 			for _, c := range list {
 				names = append(names, c.Labels[cluster.LabelNode])
 			}
-			for _, p := range children(t) {
+			for _, p := range procs.Children("redis-") {
 				names = append(names, "local "+p)
 			}
 			mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/procs"
 )
 
 // The nemesis catalogue against real redis-server (and redis-sentinel)
@@ -60,7 +60,7 @@ func runFaults(t *testing.T, c Config) (checker.Result, []history.Event) {
 	if again, err := CheckDir(c.Out, 0); err != nil || again.Verdict != res.Verdict {
 		t.Errorf("re-checking the stored history: %v, verdict %s vs %s", err, again.Verdict, res.Verdict)
 	}
-	if left := children(t); len(left) > 0 {
+	if left := procs.Children("redis-"); len(left) > 0 {
 		t.Errorf("processes of this run left running: %v", left)
 	}
 	events, _, err := history.ReadFile(filepath.Join(c.Out, "history.jsonl"))
@@ -84,30 +84,6 @@ func runFaults(t *testing.T, c Config) (checker.Result, []history.Event) {
 		}
 	}
 	return res, events
-}
-
-// children lists this process's redis-server and redis-sentinel children.
-func children(t *testing.T) []string {
-	t.Helper()
-	var out []string
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …
-		s := string(b)
-		open, shut := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || shut < open {
-			continue
-		}
-		comm, rest := s[open+1:shut], strings.Fields(s[shut+1:])
-		if len(rest) > 1 && rest[1] == strconv.Itoa(os.Getpid()) && strings.HasPrefix(comm, "redis-") {
-			out = append(out, comm+" "+filepath.Base(filepath.Dir(st)))
-		}
-	}
-	return out
 }
 
 // answeredAfterFirstFault checks that every client got a definite answer

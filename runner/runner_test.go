@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -36,7 +37,7 @@ func cfg(t *testing.T, lock string, nemeses ...string) Config {
 // re-checks to the same result, and nothing it started is left running.
 func runChecked(t *testing.T, c Config) checker.Result {
 	t.Helper()
-	before := len(children(t))
+	before := len(procs.Children("redis-"))
 	res, err := Run(context.Background(), c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -49,7 +50,7 @@ func runChecked(t *testing.T, c Config) checker.Result {
 	if !reflect.DeepEqual(res, again) {
 		t.Errorf("re-checking the stored history gave a different result:\n%+v\nvs\n%+v", res, again)
 	}
-	if after := len(children(t)); after > before {
+	if after := len(procs.Children("redis-")); after > before {
 		t.Errorf("%d redis-server processes left running after the run", after-before)
 	}
 	t.Logf("%s: %s", res.Verdict, res.Summary)

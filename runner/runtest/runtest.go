@@ -10,12 +10,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -36,7 +35,7 @@ func Main(m *testing.M) {
 // lock, and no redis-server it started is left running.
 func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
 	t.Helper()
-	before := RedisChildren()
+	before := len(procs.Children("redis-"))
 	res, err := runner.Run(context.Background(), c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -57,8 +56,8 @@ func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
 		t.Errorf("incomplete history: %v", res.Reasons)
 	}
 	NoResourceOpAfterLost(t, events)
-	if after := RedisChildren(); after > before {
-		t.Errorf("%d redis-server processes left running after the run", after-before)
+	if after := procs.Children("redis-"); len(after) > before {
+		t.Errorf("redis processes left running after the run: %v", after)
 	}
 	t.Logf("%s; resource: %s", res.Summary, res.Resource.Summary)
 	return res, events
@@ -98,28 +97,4 @@ func SortedByTime(events []history.Event) []history.Event {
 	out := slices.Clone(events)
 	slices.SortStableFunc(out, func(a, b history.Event) int { return cmp.Compare(a.Time, b.Time) })
 	return out
-}
-
-// RedisChildren counts the redis-server processes this process started (not
-// those of other runs on the machine).
-func RedisChildren() int {
-	n := 0
-	me := strconv.Itoa(os.Getpid())
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, st := range stats {
-		b, err := os.ReadFile(st)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		// After the command name: state, ppid, …
-		if f := strings.Fields(s[close+1:]); len(f) > 1 && f[1] == me && s[open+1:close] == "redis-server" {
-			n++
-		}
-	}
-	return n
 }
