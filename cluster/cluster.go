@@ -7,14 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // Backend starts Redis nodes: local processes, containers, … Each backend
@@ -192,60 +191,16 @@ func tail(b []byte) string {
 }
 
 // FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below
-// the kernel's ephemeral range: ports that listen(":0") hands out (our
-// proxies, every client connection) can then never take a node's port
+// the kernel's ephemeral range (internal/ports): ports that listen(":0")
+// hands out and every client connection can then never take a node's port
 // between this check and the server's bind, or while a crashed node is down
 // before its restart. Two runs may still pick the same port at the same
 // moment; the loser's server fails to bind and waitReady's identity check
 // catches the case where the winner answers in its place.
-func FreePort() (int, error) {
-	lo, hi := 10000, ephemeralLow()
-	if hi-lo < 1000 {
-		lo = 1024
-	}
-	for i := 0; i < 200; i++ {
-		port := lo + rand.IntN(hi-lo)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		return port, nil
-	}
-	return 0, fmt.Errorf("find a free port on 127.0.0.1 between %d and %d: 200 tries, all taken", lo, hi)
-}
+func FreePort() (int, error) { return ports.Free() }
 
 // onFreePort calls start with a free port until it succeeds, five times at
 // most: another run may bind the same port first.
 func onFreePort[T any](ctx context.Context, start func(port int) (T, error)) (T, error) {
-	var zero T
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return zero, err
-		}
-		v, err := start(port)
-		if err == nil {
-			return v, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return zero, lastErr
-}
-
-// ephemeralLow is the start of the kernel's ephemeral port range.
-func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 1024 {
-				return n
-			}
-		}
-	}
-	return 32768
+	return ports.Retry(ctx, start)
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 func TestLocalNodeStartsPausesRestartsAndCleansUp(t *testing.T) {
@@ -87,7 +89,7 @@ func TestWaitReadyRefusesAnImpostor(t *testing.T) {
 	if !errors.Is(err, errImpostor) {
 		t.Fatalf("another node's ident: %v, want errImpostor", err)
 	}
-	if port, _ := strconv.Atoi(strings.TrimPrefix(n.Addr(), "127.0.0.1:")); port >= ephemeralLow() {
-		t.Errorf("node port %d is in the ephemeral range (from %d), where proxies can take it", port, ephemeralLow())
+	if port, _ := strconv.Atoi(strings.TrimPrefix(n.Addr(), "127.0.0.1:")); port >= ports.EphemeralLow() {
+		t.Errorf("node port %d is in the ephemeral range (from %d), where proxies can take it", port, ports.EphemeralLow())
 	}
 }

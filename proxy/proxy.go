@@ -6,12 +6,16 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/log"
 )
@@ -76,12 +80,32 @@ func (ps *Proxies) AddRelay(name string, node int, upstream string) (*Link, erro
 	return l, nil
 }
 
+// start listens on a port below the ephemeral range (internal/ports): a
+// link that is re-pointed or re-enabled closes its listener and binds the
+// same port again, and a port from the ephemeral range could meanwhile be
+// taken by any outgoing connection on the machine.
 func (ps *Proxies) start(name, upstream string) (*Link, error) {
-	p := toxiproxy.NewProxy(ps.server, name, "127.0.0.1:0", upstream)
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("start proxy %s to %s: %w", name, upstream, err)
+	return ports.Retry(context.Background(), func(port int) (*Link, error) {
+		p := toxiproxy.NewProxy(ps.server, name, fmt.Sprintf("127.0.0.1:%d", port), upstream)
+		if err := p.Start(); err != nil {
+			return nil, fmt.Errorf("start proxy %s to %s: %w", name, upstream, err)
+		}
+		return &Link{Name: name, p: p}, nil
+	})
+}
+
+// rebind retries an operation that closes the link's listener and binds
+// its port again: another run's port probe (ports.Free) may hold the port
+// for an instant.
+func rebind(op func() error) error {
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if err = op(); err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	return &Link{Name: name, p: p}, nil
+	return err
 }
 
 // Addr is where the client connects.
@@ -102,7 +126,7 @@ func (l *Link) SetUpstream(addr string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	in := &toxiproxy.Proxy{Listen: l.p.Listen, Upstream: addr, Enabled: l.disabled == 0}
-	if err := l.p.Update(in); err != nil {
+	if err := rebind(func() error { return l.p.Update(in) }); err != nil {
 		return fmt.Errorf("point link %s at %s: %w", l.Name, addr, err)
 	}
 	return nil
@@ -129,7 +153,7 @@ func (l *Link) Enable() error {
 	if l.disabled--; l.disabled > 0 {
 		return nil
 	}
-	if err := l.p.Start(); err != nil {
+	if err := rebind(l.p.Start); err != nil {
 		l.disabled++
 		return fmt.Errorf("re-enable link %s on %s: %w", l.Name, l.p.Listen, err)
 	}

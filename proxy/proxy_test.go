@@ -2,10 +2,13 @@ package proxy
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -103,6 +106,12 @@ func TestLinkFollowsANewUpstreamAndDisablesAndEnables(t *testing.T) {
 		t.Fatalf("through the link: %q, %v; want a", v, err)
 	}
 	addr := l.Addr()
+	// The link closes its listener and binds the same port again whenever
+	// it is re-pointed or re-enabled; in the ephemeral range any outgoing
+	// connection on the machine could take the port meanwhile.
+	if _, p, _ := net.SplitHostPort(addr); mustAtoi(t, p) >= ports.EphemeralLow() {
+		t.Errorf("link listens on %s, in the ephemeral range (from %d)", addr, ports.EphemeralLow())
+	}
 	if err := l.SetUpstream(nodes[1].Addr()); err != nil {
 		t.Fatal(err)
 	}
@@ -130,4 +139,13 @@ func TestLinkFollowsANewUpstreamAndDisablesAndEnables(t *testing.T) {
 	if v, err := who(); v != "b" {
 		t.Errorf("after enabling: %q, %v; want b", v, err)
 	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
