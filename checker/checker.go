@@ -36,11 +36,15 @@ func Check(events []history.Event, opts Options) Result {
 	tl := newTimeline(sorted)
 	tr := replay(sorted)
 	fillLatencies(tr)
-	faults, spans := faultWindows(sorted, tl)
+	faults, spans := faultWindows(sorted, tl, tr.holds)
 
 	began := time.Now()
 	answer := porcupine.CheckOperationsTimeout(MutexModel(), tr.ops, timeout)
-	count, overlaps := sweep(tr.holds, spans, tl)
+	landed := map[int]bool{}
+	for _, f := range faults {
+		landed[f.ID] = f.Landed
+	}
+	count, byCause, byLanded, overlaps := sweep(tr.holds, spans, tr.stalls, landed, tl)
 	checkMs := float64(time.Since(began).Microseconds()) / 1e3
 
 	resource, resourceGaps := checkResource(tr.resourceOps, sorted)
@@ -68,17 +72,27 @@ func Check(events []history.Event, opts Options) Result {
 	if len(sorted) > 0 {
 		r.DurationMs = tl.ms(tl.end)
 	}
+	r.WorkloadMs = float64(tr.workloadNs) / 1e6
+	r.Evidence = evidence(faults, byCause, byLanded)
+	r.Stalls = stallStats(tr.stalls)
 	if tr.runStart != nil && tr.runStart.Run != nil {
 		run := tr.runStart.Run
 		r.Lock, r.Seed = run.Lock, run.Seed
 		r.Nemesis = append(r.Nemesis, run.Nemesis...)
 	}
 	if len(overlaps) > 0 {
-		first := overlaps[0].StartMs
-		if len(faults) > 0 {
-			first -= faults[0].StartMs
+		o := overlaps[0]
+		first, cause := o.StartMs, o.Cause
+		if cause == CauseFault {
+			earliest := o.StartMs
+			for _, f := range faults {
+				if slices.Contains(o.Faults, f.ID) {
+					earliest = min(earliest, f.StartMs)
+				}
+			}
+			first -= earliest
 		}
-		r.FirstViolationMs = &first
+		r.FirstViolationMs, r.FirstViolationCause = &first, cause
 	}
 	decide(&r, tr, answer, timeout, resourceGaps, tl)
 	return r
@@ -137,3 +151,34 @@ func newTimeline(sorted []history.Event) timeline {
 }
 
 func (tl timeline) ms(t int64) float64 { return float64(t-tl.origin) / 1e6 }
+
+// evidence counts the faults that landed, what became of their leases, and
+// the overlaps by cause.
+func evidence(faults []FaultWindow, byCause map[string]int, byLanded int) Evidence {
+	e := Evidence{Faults: len(faults), Overlaps: byCause, FaultOverlaps: byLanded}
+	for _, f := range faults {
+		if !f.Landed {
+			continue
+		}
+		e.Landed++
+		switch f.Lease {
+		case history.LeaseLost:
+			e.LeasesLost++
+		case history.LeaseKept:
+			e.LeasesKept++
+		case history.LeaseUnknown:
+			e.LeasesUnknown++
+		}
+	}
+	return e
+}
+
+func stallStats(stalls []stall) StallStats {
+	s := StallStats{Count: len(stalls), Worst: -1}
+	for _, x := range stalls {
+		if ms := float64(x.end-x.start) / 1e6; ms > s.MaxMs {
+			s.MaxMs, s.Worst = ms, x.client
+		}
+	}
+	return s
+}

@@ -67,14 +67,14 @@ func verdictCases() []verdictCase {
 			check: func(t *testing.T, r Result) {
 				want := Overlap{Key: k0, Clients: [2]int{0, 1}, StartMs: 30, EndMs: 50,
 					Holds:  [2]HoldSpan{{Client: 0, StartMs: 10, EndMs: 50, End: "release"}, {Client: 1, StartMs: 30, EndMs: 70, End: "release"}},
-					Faults: []int{1}}
+					Faults: []int{1}, Cause: CauseFault}
 				if !reflect.DeepEqual(r.Mutex.Overlaps, []Overlap{want}) {
 					t.Errorf("overlaps %+v", r.Mutex.Overlaps)
 				}
 				if r.FirstViolationMs == nil || *r.FirstViolationMs != 15 {
 					t.Errorf("first violation %v", r.FirstViolationMs)
 				}
-				if r.Summary != "clients 0 and 1 both held lock:0 for 20 ms from t=0.03 s; fault pause-client (client 0) was active" {
+				if r.Summary != "clients 0 and 1 both held lock:0 for 20 ms from t=0.03 s; caused by fault pause-client (client 0) (1 of 2 faults landed)" {
 					t.Errorf("summary %q", r.Summary)
 				}
 				if len(r.Faults) != 2 || r.Faults[1].EndMs == nil || *r.Faults[1].EndMs != 110 {
@@ -591,16 +591,30 @@ func TestOverlapFaults(t *testing.T) {
 		exit(0, 200, true).exit(1, 200, true).end(210)
 	r := Check(h.events, Options{})
 	o := r.Mutex.Overlaps[0]
-	if !slices.Equal(o.Faults, []int{2, 3, 4}) {
-		t.Errorf("faults %v", o.Faults)
+	// never-healed began after the overlap did: it cannot have caused it.
+	if !slices.Equal(o.Faults, []int{2, 3}) || o.Cause != CauseFault {
+		t.Errorf("faults %v, cause %s", o.Faults, o.Cause)
 	}
 	if r.Faults[4].ID != 5 || r.Faults[3].EndMs != nil {
 		t.Errorf("windows %+v", r.Faults)
 	}
-	if *r.FirstViolationMs != 29 {
-		t.Errorf("first violation %v", *r.FirstViolationMs)
+	// From the start of the earliest fault that caused it.
+	if *r.FirstViolationMs != 25 || r.FirstViolationCause != CauseFault {
+		t.Errorf("first violation %v (%s)", *r.FirstViolationMs, r.FirstViolationCause)
 	}
-	want := "clients 0 and 1 both held lock:0 for 10 ms from t=0.03 s; faults during-first (worker), touching (clients 0, 1) and never-healed (worker) were active"
+	// A fault aimed at no hold landed when a hold of a client it acted on
+	// was in progress during it: not before (1), not in touching's window,
+	// which closed as client 0's hold began (3).
+	var landed []int
+	for _, f := range r.Faults {
+		if f.Landed {
+			landed = append(landed, f.ID)
+		}
+	}
+	if !slices.Equal(landed, []int{2, 4, 5}) || r.Evidence.Faults != 5 || r.Evidence.Landed != 3 || r.Evidence.FaultOverlaps != 1 {
+		t.Errorf("landed %v, evidence %+v", landed, r.Evidence)
+	}
+	want := "clients 0 and 1 both held lock:0 for 10 ms from t=0.03 s; caused by faults during-first (worker) and touching (clients 0, 1) (3 of 5 faults landed)"
 	if r.Summary != want {
 		t.Errorf("summary %q", r.Summary)
 	}

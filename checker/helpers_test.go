@@ -128,3 +128,18 @@ func comparable(r Result) Result {
 	r.Mutex.CheckMs = 0
 	return r
 }
+
+// stall records that client c (-1: the coordinator) could not run from
+// from to to.
+func (h *hist) stall(c int, from, to float64) *hist {
+	return h.add(history.Event{Time: ms(to), Kind: history.Stall, Client: c, StallNs: ms(to - from)})
+}
+
+// aimed records a fault aimed at client c's hold of key that began (its
+// acquire returned) at since, with what the nemesis saw it do (nil: said
+// nothing).
+func (h *hist) aimed(id int, name string, c int, key string, since, from, to float64, effect *history.Effect) *hist {
+	f := &history.Fault{ID: id, Name: name, Target: "lock node 0", Aim: &history.Aim{Client: c, Key: key, Since: ms(since)}}
+	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	return h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f, Effect: effect})
+}

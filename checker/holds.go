@@ -22,11 +22,12 @@ const (
 
 // hold is one critical section in nanoseconds of the monotonic clock.
 type hold struct {
-	key    string
-	client int
-	start  int64 // the outermost acquire's ok
-	end    int64 // release invoke, lost, exit, or the end of the history
-	how    string
+	key     string
+	client  int
+	invoked int64 // the outermost acquire's invoke
+	start   int64 // the outermost acquire's ok
+	end     int64 // release invoke, lost, exit, or the end of the history
+	how     string
 }
 
 // resourceOp is one completed or abandoned read or write of the resource.
@@ -56,6 +57,17 @@ type trace struct {
 	runEndErrors    []string
 	unexpectedExits []history.Event
 	malformed       malformed
+	// stalls are the times a process of the run could not run (a worker's,
+	// or the coordinator's with client -1), in time order.
+	stalls []stall
+	// workloadNs is how long the workload ran, from the run-end.
+	workloadNs int64
+}
+
+// stall is one [start, end] during which a process could not run.
+type stall struct {
+	client     int
+	start, end int64
 }
 
 // malformed counts events that break the history's own rules. Each one is a
@@ -131,11 +143,17 @@ func replay(events []history.Event) *trace {
 			continue
 		case history.RunEnd:
 			tr.runEnd = &events[i]
+			tr.workloadNs = e.WorkloadNs
 			if e.Error != "" {
 				tr.runEndErrors = append(tr.runEndErrors, e.Error)
 			}
 			continue
-		case history.FaultStart, history.FaultEnd, history.Probe:
+		case history.FaultStart, history.FaultEnd, history.Probe, history.Stretch:
+			continue
+		case history.Stall:
+			if e.StallNs > 0 {
+				tr.stalls = append(tr.stalls, stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time})
+			}
 			continue
 		case history.Invoke, history.OK, history.Fail, history.Info, history.Lost, history.WorkerExit:
 		default:
@@ -242,7 +260,7 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 			// has returned: the hold starts at the ok.
 			oh := cs.open[inv.Key]
 			if oh == nil {
-				tr.holds = append(tr.holds, hold{key: inv.Key, client: inv.Client, start: e.Time, end: -1})
+				tr.holds = append(tr.holds, hold{key: inv.Key, client: inv.Client, invoked: inv.Time, start: e.Time, end: -1})
 				oh = &openHold{hold: len(tr.holds) - 1}
 				cs.open[inv.Key] = oh
 			}

@@ -36,15 +36,54 @@ type Result struct {
 	Liveness LivenessResult `json:"liveness"`
 	Faults   []FaultWindow  `json:"faults"`
 
-	// FirstViolationMs is the time from the first fault's start (or from the
-	// start of the run when there was no fault) to the start of the first
-	// overlap; null when there was no overlap.
-	FirstViolationMs *float64 `json:"first_violation_ms"`
+	// Evidence says how many faults landed and what became of the leases
+	// they hit: a safe verdict from a run whose faults never landed says
+	// nothing about the faults.
+	Evidence Evidence `json:"evidence"`
+	// Stalls are the times a process of the run could not run.
+	Stalls StallStats `json:"stalls"`
+
+	// FirstViolationMs is the time to the start of the first overlap: from
+	// the start of the earliest fault that caused it, or, when no fault did,
+	// from the start of the run (FirstViolationCause says which); null when
+	// there was no overlap. Never negative: a fault that began after an
+	// overlap did not cause it.
+	FirstViolationMs    *float64 `json:"first_violation_ms"`
+	FirstViolationCause string   `json:"first_violation_cause,omitempty"`
 	// Complete is false when the history was cut short or a worker died
 	// unexpectedly.
 	Complete bool `json:"complete"`
 	// DurationMs is the span of the run covered by the history.
 	DurationMs float64 `json:"duration_ms"`
+	// WorkloadMs is how long the workload really ran: from the moment every
+	// worker was ready to the stop request (0 in older histories).
+	WorkloadMs float64 `json:"workload_ms"`
+}
+
+// Evidence sums up what the faults did.
+type Evidence struct {
+	// Faults is the number of fault windows; Landed those that hit a live
+	// lease the way they are meant to (FaultWindow.Landed).
+	Faults int `json:"faults"`
+	Landed int `json:"landed"`
+	// LeasesLost, LeasesKept and LeasesUnknown count the landed faults by
+	// what became of the lease they hit.
+	LeasesLost    int `json:"leases_lost"`
+	LeasesKept    int `json:"leases_kept"`
+	LeasesUnknown int `json:"leases_unknown"`
+	// Overlaps counts every overlapping pair of holds by cause (fault,
+	// stall, none: see Overlap.Cause); FaultOverlaps those a landed fault
+	// caused.
+	Overlaps      map[string]int `json:"overlaps"`
+	FaultOverlaps int            `json:"fault_overlaps"`
+}
+
+// StallStats counts the stalls of the run's processes.
+type StallStats struct {
+	Count int     `json:"count"`
+	MaxMs float64 `json:"max_ms"`
+	// Worst names the process of the longest stall (-1: the coordinator).
+	Worst int `json:"worst"`
 }
 
 // MutexResult is the mutual-exclusion check: porcupine and the interval sweep.
@@ -81,10 +120,28 @@ type Overlap struct {
 	EndMs   float64 `json:"end_ms"`
 	// Holds are the two holds, earlier first, in ms since the run started.
 	Holds [2]HoldSpan `json:"holds"`
-	// Faults are the IDs of the fault windows that were active at some point
-	// between the start of the earlier hold and the end of the overlap: the
-	// faults that can explain it.
+	// Faults are the IDs of the fault windows that can explain it: those
+	// that began before the overlap and were active at some point since the
+	// earlier hold's acquire was invoked.
 	Faults []int `json:"faults"`
+	// Cause is what explains it: fault, stall (the harness stalled the
+	// earlier holder at least as long as the overlap lasted) or none (the
+	// lock broke on its own). Stall, when set, is the longest stall of the
+	// earlier holder (or of the coordinator) that bears on it.
+	Cause string     `json:"cause"`
+	Stall *StallNote `json:"stall,omitempty"`
+}
+
+// StallNote is a stall of the harness behind an overlap.
+type StallNote struct {
+	// Client is the process that stalled: a client, or -1 the coordinator.
+	Client int `json:"client"`
+	// Ms is that stall's length; TotalMs everything the harness stalled the
+	// earlier holder between its acquire and the overlap's end.
+	Ms      float64 `json:"ms"`
+	TotalMs float64 `json:"total_ms"`
+	// Text says it in words: "client 2 could not run for 260 ms".
+	Text string `json:"text"`
 }
 
 // HoldSpan is one client's critical section and how it ended.
@@ -161,7 +218,30 @@ type FaultWindow struct {
 	Target  string            `json:"target"`
 	Params  map[string]string `json:"params,omitempty"`
 	Clients []int             `json:"clients,omitempty"`
-	StartMs float64           `json:"start_ms"`
+	Stopped []int             `json:"stopped,omitempty"`
+	Nodes   []int             `json:"nodes,omitempty"`
+	// Step is the fault's place in its nemesis's schedule.
+	Step    int     `json:"step,omitempty"`
+	StartMs float64 `json:"start_ms"`
 	// EndMs is null when the fault never healed within the history.
 	EndMs *float64 `json:"end_ms"`
+	// Aim is the hold the fault was aimed at; nil for none.
+	Aim *AimedHold `json:"aim,omitempty"`
+	// Landed: the fault hit a live lease the way it is meant to (a pause
+	// past the lease, a node that forgot a lease while its holder still
+	// worked, a link slow past the lease; each nemesis says). A fault that
+	// did not land is no evidence about the lock either way.
+	Landed bool `json:"landed"`
+	// Lease is what became of the lease it hit: lost, kept or unknown; ""
+	// when it did not land or hit no particular lease.
+	Lease string `json:"lease,omitempty"`
+	// Effect says in words what the fault did.
+	Effect string `json:"effect,omitempty"`
+}
+
+// AimedHold is the hold a fault was aimed at.
+type AimedHold struct {
+	Client  int     `json:"client"`
+	Key     string  `json:"key"`
+	SinceMs float64 `json:"since_ms"`
 }

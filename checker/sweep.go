@@ -13,7 +13,11 @@ import (
 // Holds are sorted by start and swept with the set of holds still active, so
 // the cost is the sort plus, per hold, the holds it meets: a clean history
 // is checked in O(n log n) however long it is.
-func sweep(holds []hold, faults []faultSpan, tl timeline) (count int, overlaps []Overlap) {
+//
+// Every overlap is attributed (attribute); byCause counts them by cause, and
+// byLanded those a fault in landed caused.
+func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap) {
+	byCause = map[string]int{}
 	order := make([]int, len(holds))
 	for i := range order {
 		order[i] = i
@@ -49,18 +53,25 @@ func sweep(holds []hold, faults []faultSpan, tl timeline) (count int, overlaps [
 				continue
 			}
 			count++
+			end := min(a.end, b.end)
+			cause, causes, st := attribute(a, b.start, end, faults, stalls)
+			byCause[cause]++
+			if cause == CauseFault && slices.ContainsFunc(causes, func(id int) bool { return landed[id] }) {
+				byLanded++
+			}
 			// Overlaps of one key come in order of start (b's); the first
 			// MaxOverlaps of each key hold the first MaxOverlaps overall.
 			if kept < MaxOverlaps {
 				kept++
-				end := min(a.end, b.end)
 				all = append(all, found{start: b.start, o: Overlap{
 					Key:     b.key,
 					Clients: [2]int{a.client, b.client},
 					StartMs: tl.ms(b.start),
 					EndMs:   tl.ms(end),
 					Holds:   [2]HoldSpan{span(a, tl), span(b, tl)},
-					Faults:  faultsDuring(faults, a.start, end),
+					Faults:  causes,
+					Cause:   cause,
+					Stall:   st,
 				}})
 			}
 		}
@@ -71,7 +82,7 @@ func sweep(holds []hold, faults []faultSpan, tl timeline) (count int, overlaps [
 	for _, f := range all[:min(len(all), MaxOverlaps)] {
 		overlaps = append(overlaps, f.o)
 	}
-	return count, overlaps
+	return count, byCause, byLanded, overlaps
 }
 
 func span(h *hold, tl timeline) HoldSpan {

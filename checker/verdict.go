@@ -120,8 +120,8 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 		for _, h := range tr.holds {
 			keys[h.key] = true
 		}
-		r.Summary = fmt.Sprintf("safe: %s on %s, no two overlapped; %s",
-			plural(len(tr.holds), "hold", "holds"), plural(len(keys), "key", "keys"), res.Summary)
+		r.Summary = fmt.Sprintf("safe: %s on %s, no two overlapped%s; %s",
+			plural(len(tr.holds), "hold", "holds"), plural(len(keys), "key", "keys"), landing(r.Evidence), res.Summary)
 	}
 	// Liveness is reported beside safety, never instead of it.
 	if dk := r.Liveness.DeadlockedKeys; len(dk) > 0 {
@@ -137,14 +137,44 @@ func violationSummary(r *Result, first string) string {
 	}
 	o := r.Mutex.Overlaps[0]
 	s := fmt.Sprintf("clients %d and %d both held %s for %s from t=%s; %s",
-		o.Clients[0], o.Clients[1], o.Key, millis(o.EndMs-o.StartMs), seconds(o.StartMs), activeFaults(r.Faults, o.Faults))
+		o.Clients[0], o.Clients[1], o.Key, millis(o.EndMs-o.StartMs), seconds(o.StartMs), OverlapCause(o, r.Faults))
 	if n := r.Mutex.OverlapCount; n > 1 {
-		s += fmt.Sprintf(" (%d overlaps in all)", n)
+		s += fmt.Sprintf(" (%d overlaps in all", n)
+		if c := r.Evidence.Overlaps; len(c) > 1 {
+			s += fmt.Sprintf(": %d caused by faults, %d by stalls of the harness, %d by neither", c[CauseFault], c[CauseStall], c[CauseNone])
+		}
+		s += ")"
 	}
-	return s
+	return s + landing(r.Evidence)
 }
 
-func activeFaults(all []FaultWindow, ids []int) string {
+// OverlapCause says in words what caused o: the faults that were active
+// before it began, or a stall of the harness, or neither.
+func OverlapCause(o Overlap, all []FaultWindow) string {
+	switch o.Cause {
+	case CauseStall:
+		return "no fault explains it: " + o.Stall.Text + ", as long as the overlap lasted (a stall of the harness, not a fault)"
+	case CauseFault:
+		return causedBy(all, o.Faults)
+	}
+	if o.Stall != nil {
+		return "no fault was active (" + o.Stall.Text + ", shorter than the overlap)"
+	}
+	return "no fault was active"
+}
+
+// landing says how many faults landed, when there were faults.
+func landing(e Evidence) string {
+	switch {
+	case e.Faults == 0:
+		return ""
+	case e.Landed == 0:
+		return fmt.Sprintf(" (none of the %d faults landed: no evidence about them)", e.Faults)
+	}
+	return fmt.Sprintf(" (%d of %d faults landed)", e.Landed, e.Faults)
+}
+
+func causedBy(all []FaultWindow, ids []int) string {
 	var names []string
 	for _, id := range ids {
 		for _, f := range all {
@@ -158,9 +188,9 @@ func activeFaults(all []FaultWindow, ids []int) string {
 	case 0:
 		return "no fault was active"
 	case 1:
-		return "fault " + names[0] + " was active"
+		return "caused by fault " + names[0]
 	}
-	return "faults " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " were active"
+	return "caused by faults " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func describeFault(f FaultWindow) string {

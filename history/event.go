@@ -37,6 +37,18 @@ const (
 	Probe Kind = "probe"
 	// RunEnd marks a complete history. A history without it was cut short.
 	RunEnd Kind = "run-end"
+
+	// Stall: a process of the run (a worker, or the coordinator with
+	// Client -1, which also forwards every proxied byte) could not run for
+	// a while: a timer of its own fired StallNs late. Time is when it ran
+	// again, so the stall covers [Time-StallNs, Time]. The checker blames an
+	// overlap on a stall only when no fault explains it.
+	Stall Kind = "stall"
+	// Stretch: a worker took a nemesis's request to keep its next hold of
+	// Key inside the critical section after the hold time (Message "on"),
+	// or to let it go (Message "off"). The stretch is part of the fault
+	// that asked for it.
+	Stretch Kind = "stretch"
 )
 
 // Operation names (the F field of operation events).
@@ -76,6 +88,13 @@ type Event struct {
 	// PTTL, on a Probe of a lock key: the key's remaining TTL in ms per lock
 	// node (-2 missing, -1 no expiry), as Redis's PTTL answers.
 	PTTL []int64 `json:"pttl,omitempty"`
+	// StallNs, on a Stall: how late the process ran, in nanoseconds.
+	StallNs int64 `json:"stall_ns,omitempty"`
+	// Effect, on a FaultEnd: what the fault did to the lease it aimed at.
+	Effect *Effect `json:"effect,omitempty"`
+	// WorkloadNs, on the RunEnd: how long the workload really ran, from the
+	// moment every worker was ready (the run-start) to the stop request.
+	WorkloadNs int64 `json:"workload_ns,omitempty"`
 }
 
 // NoClient marks events of the nemesis and the coordinator.
@@ -87,8 +106,50 @@ type Fault struct {
 	Name   string            `json:"name"`
 	Target string            `json:"target"`
 	Params map[string]string `json:"params,omitempty"`
-	// Clients the fault acted on directly (a paused or killed worker).
+	// Clients the fault acted on directly (a paused or killed worker, a
+	// client whose links it slowed or cut).
 	Clients []int `json:"clients,omitempty"`
+	// Stopped are the clients whose process the fault stopped (SIGSTOP):
+	// the stalls they record meanwhile are the fault, not the harness.
+	Stopped []int `json:"stopped,omitempty"`
+	// Nodes are the lock nodes it acted on directly (crashed, paused, its
+	// clock moved), by index.
+	Nodes []int `json:"nodes,omitempty"`
+	// Aim is the lease the fault was aimed at: a hold of Client on Key that
+	// had begun (its acquire returned) when the fault started. Nil for a
+	// fault aimed at no particular lease.
+	Aim *Aim `json:"aim,omitempty"`
+	// Step is the fault's place in its nemesis's schedule (1, 2, …).
+	Step int `json:"step,omitempty"`
+}
+
+// Aim names the hold a fault was aimed at.
+type Aim struct {
+	Client int    `json:"client"`
+	Key    string `json:"key"`
+	// Since is when that hold's acquire returned (CLOCK_MONOTONIC ns).
+	Since int64 `json:"since"`
+}
+
+// Lease fates: what became of the lease a fault hit.
+const (
+	LeaseLost    = "lost"    // it was gone while its holder still held (a second client could take it)
+	LeaseKept    = "kept"    // it survived the fault
+	LeaseUnknown = "unknown" // the history cannot tell
+)
+
+// Effect is what a nemesis saw its fault do, recorded on the fault-end.
+type Effect struct {
+	// Landed: the fault hit a live lease the way it is meant to (each
+	// nemesis says what that takes: a pause past the lease, a node that
+	// forgot a lease while its holder still worked, …). A fault that did
+	// not land is no evidence about the lock either way.
+	Landed bool `json:"landed"`
+	// Lease is what the nemesis saw become of that lease (LeaseLost,
+	// LeaseKept), or "" when only the history can tell.
+	Lease string `json:"lease,omitempty"`
+	// Note says in words what happened, for the report.
+	Note string `json:"note,omitempty"`
 }
 
 // RunInfo is the configuration of the run, recorded first so a stored history
@@ -116,6 +177,25 @@ type RunInfo struct {
 	Sentinels   int               `json:"sentinels,omitempty"`
 	Persistence string            `json:"persistence,omitempty"`
 	NodeAddrs   map[string]string `json:"node_addrs,omitempty"`
+	// LeaseMs is the lease the lock really uses: the TTL, unless a lock
+	// option set another one explicitly (Redisson's watchdog timeout,
+	// redsync's expiry). Zero in histories from before it was recorded:
+	// read it as the TTL.
+	LeaseMs int64 `json:"lease_ms,omitempty"`
+	// TimeScale multiplied every duration of the run (1 when absent).
+	TimeScale float64 `json:"time_scale,omitempty"`
+	// RoundTrip is the round trip to the lock nodes through the proxies,
+	// measured at start-up (p50 and p99, µs).
+	RoundTripP50us int64 `json:"round_trip_p50_us,omitempty"`
+	RoundTripP99us int64 `json:"round_trip_p99_us,omitempty"`
+}
+
+// Lease returns the lease the run's lock used, in ms.
+func (r RunInfo) Lease() int64 {
+	if r.LeaseMs > 0 {
+		return r.LeaseMs
+	}
+	return r.TTLms
 }
 
 // Int64 returns a pointer to v, for Event.Value.

@@ -76,6 +76,24 @@ type Waiter interface {
 	AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error)
 }
 
+// Leaser is implemented by locks whose lease is not the run's TTL because
+// an option of theirs sets it explicitly (Redisson's watchdog timeout or
+// lease time, redsync's expiry). Every other lock's lease is the TTL. The
+// runner records the lease actually used, the nemeses aim at it, and the
+// report shows it beside the TTL.
+type Leaser interface {
+	Lease() time.Duration
+}
+
+// NodeTimeouter is implemented by locks that give each node's request a
+// timeout much shorter than the TTL (Redlock's, redsync's): a machine whose
+// round trip to the nodes does not fit in it can never acquire, and the
+// runner says so at start-up instead of running a test where nothing was
+// ever held.
+type NodeTimeouter interface {
+	NodeTimeout() time.Duration
+}
+
 // Config is what a lock gets to build one client's Locker.
 type Config struct {
 	// Nodes are go-redis clients for the lock's nodes, each through this
@@ -97,6 +115,9 @@ type Spec struct {
 	Nodes int
 	// Reentrant locks let the same owner acquire again while holding.
 	Reentrant bool
+	// Quorum locks hold a key when a majority of their nodes granted it
+	// (Redlock); the others need their one node.
+	Quorum bool
 	Options   []option.Spec
 	New       func(cfg Config) (Locker, error)
 }

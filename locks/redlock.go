@@ -36,6 +36,7 @@ func init() {
 		Name:        "redlock",
 		Description: "Redlock over N independent masters: majority of SET NX PX within the TTL, validity TTL − elapsed − drift",
 		Nodes:       5,
+		Quorum:      true,
 		Options: []option.Spec{
 			{Key: "node-timeout", Default: "0.05ttl", Help: "timeout of each node's request, much smaller than the TTL"},
 			{Key: "parallel", Default: "false", Help: "ask the nodes in parallel instead of one after another"},
@@ -82,6 +83,9 @@ func (l *Redlock) drift() time.Duration {
 }
 
 func (l *Redlock) quorum() int { return len(l.cfg.Nodes)/2 + 1 }
+
+// NodeTimeout is the timeout of each node's request.
+func (l *Redlock) NodeTimeout() time.Duration { return l.nodeTimeout }
 
 // tally is what the nodes answered to one step.
 type tally struct {

@@ -19,9 +19,11 @@ import (
 // except where an option says otherwise. The expiry follows --ttl unless set.
 // The lease's Deadline is the library's Until(): the validity it computed.
 type Redsync struct {
-	cfg  Config
-	rs   *redsync.Redsync
-	opts []redsync.Option
+	cfg           Config
+	rs            *redsync.Redsync
+	opts          []redsync.Option
+	expiry        time.Duration
+	timeoutFactor float64
 }
 
 func init() {
@@ -29,11 +31,13 @@ func init() {
 		Name:        "redsync",
 		Description: "github.com/go-redsync/redsync/v4 (Redlock in Go) over N nodes; Extend renews; optional WithSetNXOnExtend",
 		Nodes:       5,
+		Quorum:      true,
 		Options: []option.Spec{
 			{Key: "expiry", Default: "1ttl", Help: "the lock's expiry (redsync's own default is 8s)"},
 			{Key: "tries", Default: "32", Help: "blocking acquire: attempts (redsync's default 32)"},
 			{Key: "retry-delay", Default: "", Help: "blocking acquire: fixed delay between attempts (default: redsync's random 50-250ms)"},
 			{Key: "drift-factor", Default: "0.01", Help: "clock drift factor (redsync's default 0.01)"},
+			{Key: "timeout-factor", Default: "0.05", Help: "each node's request times out after this fraction of the expiry (redsync's default 0.05)"},
 			{Key: "setnx-on-extend", Default: "false", Help: "WithSetNXOnExtend: an extend re-creates an expired lock (hiding that someone else held it)"},
 		},
 		New: newRedsync,
@@ -59,11 +63,15 @@ func newRedsync(cfg Config) (Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	timeoutFactor, err := fraction(cfg.Options, "redsync", "timeout-factor")
+	if err != nil {
+		return nil, err
+	}
 	setNX, err := cfg.Options.Bool("setnx-on-extend")
 	if err != nil {
 		return nil, err
 	}
-	opts := []redsync.Option{redsync.WithExpiry(expiry), redsync.WithTries(tries), redsync.WithDriftFactor(drift)}
+	opts := []redsync.Option{redsync.WithExpiry(expiry), redsync.WithTries(tries), redsync.WithDriftFactor(drift), redsync.WithTimeoutFactor(timeoutFactor)}
 	if cfg.Options.String("retry-delay") != "" {
 		d, err := cfg.Options.Duration("retry-delay")
 		if err != nil {
@@ -78,7 +86,16 @@ func newRedsync(cfg Config) (Locker, error) {
 	for i, n := range cfg.Nodes {
 		pools[i] = goredis.NewPool(n)
 	}
-	return &Redsync{cfg: cfg, rs: redsync.New(pools...), opts: opts}, nil
+	return &Redsync{cfg: cfg, rs: redsync.New(pools...), opts: opts, expiry: expiry, timeoutFactor: timeoutFactor}, nil
+}
+
+// Lease is redsync's expiry (the TTL unless the expiry option sets it).
+func (l *Redsync) Lease() time.Duration { return l.expiry }
+
+// NodeTimeout is redsync's per-node timeout: the expiry times its timeout
+// factor.
+func (l *Redsync) NodeTimeout() time.Duration {
+	return time.Duration(float64(l.expiry) * l.timeoutFactor)
 }
 
 // Acquire is one attempt (TryLockContext).

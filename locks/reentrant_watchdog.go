@@ -57,7 +57,7 @@ func init() {
 		Nodes:       1,
 		Reentrant:   true,
 		Options: []option.Spec{
-			{Key: "watchdog-timeout", Default: "30s", Help: "lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout); e.g. 1ttl to follow --ttl"},
+			{Key: "watchdog-timeout", Default: "1ttl", Help: "lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout, whose default is 30s); follows --ttl unless set"},
 			{Key: "lease-time", Default: "0s", Help: "explicit lease time (Redisson's lock(leaseTime)): the lease just expires, no watchdog; 0 uses the watchdog"},
 		},
 		New: newReentrantWatchdog,
@@ -312,3 +312,7 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// Lease is Redisson's internalLockLeaseTime: the watchdog timeout (the TTL
+// unless set), or the explicit lease time.
+func (l *ReentrantWatchdog) Lease() time.Duration { return l.lease }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // Bandwidth throttles chosen links to a few kilobytes per second (a
@@ -43,23 +44,12 @@ func init() {
 	})
 }
 
-func (b *Bandwidth) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (b *Bandwidth) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	rate, _ := b.opts.Int("rate")
 	duration, _ := b.opts.Duration("duration")
 	dirs, _ := streamsOf("bandwidth", b.opts.String("stream"))
-	links, target, clients, err := b.links.pick(env)
-	if err != nil {
-		return nil, err
-	}
-	heal, err := addToxics(links, "bandwidth", "bandwidth", dirs, map[string]any{"rate": rate})
-	if err != nil {
-		return nil, err
-	}
-	return &Fault{
-		Target:   target,
-		Params:   map[string]string{"rate": fmt.Sprintf("%dKB/s", rate), "stream": b.opts.String("stream"), "duration": duration.String()},
-		Clients:  clients,
-		Duration: duration,
-		Heal:     heal,
-	}, nil
+	params := map[string]string{"rate": fmt.Sprintf("%dKB/s", rate), "stream": b.opts.String("stream"), "duration": duration.String()}
+	return linkFault(ctx, env, step, b.links, duration, "throttled", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+		return addToxics(links, "bandwidth", "bandwidth", dirs, map[string]any{"rate": rate})
+	})
 }

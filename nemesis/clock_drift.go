@@ -2,9 +2,12 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -46,28 +49,31 @@ func init() {
 	})
 }
 
-func (c *ClockDrift) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (c *ClockDrift) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	rate, _ := strconv.ParseFloat(c.opts.String("rate"), 64)
 	d, _ := c.opts.Duration("duration")
-	params := map[string]string{"variant": "shim", "rate": c.opts.String("rate"), "duration": d.String()}
-	clients, err := awaitHold(env, c.opts, params)
+	nf, err := aimNode(ctx, env, step, c.opts, c.node)
 	if err != nil {
 		return nil, err
 	}
-	i := c.node.pick(env)
-	node, clock, err := nodeClock(env, "clock-drift", i)
+	node, clock, err := nodeClock(env, "clock-drift", nf.i)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, nf.release())
 	}
+	start := history.Now()
 	if err := clock.Set(clock.Offset(), rate); err != nil {
-		return nil, err
+		return nil, errors.Join(err, nf.release())
 	}
-	params["node"] = strconv.Itoa(i)
-	return &Fault{
-		Target:   fmt.Sprintf("clock of lock node %d (%s) runs at %s× real speed", i, node.Name(), c.opts.String("rate")),
-		Params:   params,
-		Clients:  clients,
-		Duration: d,
-		Heal:     func(context.Context) error { return clock.Set(0, 1) },
-	}, nil
+	f := nf.fault(&Fault{
+		Target: fmt.Sprintf("clock of lock node %d (%s) runs at %s× real speed", nf.i, node.Name(), c.opts.String("rate")),
+		Params: map[string]string{"variant": "shim", "rate": c.opts.String("rate"), "duration": d.String()},
+		Start:  start,
+		Heal:   func(context.Context) error { return clock.Set(0, 1) },
+	})
+	// A fast clock takes the lease away only once the node's time has run
+	// past its expiry: wait for that (or the stretch's bound).
+	at := nf.awaitGone(ctx)
+	f.Effect, err = nf.effect(ctx, env, at, fmt.Sprintf("lock node %d's clock ran at %s× real speed", nf.i, c.opts.String("rate")))
+	f.Duration = time.Until(timeOf(start).Add(d))
+	return f, err
 }

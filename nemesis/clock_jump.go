@@ -2,11 +2,13 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -65,18 +67,80 @@ func checkWhen(owner string, opts option.Values) error {
 	return nil
 }
 
-// awaitHold returns ErrNoTarget unless a client acquired very recently (or
-// when=any); the params name the holder.
-func awaitHold(env Env, opts option.Values, params map[string]string) ([]int, error) {
+// aimWhen aims at the step's hold when the when option says hold (nil for
+// any), keeping its client inside until the fault's effect is known.
+func aimWhen(ctx context.Context, env Env, step Step, opts option.Values) (*aimed, error) {
 	if opts.String("when") != "hold" {
 		return nil, nil
 	}
-	h, ok := freshestHolder(env)
-	if !ok || time.Since(h.Since) > env.TTL()/10 {
-		return nil, ErrNoTarget
+	return aimAt(ctx, env, step, stretchBound(env))
+}
+
+// nodeFault is what the faults that make one node lose a lease share: the
+// aim (nil with when=any), the nodes that held the lease before, and the
+// chosen node.
+type nodeFault struct {
+	a    *aimed
+	held []int
+	i    int
+	node cluster.Node
+}
+
+func aimNode(ctx context.Context, env Env, step Step, opts option.Values, choice nodeChoice) (*nodeFault, error) {
+	a, err := aimWhen(ctx, env, step, opts)
+	if err != nil {
+		return nil, err
 	}
-	params["holder"], params["key"] = strconv.Itoa(h.Client), h.Key
-	return []int{h.Client}, nil
+	nf := &nodeFault{a: a}
+	if a != nil {
+		nf.held = holdersOf(ctx, env.LockNodes(), a.Key)
+	}
+	nf.i = choice.pick(env, step, nf.held)
+	nf.node = env.LockNodes()[nf.i]
+	return nf, nil
+}
+
+// fault fills in what every such fault records.
+func (nf *nodeFault) fault(f *Fault) *Fault {
+	f.Nodes = []int{nf.i}
+	if f.Params == nil {
+		f.Params = map[string]string{}
+	}
+	f.Params["node"] = strconv.Itoa(nf.i)
+	if nf.a != nil {
+		f.Aim = nf.a.aim()
+		f.Params["holder"], f.Params["key"] = strconv.Itoa(nf.a.Client), nf.a.Key
+	}
+	return f
+}
+
+// effect asks the nodes, at the moment at, whether the lease survived, and
+// keeps the holder until it is certain (aimed.lostEffect). Without an aim
+// the checker judges from the history.
+func (nf *nodeFault) effect(ctx context.Context, env Env, at int64, what string) (*history.Effect, error) {
+	if nf.a == nil {
+		return nil, nil
+	}
+	v := votes{nodes: len(env.LockNodes()), before: nf.held, after: holdersOf(ctx, env.LockNodes(), nf.a.Key), quorum: quorum(env)}
+	return nf.a.lostEffect(ctx, at, v, what)
+}
+
+func (nf *nodeFault) release() error { return aRelease(nf.a) }
+
+// awaitGone waits until the chosen node no longer has the aimed key, or the
+// aimed hold's stretch bound passes, and returns when it stopped waiting.
+func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
+	if nf.a == nil {
+		return history.Now()
+	}
+	until := nf.a.Invoked + nf.a.bound.Nanoseconds()
+	for history.Now() < until && ctx.Err() == nil {
+		if v, err := redisDo(ctx, nf.node.Addr(), "EXISTS", nf.a.Key); err == nil && v == int64(0) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return history.Now()
 }
 
 // shimAvailable: the clock shim goes into processes that a backend starts
@@ -100,32 +164,33 @@ func nodeClock(env Env, owner string, i int) (cluster.Node, *cluster.Clock, erro
 	return node, c, nil
 }
 
-func (j *ClockJump) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (j *ClockJump) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	by, _ := j.opts.Duration("by")
 	d, _ := j.opts.Duration("duration")
-	params := map[string]string{"variant": "shim", "by": by.String(), "direction": j.opts.String("direction"), "duration": d.String()}
-	clients, err := awaitHold(env, j.opts, params)
+	nf, err := aimNode(ctx, env, step, j.opts, j.node)
 	if err != nil {
 		return nil, err
 	}
-	i := j.node.pick(env)
-	node, clock, err := nodeClock(env, "clock-jump", i)
-	if err != nil {
-		return nil, err
+	clock := env.Clock(nf.node)
+	if clock == nil {
+		return nil, errors.Join(fmt.Errorf("clock-jump: lock node %d (%s) runs without the clock shim", nf.i, nf.node.Name()), nf.release())
 	}
-	step := by
+	step2 := by
 	if j.opts.String("direction") == "backward" {
-		step = -by
+		step2 = -by
 	}
-	if err := clock.Set(clock.Offset()+step, clock.Rate()); err != nil {
-		return nil, err
+	start := history.Now()
+	if err := clock.Set(clock.Offset()+step2, clock.Rate()); err != nil {
+		return nil, errors.Join(err, nf.release())
 	}
-	params["node"], params["offset"] = strconv.Itoa(i), clock.Offset().Round(time.Millisecond).String()
-	return &Fault{
-		Target:   fmt.Sprintf("clock of lock node %d (%s) %s by %v", i, node.Name(), j.opts.String("direction"), by),
-		Params:   params,
-		Clients:  clients,
-		Duration: d,
-		Heal:     func(context.Context) error { return clock.Set(0, 1) },
-	}, nil
+	f := nf.fault(&Fault{
+		Target: fmt.Sprintf("clock of lock node %d (%s) %s by %v", nf.i, nf.node.Name(), j.opts.String("direction"), by),
+		Params: map[string]string{"variant": "shim", "by": by.String(), "direction": j.opts.String("direction"), "duration": d.String(),
+			"offset": clock.Offset().Round(time.Millisecond).String()},
+		Start: start,
+		Heal:  func(context.Context) error { return clock.Set(0, 1) },
+	})
+	f.Effect, err = nf.effect(ctx, env, history.Now(), fmt.Sprintf("lock node %d's clock jumped %s by %s", nf.i, j.opts.String("direction"), by))
+	f.Duration = time.Until(timeOf(start).Add(d))
+	return f, err
 }

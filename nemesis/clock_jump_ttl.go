@@ -2,9 +2,11 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
@@ -55,25 +57,24 @@ for _, k in ipairs(redis.call("KEYS", "*")) do
 end
 return n`)
 
-func (c *ClockJumpTTL) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (c *ClockJumpTTL) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	by, _ := c.opts.Duration("by")
-	params := map[string]string{"variant": "pexpire", "by": by.String()}
-	clients, err := awaitHold(env, c.opts, params)
+	nf, err := aimNode(ctx, env, step, c.opts, c.node)
 	if err != nil {
 		return nil, err
 	}
-	i := c.node.pick(env)
-	node := env.LockNodes()[i]
-	rdb := redis.NewClient(&redis.Options{Addr: node.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	rdb := redis.NewClient(&redis.Options{Addr: nf.node.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 	defer rdb.Close()
+	start := history.Now()
 	n, err := shortenTTLs.Run(ctx, rdb, nil, by.Milliseconds()).Int64()
 	if err != nil {
-		return nil, fmt.Errorf("clock-jump-ttl on lock node %d (%s): %w", i, node.Name(), err)
+		return nil, errors.Join(fmt.Errorf("clock-jump-ttl on lock node %d (%s): %w", nf.i, nf.node.Name(), err), nf.release())
 	}
-	params["node"], params["keys"] = strconv.Itoa(i), strconv.FormatInt(n, 10)
-	return &Fault{
-		Target:  fmt.Sprintf("TTLs on lock node %d (%s) shortened by %v", i, node.Name(), by),
-		Params:  params,
-		Clients: clients,
-	}, nil
+	f := nf.fault(&Fault{
+		Target: fmt.Sprintf("TTLs on lock node %d (%s) shortened by %v", nf.i, nf.node.Name(), by),
+		Params: map[string]string{"variant": "pexpire", "by": by.String(), "keys": strconv.FormatInt(n, 10)},
+		Start:  start,
+	})
+	f.Effect, err = nf.effect(ctx, env, history.Now(), fmt.Sprintf("every TTL on lock node %d was shortened by %s", nf.i, by))
+	return f, err
 }

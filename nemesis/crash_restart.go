@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -20,6 +21,15 @@ import (
 // longer than the largest TTL) is antirez's mitigation for running without
 // persistence: by the time the node is back, every lease it granted has
 // expired anyway.
+//
+// With when=hold (the default) it lands by construction: it waits for the
+// step's client to hold the step's key, keeps that client inside its
+// critical section, crashes a node that holds the lease (node=holder), and
+// after the restart asks the node whether it still has the key. The fault
+// landed when the node came back while the lease still lived by its TTL
+// (with a delay: when it crashed while the lease lived); the lease is lost
+// when the holder is left with fewer nodes than the lock needs, and the
+// holder then stays inside until another client takes the key.
 type CrashRestart struct {
 	opts option.Values
 	node nodeChoice
@@ -32,7 +42,7 @@ func init() {
 		Options: []option.Spec{
 			nodeOption("the crashed node"),
 			{Key: "delay", Default: "0s", Help: "how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"},
-			{Key: "when", Default: "hold", Help: "hold (crash while a client holds a lock, just after it acquired) or any (crash whenever the schedule says)"},
+			{Key: "when", Default: "hold", Help: "hold (crash while the step's client holds its key, kept inside until the effect is known) or any (crash whenever the schedule says)"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {
 			if err := durations(opts, "delay"); err != nil {
@@ -48,24 +58,31 @@ func init() {
 	})
 }
 
-func (c *CrashRestart) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	delay, _ := c.opts.Duration("delay")
 	params := map[string]string{"signal": "SIGKILL", "persistence": env.Topology().Persistence, "delay": delay.String()}
+	var (
+		a    *aimed
+		held []int
+		err  error
+	)
 	if c.opts.String("when") == "hold" {
-		// Just after an acquire: the holder has its whole critical
-		// section left, so a quick restart lands inside it.
-		h, ok := freshestHolder(env)
-		if !ok || time.Since(h.Since) > env.TTL()/10 {
-			return nil, ErrNoTarget
+		if a, err = aimAt(ctx, env, step, stretchBound(env)); err != nil {
+			return nil, err
 		}
-		params["holder"] = strconv.Itoa(h.Client)
-		params["key"] = h.Key
+		held = holdersOf(ctx, env.LockNodes(), a.Key)
+		params["holder"], params["key"] = strconv.Itoa(a.Client), a.Key
 	}
-	i := c.node.pick(env)
-	node := env.LockNodes()[i]
+	nodes := env.LockNodes()
+	i := c.node.pick(env, step, held)
+	node := nodes[i]
+	start := history.Now()
 	if err := node.Signal(syscall.SIGKILL); err != nil {
+		if a != nil {
+			err = errors.Join(err, a.release())
+		}
 		if errors.Is(err, cluster.ErrNotRunning) {
-			return nil, ErrNoTarget // already down (another fault); try later
+			return nil, fmt.Errorf("%w: lock node %d is already down (another fault)", ErrNoTarget, i)
 		}
 		return nil, fmt.Errorf("crash lock node %d: %w", i, err)
 	}
@@ -74,15 +91,45 @@ func (c *CrashRestart) Inject(ctx context.Context, env Env) (*Fault, error) {
 	if delay > 0 {
 		restart = "after " + delay.String()
 	}
-	return &Fault{
+	f := &Fault{
 		Target:   fmt.Sprintf("lock node %d (%s), restarted %s", i, node.Name(), restart),
 		Params:   params,
+		Nodes:    []int{i},
+		Start:    start,
 		Duration: delay,
-		Heal: func(ctx context.Context) error {
-			if err := node.Restart(ctx); err != nil {
-				return fmt.Errorf("restart lock node %d after the crash: %w", i, err)
-			}
+	}
+	var rerr error
+	if a != nil {
+		f.Aim = a.aim()
+		if delay > 0 {
+			// antirez's delayed restart: the node stays away past the
+			// lease, so there is no forgetting to wait for. The holder
+			// goes on; the fault hit it if the lease lived at the crash.
+			rerr = a.release()
+			f.Effect = &history.Effect{Landed: a.liveAt(start),
+				Note: fmt.Sprintf("lock node %d crashed while client %d held %s and stayed down for %s", i, a.Client, a.Key, delay)}
+		}
+	}
+	f.Heal = func(ctx context.Context) error {
+		if err := node.Restart(ctx); err != nil {
+			return errors.Join(fmt.Errorf("restart lock node %d after the crash: %w", i, err), aRelease(a))
+		}
+		if a == nil || delay > 0 {
 			return nil
-		},
-	}, nil
+		}
+		at := history.Now()
+		v := votes{nodes: len(nodes), before: held, after: holdersOf(ctx, env.LockNodes(), a.Key), quorum: quorum(env)}
+		e, err := a.lostEffect(ctx, at, v, fmt.Sprintf("lock node %d was back %s after the crash", i, round(time.Duration(at-start))))
+		f.Effect = e
+		return err
+	}
+	return f, rerr
+}
+
+// aRelease releases a, if any.
+func aRelease(a *aimed) error {
+	if a == nil {
+		return nil
+	}
+	return a.release()
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,13 +55,12 @@ func failoverOptions(cutHelp string) []option.Spec {
 	return []option.Spec{
 		nodeOption("the lock node whose primary fails"),
 		{Key: "cut", Default: "all", Help: "replication cut before the kill: " + cutHelp},
-		{Key: "wait", Default: "3ttl", Help: "how long to wait, once replication is cut, for a client to acquire on the primary before killing it anyway"},
 		{Key: "duration", Default: "3ttl", Help: "how long after the promotion the old primary stays dead (then it restarts as a replica)"},
 	}
 }
 
 func parseFailover(owner string, opts option.Values, cuts ...string) (nodeChoice, error) {
-	if err := durations(opts, "wait", "duration"); err != nil {
+	if err := durations(opts, "duration"); err != nil {
 		return 0, err
 	}
 	cut := opts.String("cut")
@@ -74,8 +74,8 @@ func parseFailover(owner string, opts option.Values, cuts ...string) (nodeChoice
 	return parseNode(owner, opts.String("node"))
 }
 
-func (f *Failover) Inject(ctx context.Context, env Env) (*Fault, error) {
-	i := f.node.pick(env)
+func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
+	i := f.node.pick(env, step, nil)
 	g := groupOf(env, i)
 	if g == nil || len(g.Replicas()) == 0 {
 		return nil, fmt.Errorf("failover of lock node %d: it has no replicas (--replicas)", i)
@@ -84,11 +84,12 @@ func (f *Failover) Inject(ctx context.Context, env Env) (*Fault, error) {
 	replicas := g.Replicas()
 	promote := replicas[env.Rand().IntN(len(replicas))]
 	cutWhom := map[string][]int{"all": replicas, "promoted": {promote}, "none": nil}[f.opts.String("cut")]
-	pre, err := prepareFailover(ctx, env, g, cutWhom, f.opts)
+	pre, err := prepareFailover(ctx, env, step, g, cutWhom, f.opts)
 	if err != nil {
 		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
 	}
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
+	pre.start = history.Now()
 	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
 		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
 	}
@@ -104,14 +105,19 @@ func (f *Failover) Inject(ctx context.Context, env Env) (*Fault, error) {
 		return pre.partial(target, heal), fmt.Errorf("failover of lock node %d: %w", i, err)
 	}
 	fault := pre.partial(target, heal)
-	fault.Duration, _ = f.opts.Duration("duration")
-	return fault, nil
+	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("replica %s of lock node %d was primary %s after the kill", newNode.Name(), i, round(time.Duration(history.Now()-pre.start))))
+	d, _ := f.opts.Duration("duration")
+	fault.Duration = time.Until(timeOf(pre.start).Add(d))
+	return fault, err
 }
 
 // prepared is the state of a failover before the kill.
 type prepared struct {
 	uncut   func(context.Context) error
 	params  map[string]string
+	a       *aimed
+	held    []int // the lock nodes that held the aimed lease before the kill
+	start   int64 // the kill
 	clients []int
 }
 
@@ -121,30 +127,40 @@ func (p *prepared) partial(target string, rest func(context.Context) error) *Fau
 	if p == nil {
 		return nil
 	}
-	return &Fault{Target: target, Params: p.params, Clients: p.clients, Heal: func(ctx context.Context) error {
-		err := p.uncut(ctx)
+	f := &Fault{Target: target, Params: p.params, Start: p.start}
+	if p.a != nil {
+		f.Aim = p.a.aim()
+	}
+	f.Heal = func(ctx context.Context) error {
+		err := errors.Join(p.uncut(ctx), aRelease(p.a))
 		if rest != nil {
 			err = errors.Join(err, rest(ctx))
 		}
 		return err
-	}}
+	}
+	return f
+}
+
+// effect asks the lock nodes, now that clients point at the promoted
+// replica, whether the aimed lease survived (aimed.lostEffect).
+func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.Effect, error) {
+	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env.LockNodes(), p.a.Key), quorum: quorum(env)}
+	return p.a.lostEffect(ctx, history.Now(), v, what)
 }
 
 // prepareFailover cuts the relays of the replicas in cutWhom, then waits
-// for a client to acquire a lock on the primary while they are cut, at a
-// moment when those replicas serve no live lock key: a key that reached
-// them before the cut, whose release did not, would shield the new holder
-// until its TTL ran out and hide the failure. It first tries, for up to a
-// TTL, to cut while nobody holds a lock (then the first acquire after the
-// cut is the one), and otherwise cuts anyway and waits for the stale key to
-// expire. It then waits, for up to the wait option, for a hold in its first
-// half, so that the kill lands while its holder still works; after that the
-// failover goes ahead anyway. The params say how it went.
-func prepareFailover(ctx context.Context, env Env, g *Group, cutWhom []int, opts option.Values) (*prepared, error) {
+// for the step's client to acquire the step's key on the primary while
+// they are cut, keeping it inside its critical section (aimAt), at a moment
+// when those replicas serve no live lock key: a key that reached them
+// before the cut, whose release did not, would shield the new holder until
+// its TTL ran out and hide the failure. It first tries, for up to a TTL, to
+// cut while nobody holds a lock (then no stale key can reach them), and
+// otherwise cuts anyway and waits for the stale key to expire. The params
+// say how it went.
+func prepareFailover(ctx context.Context, env Env, step Step, g *Group, cutWhom []int, opts option.Values) (*prepared, error) {
 	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{
 		"node": strconv.Itoa(g.Index), "cut": opts.String("cut"),
 	}}
-	wait, _ := opts.Duration("wait")
 	var names []string
 	for _, m := range cutWhom {
 		names = append(names, g.Members()[m].Name())
@@ -166,7 +182,7 @@ func prepareFailover(ctx context.Context, env Env, g *Group, cutWhom []int, opts
 	p.params["cut-while-free"] = "no"
 	// Every hold shorter than the TTL ends within one, so one TTL normally
 	// shows a free moment; after that, cut anyway.
-	for deadline := time.Now().Add(min(wait, env.TTL())); ; {
+	for deadline := time.Now().Add(env.TTL()); ; {
 		// The release's DEL must have reached the replicas before the cut.
 		if len(env.Holders()) == 0 && check.live(ctx) == 0 {
 			if err := cut(); err != nil {
@@ -196,20 +212,19 @@ func prepareFailover(ctx context.Context, env Env, g *Group, cutWhom []int, opts
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
-	cutAt := time.Now()
-	p.params["acquired-after-cut"] = "none"
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
-		if h, ok := freshestHolder(env); ok && h.Since.After(cutAt) && time.Since(h.Since) < max(env.TTL()/10, env.Hold()/2) && check.live(ctx) == 0 {
-			p.params["acquired-after-cut"] = fmt.Sprintf("client %d, %s", h.Client, h.Key)
-			p.clients = []int{h.Client}
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return p, ctx.Err() // the schedule records the cut and heals it
-		case <-time.After(time.Millisecond):
-		}
+	a, err := aimAt(ctx, env, step, stretchBound(env))
+	if err != nil {
+		// Nothing was killed: undo the cut here, and the step is missed.
+		return nil, errors.Join(err, p.uncut(ctx))
 	}
+	p.a, p.clients = a, []int{a.Client}
+	p.params["acquired-after-cut"] = fmt.Sprintf("client %d, %s", a.Client, a.Key)
+	// A stale lease that reached the replicas before the cut must be gone
+	// before the kill, or it would shield the lock on the promoted replica.
+	for check.live(ctx) > 0 && a.liveAt(history.Now()+env.TTL().Nanoseconds()/10) {
+		time.Sleep(time.Millisecond)
+	}
+	p.held = holdersOf(ctx, env.LockNodes(), a.Key)
 	// How far the replicas lag: the evidence that the key never reached them.
 	_, primary := g.Primary()
 	p.params["primary-offset"] = replOffset(ctx, primary.Addr(), "master_repl_offset")

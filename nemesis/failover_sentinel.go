@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -51,11 +52,11 @@ func init() {
 	})
 }
 
-func (f *FailoverSentinel) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	if f.done.Load() {
 		return nil, ErrDone
 	}
-	i := f.node.pick(env)
+	i := f.node.pick(env, step, nil)
 	g := groupOf(env, i)
 	sentinels := env.Sentinels()
 	if g == nil || len(g.Replicas()) == 0 || len(sentinels) == 0 {
@@ -66,12 +67,13 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env) (*Fault, error) 
 	if f.opts.String("cut") == "all" {
 		cutWhom = g.Replicas()
 	}
-	pre, err := prepareFailover(ctx, env, g, cutWhom, f.opts)
+	pre, err := prepareFailover(ctx, env, step, g, cutWhom, f.opts)
 	if err != nil {
 		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
 	}
 	f.done.Store(true)
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
+	pre.start = history.Now()
 	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
 		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover-sentinel of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
 	}
@@ -100,8 +102,10 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env) (*Fault, error) 
 		return pre.partial(target, restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
 	}
 	fault := pre.partial(target, restart)
-	fault.Duration, _ = f.opts.Duration("duration")
-	return fault, nil
+	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("the sentinels promoted %s %s after the kill", newNode.Name(), pre.params["sentinel-decision"]))
+	d, _ := f.opts.Duration("duration")
+	fault.Duration = time.Until(timeOf(pre.start).Add(d))
+	return fault, err
 }
 
 // awaitPromotion asks the sentinels, in turn, for the primary of name until

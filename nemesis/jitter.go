@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // Jitter makes the delay of chosen links vary from one chunk of data to the
@@ -39,26 +40,15 @@ func init() {
 	})
 }
 
-func (j *Jitter) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (j *Jitter) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	jitter, _ := j.opts.Duration("jitter")
 	duration, _ := j.opts.Duration("duration")
 	dirs, _ := streamsOf("jitter", j.opts.String("stream"))
-	links, target, clients, err := j.links.pick(env)
-	if err != nil {
-		return nil, err
-	}
-	// toxiproxy's latency toxic waits latency ± jitter: centred on the
-	// jitter, that is 0 to 2×jitter.
-	ms := jitter.Milliseconds()
-	heal, err := addToxics(links, "jitter", "latency", dirs, map[string]any{"latency": ms, "jitter": ms})
-	if err != nil {
-		return nil, err
-	}
-	return &Fault{
-		Target:   target,
-		Params:   map[string]string{"jitter": jitter.String(), "delay-range": "0-" + (2 * jitter).String(), "stream": j.opts.String("stream"), "duration": duration.String()},
-		Clients:  clients,
-		Duration: duration,
-		Heal:     heal,
-	}, nil
+	params := map[string]string{"jitter": jitter.String(), "delay-range": "0-" + (2 * jitter).String(), "stream": j.opts.String("stream"), "duration": duration.String()}
+	return linkFault(ctx, env, step, j.links, duration, "jittery", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+		// toxiproxy's latency toxic waits latency ± jitter: centred on the
+		// jitter, that is 0 to 2×jitter.
+		ms := jitter.Milliseconds()
+		return addToxics(links, "jitter", "latency", dirs, map[string]any{"latency": ms, "jitter": ms})
+	})
 }

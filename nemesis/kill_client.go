@@ -2,47 +2,84 @@ package nemesis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
-// KillClient kills, with SIGKILL, a client that is in the middle of an
-// acquire: with a multi-step lock (setnx-expire) the crash can land between
-// the steps and leave the lock key behind with no expiry.
+// KillClient kills, with SIGKILL, the step's client in the middle of an
+// acquire: with a multi-step lock (setnx-expire) the crash lands between
+// the steps and leaves the lock key behind with no expiry. It lands by
+// construction: the client's replies are slowed first (reply-delay), so
+// its acquire stays in flight long enough to be killed there.
 type KillClient struct {
-	inFlight option.Values
+	opts option.Values
 }
 
 func init() {
 	Register(Spec{
 		Name:        "kill-client",
-		Description: "SIGKILL a worker whose acquire has been in flight for a while (a crash in the middle of acquiring)",
+		Description: "SIGKILL a worker in the middle of an acquire (its replies slowed so the kill lands there)",
 		Options: []option.Spec{
-			{Key: "in-flight", Default: "20ms", Help: "kill only a client whose acquire has been in flight at least this long"},
+			{Key: "in-flight", Default: "0.1ttl", Help: "kill the client once its acquire has been in flight this long"},
+			{Key: "reply-delay", Default: "0.2ttl", Help: "how late the client's replies arrive until the kill, so that its acquire is in flight long enough; 0 leaves them alone"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {
-			if _, err := opts.Duration("in-flight"); err != nil {
-				return nil, err
-			}
-			return &KillClient{inFlight: opts}, nil
+			return &KillClient{opts: opts}, durations(opts, "in-flight", "reply-delay")
 		},
 	})
 }
 
-func (k *KillClient) Inject(ctx context.Context, env Env) (*Fault, error) {
-	d, _ := k.inFlight.Duration("in-flight")
-	clients := env.Acquiring(d)
-	if len(clients) == 0 {
-		return nil, ErrNoTarget
+func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
+	d, _ := k.opts.Duration("in-flight")
+	delay, _ := k.opts.Duration("reply-delay")
+	c := step.Client
+	unslow := func(context.Context) error { return nil }
+	if delay > 0 {
+		var err error
+		unslow, err = addToxics(env.Proxies().Links(is(c), nil), "kill-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+		if err != nil {
+			return nil, err
+		}
 	}
-	c := clients[env.Rand().IntN(len(clients))]
+	var (
+		acq    Acquire
+		exited bool
+	)
+	deadline := time.Now().Add(triggerWait(env))
+	for {
+		v := snapshot(env)
+		acq, exited = v.Acquires[c], v.Exited[c]
+		if exited {
+			return nil, errors.Join(fmt.Errorf("%w: client %d has exited", ErrNoTarget, c), unslow(ctx))
+		}
+		if acq.Outcome == "" && acq.Invoked > 0 && history.Now()-acq.Invoked >= d.Nanoseconds() {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.Join(fmt.Errorf("%w: client %d had no acquire in flight for %v within %v", ErrNoTarget, c, d, triggerWait(env)), unslow(ctx))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(ctx.Err(), unslow(context.Background()))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	start := history.Now()
 	if err := env.Kill(c); err != nil {
-		return nil, err
+		return nil, errors.Join(err, unslow(ctx))
 	}
 	return &Fault{
 		Target:  "client " + strconv.Itoa(c),
-		Params:  map[string]string{"signal": "SIGKILL", "in-flight": d.String()},
+		Params:  map[string]string{"signal": "SIGKILL", "in-flight": d.String(), "reply-delay": delay.String(), "key": acq.Key},
 		Clients: []int{c},
+		Start:   start,
+		Heal:    unslow,
+		Effect: &history.Effect{Landed: true,
+			Note: fmt.Sprintf("client %d was killed %s into an acquire of %s", c, round(time.Duration(start-acq.Invoked)), acq.Key)},
 	}, nil
 }

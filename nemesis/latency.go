@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // Latency delays traffic on chosen client↔lock-node links with a toxiproxy
@@ -38,26 +39,13 @@ func init() {
 	})
 }
 
-func (l *Latency) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (l *Latency) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	delay, _ := l.opts.Duration("delay")
 	jitter, _ := l.opts.Duration("jitter")
 	duration, _ := l.opts.Duration("duration")
 	dirs, _ := streamsOf("latency", l.opts.String("stream"))
-	links, target, clients, err := l.links.pick(env)
-	if err != nil {
-		return nil, err
-	}
-	heal, err := addToxics(links, "latency", "latency", dirs, map[string]any{
-		"latency": delay.Milliseconds(), "jitter": jitter.Milliseconds(),
+	params := map[string]string{"delay": delay.String(), "jitter": jitter.String(), "stream": l.opts.String("stream"), "duration": duration.String()}
+	return linkFault(ctx, env, step, l.links, duration, "slow", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+		return addToxics(links, "latency", "latency", dirs, map[string]any{"latency": delay.Milliseconds(), "jitter": jitter.Milliseconds()})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &Fault{
-		Target:   target,
-		Params:   map[string]string{"delay": delay.String(), "jitter": jitter.String(), "stream": l.opts.String("stream"), "duration": duration.String()},
-		Clients:  clients,
-		Duration: duration,
-		Heal:     heal,
-	}, nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -56,31 +58,54 @@ func (c linkChoice) available(t Topology) error {
 }
 
 // pick returns the chosen links, a description of the target, and the
-// clients whose links they are when the choice was one client.
-func (c linkChoice) pick(env Env) ([]*proxy.Link, string, []int, error) {
+// clients whose links they are when the choice was one client: the aimed
+// holder's (holder), the step's client or node (client, node), or fixed.
+func (c linkChoice) pick(env Env, step Step, a *aimed) ([]*proxy.Link, string, []int) {
 	ps := env.Proxies()
 	switch c.kind {
 	case "holder":
-		h, ok := freshestHolder(env)
-		if !ok {
-			return nil, "", nil, ErrNoTarget
-		}
-		return ps.Links(is(h.Client), nil), fmt.Sprintf("links of client %d (holding %s)", h.Client, h.Key), []int{h.Client}, nil
+		return ps.Links(is(a.Client), nil), fmt.Sprintf("links of client %d (holding %s)", a.Client, a.Key), []int{a.Client}
 	case "client":
 		n := c.n
 		if n < 0 {
-			n = env.Rand().IntN(env.Topology().Clients)
+			n = step.Client
 		}
-		return ps.Links(is(n), nil), fmt.Sprintf("links of client %d", n), []int{n}, nil
+		return ps.Links(is(n), nil), fmt.Sprintf("links of client %d", n), []int{n}
 	case "node":
 		n := c.n
 		if n < 0 {
-			n = env.Rand().IntN(len(env.LockNodes()))
+			n = step.Node % max(len(env.LockNodes()), 1)
 		}
-		return ps.Links(nil, is(n)), fmt.Sprintf("links to lock node %d", n), nil, nil
+		return ps.Links(nil, is(n)), fmt.Sprintf("links to lock node %d", n), nil
 	}
 	links := ps.Links(nil, nil)
-	return links, fmt.Sprintf("all %d client links", len(links)), nil, nil
+	return links, fmt.Sprintf("all %d client links", len(links)), nil
+}
+
+// linkFault is a fault on links: it waits for the step's client to hold
+// the step's key (a live lease under the fault), installs the fault on the
+// chosen links, and records whether the fault lasted past that lease. what
+// says what the fault does to the links ("slow", "cut").
+func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, duration time.Duration, what string, params map[string]string,
+	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+	a, err := aimAt(ctx, env, step, 0)
+	if err != nil {
+		return nil, err
+	}
+	links, target, clients := choice.pick(env, step, a)
+	start := history.Now()
+	heal, err := install(links)
+	if err != nil {
+		return nil, err
+	}
+	params["links"] = strconv.Itoa(len(links))
+	f := &Fault{Target: target, Params: params, Clients: clients, Aim: a.aim(), Start: start, Duration: duration}
+	f.Heal = func(ctx context.Context) error {
+		err := heal(ctx)
+		f.Effect = a.lastedEffect(start, history.Now(), "the links were "+what)
+		return err
+	}
+	return f, nil
 }
 
 func is(n int) func(int) bool { return func(x int) bool { return x == n } }

@@ -16,23 +16,29 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // Nemesis injects one kind of fault.
 type Nemesis interface {
-	// Inject starts one fault and returns it, or ErrNoTarget when there is
-	// nothing to hit right now (no client holds a lock): the schedule tries
-	// again shortly. An Inject that fails, or is cancelled, after it already
-	// did harm (a failover that killed the primary, then the sentinels did
-	// not decide in time) returns that partial fault with its error: the
-	// schedule records it, heals it, and reports the error. Otherwise a
-	// failing Inject undoes what it did and returns a nil Fault.
-	Inject(ctx context.Context, env Env) (*Fault, error)
+	// Inject makes the fault of one step of the schedule and returns it.
+	// It takes its targets from the step (Client, Key, Node) unless an
+	// option names them, and, when the fault is meant to hit a lease, waits
+	// for the step's client to hold the step's key first (aim.go). It
+	// returns an error wrapping ErrNoTarget when that target never came: the
+	// step is missed, recorded as such, and the schedule goes on. An Inject
+	// that fails, or is cancelled, after it already did harm (a failover
+	// that killed the primary, then the sentinels did not decide in time)
+	// returns that partial fault with its error: the schedule records it,
+	// heals it, and reports the error. Otherwise a failing Inject undoes what
+	// it did and returns a nil Fault.
+	Inject(ctx context.Context, env Env, step Step) (*Fault, error)
 }
 
-// ErrNoTarget: the nemesis found nothing to hit at this instant.
+// ErrNoTarget: the step's target never came (its client did not hold its
+// key in time, or had exited); the step is missed.
 var ErrNoTarget = errors.New("no target")
 
 // ErrDone: the nemesis has nothing more to inject in this run (a sentinel
@@ -44,31 +50,53 @@ type Fault struct {
 	Target  string
 	Params  map[string]string
 	Clients []int // clients acted on directly
+	Stopped []int // clients whose process it stopped (SIGSTOP)
+	Nodes   []int // lock nodes acted on directly
+	// Aim is the hold the fault was aimed at, nil for none.
+	Aim *history.Aim
+	// Start is when the fault began (history.Now()), set by a nemesis that
+	// waited inside Inject for its moment; 0 means when Inject was called.
+	Start int64
 	// Duration is how long to keep the fault before healing; 0 for an
 	// instant fault (a kill), which has nothing to heal.
 	Duration time.Duration
 	// Heal undoes the fault; nil when there is nothing to undo.
 	Heal func(ctx context.Context) error
+	// Effect is what the fault did to the lease it aimed at: whether it
+	// landed, and what became of the lease as far as the nemesis saw.
+	// Inject or Heal sets it; the schedule records it on the fault-end. Nil
+	// leaves it to the checker to judge from the history.
+	Effect *history.Effect
 }
 
 // Env is what a nemesis may act on.
 type Env interface {
 	TTL() time.Duration
+	// Lease is the lease the lock really uses: the TTL unless a lock option
+	// overrides it.
+	Lease() time.Duration
 	Hold() time.Duration
+	// Rand is the step's own random source (Step.Rand).
 	Rand() *rand.Rand
-	// Holders lists (client, key, since) for every hold in progress, as the
-	// coordinator saw it in the event stream.
+	// Holders lists every hold in progress, as the coordinator saw it in
+	// the event stream.
 	Holders() []Holding
+	// Await waits until cond holds of the run as the coordinator sees it,
+	// evaluated at every event, or ctx ends.
+	Await(ctx context.Context, cond func(View) bool) error
 	// Acquiring lists clients whose acquire has been in flight at least d.
 	Acquiring(d time.Duration) []int
 	Pause(client int) error
 	Resume(client int) error
 	// Kill ends a client with SIGKILL; its exit is recorded as expected.
 	Kill(client int) error
-	// Stretch turns a client's hold stretch on or off: while it is on, a
-	// client that is in its critical section stays there, running normally
-	// (its watchdog too), instead of releasing after the hold time.
-	Stretch(client int, on bool) error
+	// Stretch asks client to keep every hold of key in its critical
+	// section, once its hold time is up, for at most max from that hold's
+	// acquire invoke (the worker enforces the bound itself), and returns
+	// when the worker says it will (history time), or ErrNoTarget when it
+	// has exited. Unstretch withdraws it.
+	Stretch(ctx context.Context, client int, key string, max time.Duration) (int64, error)
+	Unstretch(client int) error
 	// Proxies are the client↔lock-node links and the replication relays.
 	Proxies() *proxy.Proxies
 	// LockNodes are the nodes the lock uses, in order (never the resource):
@@ -98,14 +126,37 @@ type Topology struct {
 	// Persistence of the lock nodes: "none", "everysec" or "always" (AOF).
 	Persistence string
 	Clients     int
+	Keys        int
 	TTL         time.Duration
+	// Quorum is how many lock nodes a holder needs: 1 for a single-node
+	// lock, a majority for Redlock.
+	Quorum int
+}
+
+// View is the workload as the coordinator sees it in the event stream.
+type View struct {
+	Holders []Holding
+	// Acquires holds each client's latest acquire.
+	Acquires map[int]Acquire
+	// Exited are the clients whose process has ended.
+	Exited map[int]bool
+}
+
+// Acquire is one client's latest acquire: in flight (Outcome "") or done.
+type Acquire struct {
+	Key           string
+	Invoked, Done int64
+	Outcome       history.Kind // ok, fail, info; "" while in flight
 }
 
 // Holding is one hold in progress.
 type Holding struct {
 	Client int
 	Key    string
-	Since  time.Time
+	Since  time.Time // when the coordinator saw the acquire return
+	// OK and Invoked are the history times of the acquire's return and of
+	// its invoke.
+	OK, Invoked int64
 }
 
 // Spec registers one nemesis.

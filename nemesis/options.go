@@ -30,23 +30,29 @@ func linksAvailable(owner string) func(Topology, option.Values) error {
 	}
 }
 
-// nodeChoice is a node option: "random" or a lock node number.
+// nodeChoice is a node option: "holder", "random" or a lock node number.
 type nodeChoice int
 
-const randomNode nodeChoice = -1
+const (
+	randomNode nodeChoice = -1 // the step's node
+	holderNode nodeChoice = -2 // one of the nodes that hold the aimed lease
+)
 
 func nodeOption(help string) option.Spec {
-	return option.Spec{Key: "node", Default: "random", Help: help + ": random or a lock node number (0, 1, …)"}
+	return option.Spec{Key: "node", Default: "holder",
+		Help: help + ": holder (a node that holds the aimed lease, so a quorum lock loses one of its votes), random (the step's choice) or a lock node number (0, 1, …)"}
 }
 
 func parseNode(owner, s string) (nodeChoice, error) {
-	s = strings.TrimSpace(s)
-	if s == "random" {
+	switch s = strings.TrimSpace(s); s {
+	case "random":
 		return randomNode, nil
+	case "holder":
+		return holderNode, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("option %s.node=%q: want random or a lock node number", owner, s)
+		return 0, fmt.Errorf("option %s.node=%q: want holder, random or a lock node number", owner, s)
 	}
 	return nodeChoice(n), nil
 }
@@ -65,10 +71,15 @@ func nodeAvailable(owner string) func(Topology, option.Values) error {
 	}
 }
 
-// pick returns a lock node index.
-func (n nodeChoice) pick(env Env) int {
-	if n == randomNode {
-		return env.Rand().IntN(len(env.LockNodes()))
+// pick returns a lock node index for step: a fixed one, the step's, or —
+// for holder — one of held (the nodes holding the aimed lease), chosen
+// with the step's random source (the step's node when held is empty).
+func (n nodeChoice) pick(env Env, step Step, held []int) int {
+	switch {
+	case n >= 0:
+		return int(n)
+	case n == holderNode && len(held) > 0:
+		return held[env.Rand().IntN(len(held))]
 	}
-	return int(n)
+	return step.Node % max(len(env.LockNodes()), 1)
 }

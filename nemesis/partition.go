@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -45,7 +47,7 @@ func init() {
 		Options: []option.Spec{
 			{Key: "shape", Default: "node", Help: "node (one lock node isolated), client (one client isolated) or split (each client sees its own majority; the views share a node)"},
 			nodeOption("shape=node: the isolated node"),
-			{Key: "client", Default: "holder", Help: "shape=client: the isolated client: holder (the freshest holder), random, or a client number"},
+			{Key: "client", Default: "holder", Help: "shape=client: the isolated client: holder (the step's client, once it holds its key) or a client number"},
 			{Key: "mode", Default: "drop", Help: "drop (packets vanish; requests time out) or refuse (connections refused; requests fail fast)"},
 			{Key: "duration", Default: "5ttl", Help: "how long the partition lasts"},
 		},
@@ -62,9 +64,12 @@ func init() {
 			if m := opts.String("mode"); m != "drop" && m != "refuse" {
 				return nil, fmt.Errorf("option partition.mode=%q: want drop or refuse", m)
 			}
-			if p.client != "holder" && p.client != "random" {
+			if p.client == "random" {
+				p.client = "holder" // the step's client either way
+			}
+			if p.client != "holder" {
 				if n, err := strconv.Atoi(p.client); err != nil || n < 0 {
-					return nil, fmt.Errorf("option partition.client=%q: want holder, random or a client number", p.client)
+					return nil, fmt.Errorf("option partition.client=%q: want holder or a client number", p.client)
 				}
 			}
 			var err error
@@ -103,19 +108,33 @@ func Views(nodes int) (even, odd []int) {
 	return even, odd
 }
 
-func (p *Partition) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	duration, _ := p.opts.Duration("duration")
 	mode := p.opts.String("mode")
 	ps := env.Proxies()
 	params := map[string]string{"shape": p.shape, "mode": mode, "duration": duration.String()}
+	f := &Fault{Params: params, Duration: duration}
 	var (
-		links   []*proxy.Link
-		target  string
-		clients []int
+		links []*proxy.Link
+		a     *aimed
+		what  string
 	)
 	switch p.shape {
+	case "node", "client":
+		// A cut needs no help to outlast a lease: aim at the step's hold
+		// without keeping its client inside.
+		if n, err := strconv.Atoi(p.client); err == nil && p.shape == "client" {
+			step.Client = n
+		}
+		var err error
+		if a, err = aimAt(ctx, env, step, 0); err != nil {
+			return nil, err
+		}
+		f.Aim = a.aim()
+	}
+	switch p.shape {
 	case "node":
-		n := p.node.pick(env)
+		n := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Key))
 		links = ps.Links(nil, is(n))
 		// Its replicas lose it too: they must not keep copying the lock
 		// keys of an isolated primary.
@@ -124,58 +143,38 @@ func (p *Partition) Inject(ctx context.Context, env Env) (*Fault, error) {
 				links = append(links, g.Relay(m))
 			}
 		}
-		target = fmt.Sprintf("lock node %d isolated", n)
+		f.Target, f.Nodes = fmt.Sprintf("lock node %d isolated", n), []int{n}
 		params["node"] = strconv.Itoa(n)
+		what = fmt.Sprintf("lock node %d was cut off", n)
 	case "client":
-		c, err := p.pickClient(env)
-		if err != nil {
-			return nil, err
-		}
-		links = ps.Links(is(c), nil)
-		target = fmt.Sprintf("client %d isolated", c)
-		clients = []int{c}
+		links = ps.Links(is(a.Client), nil)
+		f.Target, f.Clients = fmt.Sprintf("client %d isolated", a.Client), []int{a.Client}
+		what = fmt.Sprintf("client %d was cut off", a.Client)
 	case "split":
 		nodes := len(env.LockNodes())
 		even, odd := Views(nodes)
-		sees := func(view []int) func(int) bool {
-			return func(n int) bool {
-				for _, v := range view {
-					if v == n {
-						return true
-					}
-				}
-				return false
-			}
-		}
-		evenSees, oddSees := sees(even), sees(odd)
 		for _, l := range ps.Links(nil, nil) {
-			if (l.Client%2 == 0 && !evenSees(l.Node)) || (l.Client%2 == 1 && !oddSees(l.Node)) {
+			if (l.Client%2 == 0 && !slices.Contains(even, l.Node)) || (l.Client%2 == 1 && !slices.Contains(odd, l.Node)) {
 				links = append(links, l)
 			}
 		}
-		target = fmt.Sprintf("even clients see nodes %s, odd clients %s", nodeList(even), nodeList(odd))
+		f.Target = fmt.Sprintf("even clients see nodes %s, odd clients %s", nodeList(even), nodeList(odd))
 		params["even-clients-see"], params["odd-clients-see"] = nodeList(even), nodeList(odd)
 	}
+	f.Start = history.Now()
 	heal, err := cut(links, mode)
 	if err != nil {
 		return nil, err
 	}
 	params["links"] = strconv.Itoa(len(links))
-	return &Fault{Target: target, Params: params, Clients: clients, Duration: duration, Heal: heal}, nil
-}
-
-func (p *Partition) pickClient(env Env) (int, error) {
-	switch p.client {
-	case "holder":
-		h, ok := freshestHolder(env)
-		if !ok {
-			return 0, ErrNoTarget
+	f.Heal = func(ctx context.Context) error {
+		err := heal(ctx)
+		if a != nil {
+			f.Effect = a.lastedEffect(f.Start, history.Now(), what)
 		}
-		return h.Client, nil
-	case "random":
-		return env.Rand().IntN(env.Topology().Clients), nil
+		return err
 	}
-	return strconv.Atoi(p.client)
+	return f, nil
 }
 
 // cut severs links in mode drop or refuse and returns the heal.

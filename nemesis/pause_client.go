@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -50,31 +52,47 @@ func init() {
 	})
 }
 
-func (p *PauseClient) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	if p.opts.String("phase") == "acquire" {
-		return p.duringAcquire(ctx, env)
-	}
-	h, ok := freshestHolder(env)
-	if !ok {
-		return nil, ErrNoTarget
+		return p.duringAcquire(ctx, env, step)
 	}
 	d, _ := p.opts.Duration("duration")
-	if err := env.Pause(h.Client); err != nil {
+	a, err := aimAt(ctx, env, step, stretchBound(env))
+	if err != nil {
 		return nil, err
 	}
-	return &Fault{
-		Target:   "client " + strconv.Itoa(h.Client),
-		Params:   map[string]string{"duration": d.String(), "key": h.Key, "signal": "SIGSTOP", "phase": "hold"},
-		Clients:  []int{h.Client},
+	start := history.Now()
+	if err := env.Pause(a.Client); err != nil {
+		return nil, errors.Join(err, a.release())
+	}
+	// The client takes the stretch's withdrawal when it resumes, and goes
+	// on as it would have: it still believes it holds the lock.
+	rerr := a.release()
+	f := &Fault{
+		Target:   "client " + strconv.Itoa(a.Client),
+		Params:   map[string]string{"duration": d.String(), "key": a.Key, "signal": "SIGSTOP", "phase": "hold"},
+		Clients:  []int{a.Client},
+		Stopped:  []int{a.Client},
+		Aim:      a.aim(),
+		Start:    start,
 		Duration: d,
-		Heal:     func(context.Context) error { return env.Resume(h.Client) },
-	}, nil
+	}
+	f.Heal = func(context.Context) error {
+		err := env.Resume(a.Client)
+		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("client %d was stopped", a.Client))
+		if f.Effect.Landed {
+			// Frozen, nothing renewed it: it ran out on the server.
+			f.Effect.Lease = history.LeaseLost
+		}
+		return err
+	}
+	return f, rerr
 }
 
-func (p *PauseClient) duringAcquire(ctx context.Context, env Env) (*Fault, error) {
+func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*Fault, error) {
 	d, _ := p.opts.Duration("duration")
 	delay, _ := p.opts.Duration("reply-delay")
-	c := env.Rand().IntN(env.Topology().Clients)
+	c := step.Client
 	unslow, err := addToxics(env.Proxies().Links(is(c), nil), "pause-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		return nil, err
@@ -82,15 +100,14 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env) (*Fault, error
 	// Wait for an acquire of c that has been in flight for half the reply
 	// delay (the server has answered; the answer is held in the proxy) while
 	// nobody else held the lock, from when it began until now, as far as we
-	// know: then the answer is most likely OK. Give up after a while and let
-	// the schedule retry.
+	// know: then the answer is most likely OK.
 	var (
 		seen  time.Time // when c's current acquire was first seen in flight
 		clean bool      // no holder since then
 	)
-	deadline := time.Now().Add(3*env.TTL() + 3*delay)
+	deadline := time.Now().Add(triggerWait(env))
 	for {
-		inFlight := contains(env.Acquiring(0), c)
+		inFlight := slices.Contains(env.Acquiring(0), c)
 		busy := len(env.Holders()) > 0
 		switch {
 		case !inFlight:
@@ -104,7 +121,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env) (*Fault, error
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.Join(ErrNoTarget, unslow(ctx))
+			return nil, errors.Join(fmt.Errorf("%w: client %d had no acquire in flight on a free lock within %v", ErrNoTarget, c, triggerWait(env)), unslow(ctx))
 		}
 		select {
 		case <-ctx.Done():
@@ -112,42 +129,41 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env) (*Fault, error
 		case <-time.After(500 * time.Microsecond):
 		}
 	}
+	start := history.Now()
 	if err := env.Pause(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
-	return &Fault{
+	f := &Fault{
 		Target:   "client " + strconv.Itoa(c) + " (acquire in flight)",
 		Params:   map[string]string{"duration": d.String(), "signal": "SIGSTOP", "phase": "acquire", "reply-delay": delay.String()},
 		Clients:  []int{c},
+		Stopped:  []int{c},
+		Start:    start,
 		Duration: d,
-		Heal: func(ctx context.Context) error {
-			if err := errors.Join(unslow(ctx), env.Resume(c)); err != nil {
-				return err
-			}
-			// The stale OK is acted on after the resume: the fault lasts
-			// until the client is done with that acquire and the hold it
-			// may have started, so the window covers the overlap it causes.
-			deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
-			for time.Now().Before(deadline) && (contains(env.Acquiring(0), c) || holds(env, c)) {
-				time.Sleep(time.Millisecond)
-			}
-			return nil
-		},
-	}, nil
+	}
+	f.Heal = func(ctx context.Context) error {
+		if err := errors.Join(unslow(ctx), env.Resume(c)); err != nil {
+			return err
+		}
+		resumed := history.Now()
+		// The stale OK is acted on after the resume: the fault lasts
+		// until the client is done with that acquire and the hold it
+		// may have started, so the window covers the overlap it causes.
+		deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
+		for time.Now().Before(deadline) && (slices.Contains(env.Acquiring(0), c) || holds(env, c)) {
+			time.Sleep(time.Millisecond)
+		}
+		paused, lease := time.Duration(resumed-start), env.Lease()
+		f.Effect = &history.Effect{Landed: paused >= lease,
+			Note: fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)}
+		return nil
+	}
+	return f, nil
 }
 
 func holds(env Env, c int) bool {
 	for _, h := range env.Holders() {
 		if h.Client == c {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -42,26 +43,38 @@ func init() {
 	})
 }
 
-func (p *PauseNode) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	d, _ := p.opts.Duration("duration")
-	i := p.node.pick(env)
+	// A frozen node needs no help to outlast a lease: aim without keeping
+	// the holder inside.
+	a, err := aimAt(ctx, env, step, 0)
+	if err != nil {
+		return nil, err
+	}
+	i := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Key))
 	node := env.LockNodes()[i]
+	start := history.Now()
 	if err := node.Signal(syscall.SIGSTOP); err != nil {
 		if errors.Is(err, cluster.ErrNotRunning) {
-			return nil, ErrNoTarget // another fault killed it; try again later
+			return nil, fmt.Errorf("%w: lock node %d is down (another fault)", ErrNoTarget, i)
 		}
 		return nil, fmt.Errorf("pause lock node %d: %w", i, err)
 	}
-	return &Fault{
+	f := &Fault{
 		Target:   fmt.Sprintf("lock node %d (%s)", i, node.Name()),
-		Params:   map[string]string{"node": strconv.Itoa(i), "signal": "SIGSTOP", "duration": d.String()},
+		Params:   map[string]string{"node": strconv.Itoa(i), "signal": "SIGSTOP", "duration": d.String(), "holder": strconv.Itoa(a.Client), "key": a.Key},
+		Nodes:    []int{i},
+		Aim:      a.aim(),
+		Start:    start,
 		Duration: d,
-		Heal: func(context.Context) error {
-			err := node.Signal(syscall.SIGCONT)
-			if errors.Is(err, cluster.ErrNotRunning) {
-				return nil // killed meanwhile: whoever restarts it starts it running
-			}
-			return err
-		},
-	}, nil
+	}
+	f.Heal = func(context.Context) error {
+		err := node.Signal(syscall.SIGCONT)
+		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("lock node %d was frozen", i))
+		if errors.Is(err, cluster.ErrNotRunning) {
+			return nil // killed meanwhile: whoever restarts it starts it running
+		}
+		return err
+	}
+	return f, nil
 }

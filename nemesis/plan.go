@@ -27,6 +27,9 @@ type Plan struct {
 	// Seed makes the random gaps and the nemesis's own choices of target
 	// repeatable: the same run seed gives the same schedule.
 	Seed uint64
+	// Replay, when set, are the steps to take instead, in order: those a
+	// run executed (its schedule.json), taken again.
+	Replay []Step
 }
 
 // ParsePlan reads a schedule option: "every", "every=500ms", "at=1s,3s",
@@ -82,6 +85,9 @@ func ParsePlan(s string, runSeed int64, name string) (Plan, error) {
 
 // String is the plan as the option would say it.
 func (p Plan) String() string {
+	if p.Replay != nil {
+		return fmt.Sprintf("replay of %d steps", len(p.Replay))
+	}
 	switch p.Mode {
 	case "at":
 		var ts []string
@@ -101,61 +107,104 @@ func (p Plan) String() string {
 	return "every"
 }
 
-// planner hands out the waits of one nemesis's schedule.
+// Step is one fault of a nemesis's schedule: when, and at whom. Every
+// decision is drawn from the run's seed before the fault, whatever the
+// workload does meanwhile, so the same seed gives the same steps: the same
+// client, key and node, after the same quiet time. When the fault then
+// happens is relative to the workload's events: a nemesis that aims at a
+// lease waits, after the quiet time, for Client's next hold of Key.
+type Step struct {
+	Nemesis string `json:"nemesis"`
+	// N counts the nemesis's steps from 1.
+	N int `json:"n"`
+	// Gap is the quiet time before the step: since the previous step of
+	// this nemesis ended (modes every and random), or since the start of
+	// the workload (mode at).
+	Gap time.Duration `json:"gap_ns"`
+	// Client, Key and Node are the step's target choices; a nemesis uses
+	// those that apply to it (an option that names a node or client wins).
+	Client int    `json:"client"`
+	Key    string `json:"key"`
+	Node   int    `json:"node"`
+	// Seed is the step's own random source, for any other choice it makes.
+	Seed uint64 `json:"seed"`
+}
+
+// Rand is the step's own random source: choices made with it depend on the
+// seed and on nothing the workload did.
+func (s Step) Rand() *rand.Rand { return rand.New(rand.NewPCG(s.Seed, 0x73746570)) }
+
+// Shape is what a step chooses from.
+type Shape struct {
+	Clients, Keys, LockNodes int
+	// KeyName names key index i.
+	KeyName func(i int) string
+}
+
+// planner hands out the steps of one nemesis's schedule.
 type planner struct {
 	p        Plan
+	name     string
+	shape    Shape
 	interval time.Duration
-	start    time.Time
 	rng      *rand.Rand
-	next     int // the next entry of At
+	n        int // steps handed out
 }
 
-func (p Plan) planner(interval time.Duration, start time.Time) *planner {
-	return &planner{p: p, interval: interval, start: start, rng: rand.New(rand.NewPCG(p.Seed, 0x67617073))}
+func (p Plan) planner(name string, shape Shape, interval time.Duration) *planner {
+	return &planner{p: p, name: name, shape: shape, interval: interval, rng: rand.New(rand.NewPCG(p.Seed, 0x67617073))}
 }
 
-// wait returns how long to stay quiet before the next fault, measured from
-// now; false when the plan has no more faults.
-func (pl *planner) wait(now time.Time) (time.Duration, bool) {
+// next returns the next step; false when the plan has no more.
+func (pl *planner) next() (Step, bool) {
+	if pl.p.Replay != nil {
+		if pl.n >= len(pl.p.Replay) {
+			return Step{}, false
+		}
+		s := pl.p.Replay[pl.n]
+		pl.n++
+		return s, true
+	}
+	var gap time.Duration
 	switch pl.p.Mode {
 	case "at":
-		if pl.next >= len(pl.p.At) {
-			return 0, false
+		if pl.n >= len(pl.p.At) {
+			return Step{}, false
 		}
-		at := pl.start.Add(pl.p.At[pl.next])
-		pl.next++
-		return max(at.Sub(now), 0), true
+		gap = pl.p.At[pl.n]
 	case "random":
 		lo, hi := pl.p.Min, pl.p.Max
 		if hi == 0 {
 			lo, hi = pl.interval/2, pl.interval*3/2
 		}
-		return lo + time.Duration(pl.rng.Int64N(int64(hi-lo)+1)), true
+		gap = lo + time.Duration(pl.rng.Int64N(int64(hi-lo)+1))
+	default:
+		gap = pl.interval
+		if pl.p.Every > 0 {
+			gap = pl.p.Every
+		}
 	}
-	if pl.p.Every > 0 {
-		return pl.p.Every, true
+	pl.n++
+	s := Step{Nemesis: pl.name, N: pl.n, Gap: gap,
+		Client: pl.rng.IntN(max(pl.shape.Clients, 1)), Node: pl.rng.IntN(max(pl.shape.LockNodes, 1)), Seed: pl.rng.Uint64()}
+	k := pl.rng.IntN(max(pl.shape.Keys, 1))
+	if pl.shape.KeyName != nil {
+		s.Key = pl.shape.KeyName(k)
 	}
-	return pl.interval, true
+	return s, true
 }
 
-// Gaps returns the first n quiet times the plan would wait after the
-// previous fault healed (for at: the offsets themselves): what "the same
-// seed gives the same schedule" promises.
-func (p Plan) Gaps(n int, interval time.Duration) []time.Duration {
-	start := time.Unix(0, 0)
-	pl := p.planner(interval, start)
-	var out []time.Duration
+// Steps returns the first n steps of the plan for a run of this shape: what
+// "the same seed gives the same schedule" promises.
+func (p Plan) Steps(name string, shape Shape, interval time.Duration, n int) []Step {
+	pl := p.planner(name, shape, interval)
+	var out []Step
 	for i := 0; i < n; i++ {
-		w, ok := pl.wait(start)
+		s, ok := pl.next()
 		if !ok {
 			break
 		}
-		out = append(out, w)
+		out = append(out, s)
 	}
 	return out
-}
-
-// targetRand is the nemesis's own source for choosing targets.
-func (p Plan) targetRand() *rand.Rand {
-	return rand.New(rand.NewPCG(p.Seed, 0x74617267))
 }

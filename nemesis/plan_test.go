@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"testing"
@@ -39,31 +40,55 @@ func TestParsePlan(t *testing.T) {
 	}
 }
 
-// The same run seed gives the same gaps; another seed or another nemesis
-// gives others; every gap stays in its range.
-func TestRandomPlanIsRepeatableFromTheSeed(t *testing.T) {
-	gaps := func(seed int64, name string) []time.Duration {
-		p, err := ParsePlan("random", seed, name)
+// The same run seed gives the same steps — gaps, clients, keys, nodes and
+// each step's own random source — whatever happens meanwhile; another seed
+// or another nemesis gives others; every random gap stays in its range.
+func TestStepsAreRepeatableFromTheSeed(t *testing.T) {
+	shape := Shape{Clients: 4, Keys: 3, LockNodes: 5, KeyName: func(i int) string { return fmt.Sprintf("k%d", i) }}
+	steps := func(seed int64, name, mode string) []Step {
+		p, err := ParsePlan(mode, seed, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p.Gaps(20, 100*time.Millisecond)
+		return p.Steps(name, shape, 100*time.Millisecond, 20)
 	}
-	a, b := gaps(42, "partition"), gaps(42, "partition")
-	if !reflect.DeepEqual(a, b) {
-		t.Errorf("same seed, different gaps:\n%v\n%v", a, b)
-	}
-	if reflect.DeepEqual(a, gaps(43, "partition")) || reflect.DeepEqual(a, gaps(42, "latency")) {
-		t.Error("another seed or nemesis gave the same gaps")
-	}
-	for _, g := range a {
-		if g < 50*time.Millisecond || g > 150*time.Millisecond {
-			t.Errorf("gap %v outside interval/2 .. 3×interval/2", g)
+	for _, mode := range []string{"every", "random"} {
+		a, b := steps(42, "partition", mode), steps(42, "partition", mode)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: same seed, different steps:\n%v\n%v", mode, a, b)
+		}
+		if reflect.DeepEqual(a, steps(43, "partition", mode)) || reflect.DeepEqual(a, steps(42, "latency", mode)) {
+			t.Errorf("%s: another seed or nemesis gave the same steps", mode)
+		}
+		clients, keys, nodes := map[int]bool{}, map[string]bool{}, map[int]bool{}
+		for i, s := range a {
+			if s.N != i+1 || s.Nemesis != "partition" {
+				t.Errorf("step %d is numbered %d of %s", i+1, s.N, s.Nemesis)
+			}
+			clients[s.Client], keys[s.Key], nodes[s.Node] = true, true, true
+			if mode == "random" && (s.Gap < 50*time.Millisecond || s.Gap > 150*time.Millisecond) {
+				t.Errorf("gap %v outside interval/2 .. 3×interval/2", s.Gap)
+			}
+			if mode == "every" && s.Gap != 100*time.Millisecond {
+				t.Errorf("every: gap %v, want the interval", s.Gap)
+			}
+			if s.Rand().Uint64() != s.Rand().Uint64() {
+				t.Error("a step's random source is not repeatable")
+			}
+		}
+		if len(clients) != 4 || len(keys) != 3 || len(nodes) != 5 {
+			t.Errorf("%s: 20 steps chose clients %v, keys %v, nodes %v: want every one of each", mode, clients, keys, nodes)
 		}
 	}
 	p, _ := ParsePlan("at=1s,3s", 42, "x")
-	if got := p.Gaps(5, time.Second); !reflect.DeepEqual(got, []time.Duration{time.Second, 3 * time.Second}) {
+	got := p.Steps("x", shape, time.Second, 5)
+	if len(got) != 2 || got[0].Gap != time.Second || got[1].Gap != 3*time.Second {
 		t.Errorf("at=1s,3s gives %v", got)
+	}
+	// A replayed plan takes the steps it is given, and no more.
+	p.Replay = got[1:]
+	if again := p.Steps("x", shape, time.Second, 5); !reflect.DeepEqual(again, got[1:]) {
+		t.Errorf("replay gives %v, want %v", again, got[1:])
 	}
 }
 
@@ -75,7 +100,7 @@ type countNemesis struct {
 	healed  int
 }
 
-func (c *countNemesis) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (c *countNemesis) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.times = append(c.times, time.Now())
@@ -98,28 +123,31 @@ func recorder() (func(history.Event), func() []history.Event) {
 		func() []history.Event { mu.Lock(); defer mu.Unlock(); return append([]history.Event(nil), events...) }
 }
 
-// at= injects once at each time, measured from the schedule's start, and
-// then the nemesis is done.
+// at= injects once at each time, measured from the schedule's start (never
+// before it; how much later depends on the machine), and then the nemesis
+// is done.
 func TestAtPlanInjectsAtTheGivenTimes(t *testing.T) {
 	n := &countNemesis{}
 	plan, _ := ParsePlan("at=50ms,150ms", 1, "count")
 	record, events := recorder()
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
-	defer cancel()
 	start := time.Now()
-	if err := Schedule(ctx, &fakeEnv{paused: map[int]bool{}}, []Scheduled{{Name: "count", Nemesis: n, Plan: plan}}, time.Hour, record); err != nil {
+	var done []Executed
+	if err := Schedule(context.Background(), newFakeEnv(), []Scheduled{{Name: "count", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(e Executed) { done = append(done, e) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(n.times) != 2 {
 		t.Fatalf("%d injections, want 2", len(n.times))
 	}
 	for i, want := range []time.Duration{50 * time.Millisecond, 150 * time.Millisecond} {
-		if got := n.times[i].Sub(start); got < want || got > want+40*time.Millisecond {
-			t.Errorf("injection %d at %v, want %v", i, got, want)
+		if got := n.times[i].Sub(start); got < want {
+			t.Errorf("injection %d at %v, before %v", i, got, want)
 		}
 	}
 	if got := len(events()); got != 4 {
 		t.Errorf("%d events, want a start and an end per fault", got)
+	}
+	if len(done) != 2 || done[0].Fault != 1 || done[1].Fault != 2 || done[1].Gap != 150*time.Millisecond {
+		t.Errorf("executed steps %+v, want both with their faults", done)
 	}
 }
 
@@ -128,7 +156,7 @@ func TestPartialFaultIsRecordedHealedAndReported(t *testing.T) {
 	n := &countNemesis{partial: true}
 	plan, _ := ParsePlan("at=0s", 1, "count")
 	record, events := recorder()
-	err := Schedule(context.Background(), &fakeEnv{paused: map[int]bool{}}, []Scheduled{{Name: "count", Nemesis: n, Plan: plan}}, time.Hour, record)
+	err := Schedule(context.Background(), newFakeEnv(), []Scheduled{{Name: "count", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
 	if err == nil {
 		t.Error("the failure was not reported")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // ResetPeer resets the connections of chosen links: a request that arrives
@@ -41,23 +42,12 @@ func init() {
 	})
 }
 
-func (r *ResetPeer) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (r *ResetPeer) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	after, _ := r.opts.Duration("after")
 	duration, _ := r.opts.Duration("duration")
 	dirs, _ := streamsOf("reset-peer", r.opts.String("stream"))
-	links, target, clients, err := r.links.pick(env)
-	if err != nil {
-		return nil, err
-	}
-	heal, err := addToxics(links, "reset-peer", "reset_peer", dirs, map[string]any{"timeout": after.Milliseconds()})
-	if err != nil {
-		return nil, err
-	}
-	return &Fault{
-		Target:   target,
-		Params:   map[string]string{"after": after.String(), "stream": r.opts.String("stream"), "duration": duration.String()},
-		Clients:  clients,
-		Duration: duration,
-		Heal:     heal,
-	}, nil
+	params := map[string]string{"after": after.String(), "stream": r.opts.String("stream"), "duration": duration.String()}
+	return linkFault(ctx, env, step, r.links, duration, "resetting connections", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+		return addToxics(links, "reset-peer", "reset_peer", dirs, map[string]any{"timeout": after.Milliseconds()})
+	})
 }

@@ -20,28 +20,41 @@ type Scheduled struct {
 	Plan    Plan
 }
 
-// Schedule runs each nemesis in its own loop: a quiet time from its plan,
-// one fault, its duration, heal; again until ctx ends or the plan (or the
-// nemesis, with ErrDone) has nothing more. Faults of different nemeses may
-// overlap. Each nemesis draws its targets from its own seeded source
-// (Env.Rand), so that one nemesis's choices do not depend on when another
-// one drew. Every fault is recorded as a fault-start event taken before it was
-// injected and a fault-end event taken after it was healed, so the recorded
+// Executed is one step as it went: the fault it became, or why it was
+// missed. The steps a run executed are its schedule.json, which
+// `lockchaos run --replay` takes again.
+type Executed struct {
+	Step
+	// Fault is the fault's ID in the history; 0 when the step was missed.
+	Fault int `json:"fault,omitempty"`
+	// Missed says why no fault happened (its target never came, the run
+	// ended first).
+	Missed string `json:"missed,omitempty"`
+}
+
+// Schedule runs each nemesis in its own loop: its next step's quiet time,
+// then the step's fault, its duration, heal; again until ctx ends or the
+// plan (or the nemesis, with ErrDone) has nothing more. Faults of different
+// nemeses may overlap. Every fault is recorded as a fault-start event at the
+// moment it began (before it acted) and a fault-end event after it was
+// healed, carrying what it did to the lease it aimed at, so the recorded
 // window always covers the real one. When ctx ends, a fault in progress is
-// healed before Schedule returns. The error joins every failure to inject or
-// heal: a fault that could not be healed leaves the run in doubt.
-func Schedule(ctx context.Context, env Env, items []Scheduled, interval time.Duration, record func(history.Event)) error {
+// healed before Schedule returns. done receives every step as it ends. The
+// error joins every failure to inject or heal: a fault that could not be
+// healed leaves the run in doubt.
+func Schedule(ctx context.Context, env Env, items []Scheduled, shape Shape, interval time.Duration, record func(history.Event), done func(Executed)) error {
 	var (
 		wg   sync.WaitGroup
 		ids  atomic.Int64
 		mu   sync.Mutex
 		errs []error
 	)
+	start := time.Now()
 	for _, it := range items {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := loop(ctx, env, it, interval, &ids, record); err != nil {
+			if err := loop(ctx, env, it, shape, interval, start, &ids, record, done); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("nemesis %s: %w", it.Name, err))
 				mu.Unlock()
@@ -52,45 +65,47 @@ func Schedule(ctx context.Context, env Env, items []Scheduled, interval time.Dur
 	return errors.Join(errs...)
 }
 
-func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, ids *atomic.Int64, record func(history.Event)) error {
-	plan := it.Plan.planner(interval, time.Now())
-	env = &scopedEnv{Env: env, rng: it.Plan.targetRand()}
+func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time.Duration, start time.Time, ids *atomic.Int64, record func(history.Event), done func(Executed)) error {
+	plan := it.Plan.planner(it.Name, shape, interval)
 	for {
-		wait, more := plan.wait(time.Now())
-		if !more || !sleep(ctx, wait) {
+		step, more := plan.next()
+		if !more {
 			return nil
 		}
-		var (
-			f     *Fault
-			start int64
-			err   error
-		)
-		for {
-			start = history.Now()
-			f, err = it.Nemesis.Inject(ctx, env)
-			if !errors.Is(err, ErrNoTarget) {
-				break
-			}
-			if !sleep(ctx, 5*time.Millisecond) {
-				return nil
-			}
+		wait := step.Gap
+		if it.Plan.Mode == "at" {
+			wait = max(time.Until(start.Add(step.Gap)), 0)
 		}
+		if !sleep(ctx, wait) {
+			return nil
+		}
+		began := history.Now()
+		f, err := it.Nemesis.Inject(ctx, &stepEnv{Env: env, rng: step.Rand()}, step)
 		cancelled := ctx.Err() != nil && errors.Is(err, ctx.Err())
-		if f == nil && (errors.Is(err, ErrDone) || cancelled) {
-			// Done, or the run ended while the nemesis waited for its
-			// moment: nothing was done, nothing to record.
+		switch {
+		case f == nil && errors.Is(err, ErrNoTarget):
+			done(Executed{Step: step, Missed: err.Error()})
+			continue
+		case f == nil && cancelled:
+			// The run ended while the nemesis waited for its moment:
+			// nothing was done, nothing to record.
+			done(Executed{Step: step, Missed: "the run ended before the step's target came"})
 			return nil
-		}
-		if f == nil && err != nil {
+		case f == nil && errors.Is(err, ErrDone):
+			return nil
+		case f == nil && err != nil:
 			return err
 		}
 		injectErr := err // with f: a partial fault, recorded and healed
 		if cancelled {
 			injectErr = nil
 		}
+		if f.Start != 0 {
+			began = f.Start
+		}
 		id := int(ids.Add(1))
-		desc := &history.Fault{ID: id, Name: it.Name, Target: f.Target, Params: f.Params, Clients: f.Clients}
-		record(history.Event{Time: start, Kind: history.FaultStart, Client: history.NoClient, Fault: desc})
+		desc := &history.Fault{ID: id, Name: it.Name, Target: f.Target, Params: f.Params, Clients: f.Clients, Stopped: f.Stopped, Nodes: f.Nodes, Aim: f.Aim, Step: step.N}
+		record(history.Event{Time: began, Kind: history.FaultStart, Client: history.NoClient, Fault: desc})
 		if f.Duration > 0 && err == nil {
 			sleep(ctx, f.Duration)
 		}
@@ -99,11 +114,12 @@ func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, id
 			// Heal even when the run is ending: a fault must never outlive it.
 			healErr = f.Heal(context.Background())
 		}
-		end := history.Event{Time: history.Now(), Kind: history.FaultEnd, Client: history.NoClient, Fault: desc}
+		end := history.Event{Time: history.Now(), Kind: history.FaultEnd, Client: history.NoClient, Fault: desc, Effect: f.Effect}
 		if err := errors.Join(injectErr, healErr); err != nil {
 			end.Error = err.Error()
 		}
 		record(end)
+		done(Executed{Step: step, Fault: id})
 		if healErr != nil {
 			return errors.Join(injectErr, fmt.Errorf("heal fault %d (%s): %w", id, f.Target, healErr))
 		}
@@ -113,13 +129,13 @@ func loop(ctx context.Context, env Env, it Scheduled, interval time.Duration, id
 	}
 }
 
-// scopedEnv gives one nemesis its own random source.
-type scopedEnv struct {
+// stepEnv gives one step its own random source.
+type stepEnv struct {
 	Env
 	rng *rand.Rand
 }
 
-func (s *scopedEnv) Rand() *rand.Rand { return s.rng }
+func (s *stepEnv) Rand() *rand.Rand { return s.rng }
 
 // sleep waits d or until ctx ends; it reports whether the full d passed.
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,18 +16,53 @@ import (
 
 // fakeEnv is pure bookkeeping: the schedule's logic needs no processes.
 type fakeEnv struct {
-	mu      sync.Mutex
-	holders []Holding
-	paused  map[int]bool
+	mu        sync.Mutex
+	holders   []Holding
+	paused    map[int]bool
+	stretched map[int]string
+	exited    map[int]bool
+	changed   chan struct{}
 }
 
-func (f *fakeEnv) TTL() time.Duration  { return 20 * time.Millisecond }
-func (f *fakeEnv) Hold() time.Duration { return 5 * time.Millisecond }
-func (f *fakeEnv) Rand() *rand.Rand    { return rand.New(rand.NewPCG(1, 2)) }
+var testShape = Shape{Clients: 4, Keys: 1, LockNodes: 1, KeyName: func(int) string { return "lock:0" }}
+
+func newFakeEnv() *fakeEnv {
+	return &fakeEnv{paused: map[int]bool{}, stretched: map[int]string{}, exited: map[int]bool{}, changed: make(chan struct{})}
+}
+
+// hold makes client c hold key, by an acquire invoked now.
+func (f *fakeEnv) hold(c int, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := history.Now()
+	f.holders = append(f.holders, Holding{Client: c, Key: key, Since: time.Now(), OK: now, Invoked: now})
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeEnv) TTL() time.Duration   { return 20 * time.Millisecond }
+func (f *fakeEnv) Lease() time.Duration { return 20 * time.Millisecond }
+func (f *fakeEnv) Hold() time.Duration  { return 5 * time.Millisecond }
+func (f *fakeEnv) Rand() *rand.Rand     { return rand.New(rand.NewPCG(1, 2)) }
 func (f *fakeEnv) Holders() []Holding {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.holders
+	return append([]Holding(nil), f.holders...)
+}
+func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
+	for {
+		f.mu.Lock()
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited}), f.changed
+		f.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
 }
 func (f *fakeEnv) Acquiring(time.Duration) []int { return nil }
 func (f *fakeEnv) Pause(c int) error {
@@ -41,21 +77,42 @@ func (f *fakeEnv) Resume(c int) error {
 	f.paused[c] = false
 	return nil
 }
-func (f *fakeEnv) Kill(int) error                    { return errors.New("not here") }
-func (f *fakeEnv) Stretch(int, bool) error           { return errors.New("not here") }
+func (f *fakeEnv) Kill(int) error { return errors.New("not here") }
+func (f *fakeEnv) Stretch(_ context.Context, c int, key string, _ time.Duration) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.exited[c] {
+		return 0, ErrNoTarget
+	}
+	f.stretched[c] = key
+	return history.Now(), nil
+}
+func (f *fakeEnv) Unstretch(c int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.stretched, c)
+	return nil
+}
 func (f *fakeEnv) Proxies() *proxy.Proxies           { return proxy.New() }
 func (f *fakeEnv) LockNodes() []cluster.Node         { return nil }
-func (f *fakeEnv) Topology() Topology                { return Topology{Clients: 4, LockNodes: 1} }
+func (f *fakeEnv) Topology() Topology                { return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1} }
 func (f *fakeEnv) Groups() []*Group                  { return nil }
 func (f *fakeEnv) Sentinels() []string               { return nil }
 func (f *fakeEnv) Clock(cluster.Node) *cluster.Clock { return nil }
 
-func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
-	env := &fakeEnv{paused: map[int]bool{}}
+// A pause waits, after its quiet time, for the client its step chose to
+// hold the step's key — another client's hold is no target — asks it to
+// stay inside first, records the window with the hold it aimed at, and
+// heals when the schedule stops; the client is never left paused or
+// stretched.
+func TestScheduleAimsAtTheStepsHoldAndHealsOnStop(t *testing.T) {
+	env := newFakeEnv()
 	n, err := (&PauseClient{}).withDuration(t, "40ms")
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan, _ := ParsePlan("every", 7, "pause-client")
+	victim := plan.Steps("pause-client", testShape, 10*time.Millisecond, 1)[0].Client
 	var mu sync.Mutex
 	var events []history.Event
 	record := func(e history.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
@@ -63,24 +120,24 @@ func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n}}, 10*time.Millisecond, record)
+		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, 10*time.Millisecond, record, func(Executed) {})
 	}()
-	time.Sleep(50 * time.Millisecond) // no holder yet: nothing may be injected
+	env.hold((victim+1)%4, "lock:0") // not the step's client
+	waitFor(t, func() bool { env.mu.Lock(); defer env.mu.Unlock(); return env.stretched[victim] == "lock:0" })
 	mu.Lock()
 	if len(events) != 0 {
-		t.Errorf("a fault was recorded with no target: %+v", events)
+		t.Errorf("a fault was recorded before its target held the key: %+v", events)
 	}
 	mu.Unlock()
-	env.mu.Lock()
-	env.holders = []Holding{{Client: 2, Key: "lock:0", Since: time.Now()}}
-	env.mu.Unlock()
-	time.Sleep(120 * time.Millisecond)
-	cancel() // probably in the middle of a pause
+	env.hold(victim, "lock:0")
+	// One whole pause, then stop while the next step waits for its target.
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(events) == 2 })
+	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if env.paused[2] {
-		t.Error("the client was left paused after the schedule stopped")
+	if env.paused[victim] || env.stretched[victim] != "" {
+		t.Errorf("client %d was left paused (%v) or stretched (%q) after the schedule stopped", victim, env.paused[victim], env.stretched[victim])
 	}
 	starts := map[int]history.Event{}
 	for _, e := range events {
@@ -92,18 +149,77 @@ func TestScheduleRecordsWindowsWaitsForTargetsAndHealsOnStop(t *testing.T) {
 			if !ok || s.Time > e.Time {
 				t.Errorf("fault %d ends before it starts or without a start", e.Fault.ID)
 			}
+			if e.Fault.ID == 1 && (e.Effect == nil || !e.Effect.Landed || e.Effect.Lease != history.LeaseLost) {
+				t.Errorf("a 40 ms pause past a 20 ms lease did not land: %+v", e.Effect)
+			}
 			delete(starts, e.Fault.ID)
 		}
 	}
 	if len(starts) != 0 {
 		t.Errorf("faults without an end: %v", starts)
 	}
-	if len(events) < 2 || events[0].Fault.Target != "client 2" {
-		t.Errorf("want at least one recorded pause of client 2, got %+v", events)
+	if f := events[0].Fault; f.Aim == nil || f.Aim.Client != victim || f.Step != 1 || !slices.Equal(f.Stopped, []int{victim}) {
+		t.Errorf("want the first fault aimed at client %d's hold, as step 1, stopping it: %+v", victim, f)
+	}
+}
+
+// A step whose client has exited is missed, said so, and the schedule
+// goes on to the next.
+func TestStepOfAnExitedClientIsMissed(t *testing.T) {
+	env := newFakeEnv()
+	for c := 0; c < 4; c++ {
+		env.exited[c] = true
+	}
+	n, _ := (&PauseClient{}).withDuration(t, "40ms")
+	plan, _ := ParsePlan("at=0s,10ms", 1, "pause-client")
+	var done []Executed
+	record, events := recorder()
+	if err := Schedule(context.Background(), env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(e Executed) { done = append(done, e) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(events()) != 0 || len(done) != 2 || done[0].Missed == "" || done[1].Missed == "" || done[0].Fault != 0 {
+		t.Errorf("events %v, steps %+v: want both steps missed, no fault", events(), done)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
 	}
 }
 
 func (p *PauseClient) withDuration(t *testing.T, d string) (Nemesis, error) {
 	spec, _ := Lookup("pause-client")
 	return newFrom(spec, map[string]string{"duration": d})
+}
+
+// A fault in progress when the run ends is healed before Schedule returns.
+func TestStopHealsTheFaultInProgress(t *testing.T) {
+	env := newFakeEnv()
+	n, _ := (&PauseClient{}).withDuration(t, "1h")
+	plan, _ := ParsePlan("at=0s", 3, "pause-client")
+	victim := plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
+	record, events := recorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
+	}()
+	waitFor(t, func() bool { env.mu.Lock(); defer env.mu.Unlock(); return env.stretched[victim] != "" })
+	env.hold(victim, "lock:0")
+	waitFor(t, func() bool { return len(events()) == 1 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ev := events()
+	if len(ev) != 2 || ev[1].Kind != history.FaultEnd || env.paused[victim] {
+		t.Errorf("events %+v, client paused %v: want the pause healed", ev, env.paused[victim])
+	}
+	if ev[1].Effect == nil {
+		t.Error("the healed pause records no effect")
+	}
 }

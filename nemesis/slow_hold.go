@@ -2,8 +2,11 @@ package nemesis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -11,10 +14,10 @@ import (
 // fault at all: the business operation is simply slow (the seeds' first
 // warning). The worker is not paused — it keeps running, and a lock with a
 // watchdog keeps renewing — it just does not leave its critical section
-// until the stretch ends. A lock without renewal is held by two clients once
-// the TTL passes; a renewing lock should survive this, which is what tells
-// it apart from pause-client. Mechanism: SIGUSR1 to the worker turns the
-// stretch on, SIGUSR2 turns it off (workload/stretch.go).
+// until `by` has passed since its acquire. A lock without renewal is held by
+// two clients once the lease runs out; a renewing lock should survive this,
+// which is what tells it apart from pause-client. Mechanism: the worker's
+// stretch (workload/control.go), bounded by `by` rather than by the lease.
 type SlowHold struct {
 	opts option.Values
 }
@@ -24,7 +27,7 @@ func init() {
 		Name:        "slow-hold",
 		Description: "the holder's critical section runs past the TTL, process running (no pause, no network fault)",
 		Options: []option.Spec{
-			{Key: "by", Default: "2ttl", Help: "how long the holder stays in its critical section once stretched"},
+			{Key: "by", Default: "2ttl", Help: "how long after its acquire the holder stays in its critical section"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {
 			return &SlowHold{opts: opts}, durations(opts, "by")
@@ -32,20 +35,26 @@ func init() {
 	})
 }
 
-func (s *SlowHold) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (s *SlowHold) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	by, _ := s.opts.Duration("by")
-	h, ok := freshestHolder(env)
-	if !ok {
-		return nil, ErrNoTarget
-	}
-	if err := env.Stretch(h.Client, true); err != nil {
+	a, err := aimAt(ctx, env, step, by)
+	if err != nil {
 		return nil, err
 	}
-	return &Fault{
-		Target:   "client " + strconv.Itoa(h.Client),
-		Params:   map[string]string{"by": by.String(), "key": h.Key, "signal": "SIGUSR1 (stretch on), then SIGUSR2"},
-		Clients:  []int{h.Client},
-		Duration: by,
-		Heal:     func(context.Context) error { return env.Stretch(h.Client, false) },
-	}, nil
+	f := &Fault{
+		Target:   "client " + strconv.Itoa(a.Client),
+		Params:   map[string]string{"by": by.String(), "key": a.Key},
+		Clients:  []int{a.Client},
+		Aim:      a.aim(),
+		Start:    a.armed, // its holds of the key were kept inside from then on
+		Duration: time.Duration(a.Invoked + by.Nanoseconds() - history.Now()),
+	}
+	f.Heal = func(context.Context) error {
+		err := a.release()
+		lease := env.Lease()
+		f.Effect = &history.Effect{Landed: by >= lease,
+			Note: fmt.Sprintf("client %d stayed in its critical section on %s for %s after its acquire, its lease is %s", a.Client, a.Key, by, lease)}
+		return err
+	}
+	return f, nil
 }

@@ -2,7 +2,12 @@ package nemesis
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
 
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -12,6 +17,14 @@ import (
 // critical section, while the others, whose replies are prompt, take the
 // lock as soon as the key expires. (Slow replies on every link would delay
 // every client alike and hide this.)
+//
+// It lands by construction: the replies are slowed first, then the fault
+// waits for the step's client to finish an acquire of the step's key begun
+// under them. A lease that comes back with less left than the client's
+// hold is lost inside the critical section, and the client is kept there
+// until another client takes the key. A lock that refuses to hand out a
+// lease that late (Redlock's per-node timeout, its validity check) has met
+// the fault too: the fault landed, and the lock stayed safe.
 type SlowReply struct {
 	opts  option.Values
 	links linkChoice
@@ -22,7 +35,7 @@ func init() {
 		Name:        "slow-reply",
 		Description: "downstream-only latency on one client's links: the server acted, the client hears of it late",
 		Options: []option.Spec{
-			{Key: "delay", Default: "0.9ttl", Help: "how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"},
+			{Key: "delay", Default: "0.85ttl", Help: "how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"},
 			{Key: "duration", Default: "5ttl", Help: "how long replies stay slow"},
 			linksOption("client"),
 		},
@@ -37,22 +50,71 @@ func init() {
 	})
 }
 
-func (s *SlowReply) Inject(ctx context.Context, env Env) (*Fault, error) {
+func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	delay, _ := s.opts.Duration("delay")
 	duration, _ := s.opts.Duration("duration")
-	links, target, clients, err := s.links.pick(env)
-	if err != nil {
-		return nil, err
-	}
+	c, key := step.Client, step.Key
+	links, target, clients := s.links.pick(env, step, &aimed{Holding: Holding{Client: c, Key: key}})
+	start := history.Now()
 	heal, err := addToxics(links, "slow-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}
-	return &Fault{
-		Target:   target,
-		Params:   map[string]string{"delay": delay.String(), "stream": "downstream", "duration": duration.String()},
-		Clients:  clients,
-		Duration: duration,
-		Heal:     heal,
-	}, nil
+	f := &Fault{
+		Target:  target,
+		Params:  map[string]string{"delay": delay.String(), "stream": "downstream", "duration": duration.String(), "client": strconv.Itoa(c), "key": key},
+		Clients: clients,
+		Start:   start,
+		Heal:    heal,
+	}
+	// Keep c inside a hold its late reply began, until another client takes
+	// the key: the lease ran out inside its planned critical section, and
+	// the others need a moment to notice.
+	bound := delay + env.Hold() + env.Lease()/2
+	armed, err := env.Stretch(ctx, c, key, bound)
+	if err != nil {
+		return nil, errors.Join(err, heal(ctx))
+	}
+	after := max(armed, start)
+	var acq Acquire
+	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
+	err = env.Await(wctx, func(v View) bool {
+		acq = v.Acquires[c]
+		return acq.Key == key && acq.Invoked >= after && acq.Outcome != ""
+	})
+	cancel()
+	if err != nil {
+		uerr := errors.Join(env.Unstretch(c), heal(ctx))
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), uerr)
+		}
+		return nil, errors.Join(fmt.Errorf("%w: client %d began no acquire of %s under the slow replies within %v", ErrNoTarget, c, key, triggerWait(env)), uerr)
+	}
+	took := time.Duration(acq.Done - acq.Invoked)
+	if acq.Outcome != history.OK {
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease (%s after %s): the lock did not hand out a late lease", c, key, acq.Outcome, round(took))}
+		f.Duration = time.Until(timeOf(start).Add(duration))
+		return f, env.Unstretch(c)
+	}
+	h, held := holdingOf(env, c, key, acq.Invoked)
+	if !held { // it let go of the lease already (a validity check)
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s, and it gave the lease up at once", c, key, round(took))}
+		f.Duration = time.Until(timeOf(start).Add(duration))
+		return f, env.Unstretch(c)
+	}
+	a := &aimed{env: env, Holding: h, bound: bound, armed: armed}
+	f.Aim = a.aim()
+	lease, hold := env.Lease(), env.Hold()
+	if took+hold <= lease {
+		f.Effect = &history.Effect{Landed: false, Note: fmt.Sprintf("client %d's acquire of %s returned after only %s: with its %s hold still within its %s lease", c, key, round(took), hold, lease)}
+		err = a.release()
+	} else {
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s: with its %s hold, past its %s lease", c, key, round(took), hold, lease)}
+		var taker int
+		if taker, err = a.untilTaken(ctx); taker >= 0 {
+			f.Effect.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, key, c)
+		}
+	}
+	f.Duration = time.Until(timeOf(start).Add(duration))
+	return f, err
 }

@@ -71,11 +71,15 @@ type Config struct {
 	Backend string
 	Image   string
 
+	// Replay, when set, is a schedule a run executed (its schedule.json):
+	// every nemesis takes those steps instead of drawing its own.
+	Replay *Schedule `json:"-"`
+
 	// Progress, when set, receives a line every few seconds.
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// WorkerCommand runs one worker; nil means this executable with
 	// LOCKCHAOS_ROLE=worker.
-	WorkerCommand []string
+	WorkerCommand []string `json:"-"`
 }
 
 // UsageError is a problem with the run's configuration that the user fixes.
@@ -167,7 +171,7 @@ func Validate(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	_, _, _, err = resolve(cfg)
+	_, err = resolve(cfg)
 	return err
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,23 +9,29 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // env gives the nemeses their handles on this run.
 type env struct{ r *run }
 
-func (e *env) TTL() time.Duration  { return e.r.cfg.TTL }
-func (e *env) Hold() time.Duration { return e.r.cfg.Hold }
-func (e *env) Rand() *rand.Rand    { return e.r.rng }
+func (e *env) TTL() time.Duration   { return e.r.cfg.TTL }
+func (e *env) Lease() time.Duration { return e.r.lease }
+func (e *env) Hold() time.Duration  { return e.r.cfg.Hold }
+func (e *env) Rand() *rand.Rand     { return e.r.rng }
 func (e *env) Holders() []nemesis.Holding {
 	return e.r.trk.holders()
+}
+func (e *env) Await(ctx context.Context, cond func(nemesis.View) bool) error {
+	return e.r.trk.await(ctx, cond)
 }
 func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) }
 func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
 func (e *env) LockNodes() []cluster.Node       { return e.r.currentLockNodes() }
-func (e *env) Topology() nemesis.Topology      { return e.r.cfg.shape(e.r.cfg.Nodes) }
+func (e *env) Topology() nemesis.Topology      { return e.r.shape }
 func (e *env) Groups() []*nemesis.Group        { return e.r.topo.groups }
 func (e *env) Clock(n cluster.Node) *cluster.Clock {
 	return e.r.topo.clocks[n]
@@ -38,6 +45,41 @@ func (e *env) Sentinels() []string {
 	return out
 }
 
+// Stretch sends the worker its stretch line and waits for it to say it
+// took it: from then on its holds of key stay inside (workload/control.go).
+func (e *env) Stretch(ctx context.Context, c int, key string, max time.Duration) (int64, error) {
+	w, err := e.worker(c)
+	if err != nil {
+		return 0, err
+	}
+	sent := history.Now()
+	if err := w.send(workload.StretchCommand(key, max)); err != nil {
+		if errors.Is(err, errExited) {
+			return 0, fmt.Errorf("%w: client %d has exited", nemesis.ErrNoTarget, c)
+		}
+		return 0, err
+	}
+	// A live worker answers at once; one that exits never does.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	at, err := e.r.trk.awaitStretch(ctx, c, key, sent)
+	if err != nil {
+		return 0, fmt.Errorf("%w: client %d did not take the stretch of %s: %v", nemesis.ErrNoTarget, c, key, err)
+	}
+	return at, nil
+}
+
+func (e *env) Unstretch(c int) error {
+	w, err := e.worker(c)
+	if err != nil {
+		return err
+	}
+	if err := w.send(workload.CmdUnstretch); err != nil && !errors.Is(err, errExited) {
+		return err
+	}
+	return nil
+}
+
 func (e *env) worker(c int) (*workerProc, error) {
 	if c < 0 || c >= len(e.r.workers) {
 		return nil, fmt.Errorf("no client %d", c)
@@ -47,15 +89,6 @@ func (e *env) worker(c int) (*workerProc, error) {
 
 func (e *env) Pause(c int) error  { return e.sig(c, syscall.SIGSTOP, true) }
 func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT, false) }
-
-// Stretch: SIGUSR1 turns a worker's hold stretch on, SIGUSR2 off (see
-// workload/stretch.go).
-func (e *env) Stretch(c int, on bool) error {
-	if on {
-		return e.sig(c, syscall.SIGUSR1, true)
-	}
-	return e.sig(c, syscall.SIGUSR2, false)
-}
 
 // sig signals client c. A client that exited is no target for a fault that
 // starts (ErrNoTarget: the nemesis aims again), and nothing to undo for one

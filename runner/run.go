@@ -36,15 +36,18 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if err != nil {
 		return checker.Result{}, err
 	}
-	lockSpec, lockOpts, nemeses, err := resolve(cfg)
+	rs, err := resolve(cfg)
 	if err != nil {
 		return checker.Result{}, err
 	}
 	if cfg.Nodes == 0 {
-		cfg.Nodes = lockSpec.Nodes
+		cfg.Nodes = rs.lock.Nodes
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
 		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
+	}
+	if err := writeJSON(filepath.Join(cfg.Out, ConfigFile), cfg); err != nil {
+		return checker.Result{}, err
 	}
 	hist, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
 	if err != nil {
@@ -52,85 +55,117 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	}
 	// The nonce keeps lock owners of different runs apart (a reentrant lock
 	// would let one run's client re-enter another's hold of the same name).
-	r := &run{cfg: cfg, hist: hist, trk: newTracker(), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()), rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)})}
-	runErr := r.execute(ctx, lockSpec, lockOpts, nemeses)
+	r := &run{cfg: cfg, hist: hist, trk: newTracker(), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
+		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(cfg.Nodes, rs.lock)}
+	runErr := r.execute(ctx, rs)
 	if cerr := hist.Close(); cerr != nil {
 		runErr = errors.Join(runErr, cerr)
 	}
-	if r.started == 0 {
-		// Nothing ran: there is no history worth checking.
+	if !r.begun {
+		// The workload never started: there is no history worth checking.
 		return checker.Result{}, runErr
 	}
 	res, cerr := CheckDir(cfg.Out, cfg.CheckTimeout)
 	return res, errors.Join(runErr, cerr)
 }
 
+// resolved is a run's configuration looked up: the lock with its options
+// and what they make of it, and the nemeses with their plans.
+type resolved struct {
+	lock     locks.Spec
+	lockOpts option.Values
+	// lease is the lease the lock really uses (locks.Leaser), nodeTimeout
+	// its per-node timeout (locks.NodeTimeouter), 0 when it has none.
+	lease, nodeTimeout time.Duration
+	nemeses            []nemesis.Scheduled
+}
+
 // resolve looks up the lock and the nemeses and validates their options
 // before anything starts.
-func resolve(cfg Config) (locks.Spec, option.Values, []nemesis.Scheduled, error) {
+func resolve(cfg Config) (resolved, error) {
+	var rs resolved
 	spec, err := locks.Lookup(cfg.Lock)
 	if err != nil {
-		return spec, option.Values{}, nil, UsageError{Err: err}
+		return rs, UsageError{Err: err}
 	}
+	rs.lock = spec
 	opts, err := option.Resolve(spec.Name, spec.Options, cfg.LockOptions, cfg.TTL)
 	if err != nil {
-		return spec, opts, nil, UsageError{Err: err}
+		return rs, UsageError{Err: err}
 	}
+	rs.lockOpts = opts
 	// New must not do I/O: called here without nodes, it validates options.
-	if _, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))}); err != nil {
-		return spec, opts, nil, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+	l, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
+	if err != nil {
+		return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 	}
-	var out []nemesis.Scheduled
+	rs.lease = cfg.TTL
+	if le, ok := l.(locks.Leaser); ok {
+		rs.lease = le.Lease()
+	}
+	if nt, ok := l.(locks.NodeTimeouter); ok {
+		rs.nodeTimeout = nt.NodeTimeout()
+	}
+	nodes := cfg.Nodes
+	if nodes == 0 {
+		nodes = spec.Nodes
+	}
 	seen := map[string]bool{}
 	for _, name := range cfg.Nemeses {
 		if seen[name] {
-			return spec, opts, nil, usage("nemesis %s is given twice", name)
+			return rs, usage("nemesis %s is given twice", name)
 		}
 		seen[name] = true
 		ns, err := nemesis.Lookup(name)
 		if err != nil {
-			return spec, opts, nil, UsageError{Err: err}
+			return rs, UsageError{Err: err}
 		}
 		nopts, err := option.Resolve(name, ns.Options, cfg.NemesisOptions[name], cfg.TTL)
 		if err != nil {
-			return spec, opts, nil, UsageError{Err: err}
+			return rs, UsageError{Err: err}
 		}
 		n, err := ns.New(nopts)
 		if err != nil {
-			return spec, opts, nil, UsageError{Err: err}
+			return rs, UsageError{Err: err}
 		}
 		if ns.Available != nil {
-			nodes := cfg.Nodes
-			if nodes == 0 {
-				nodes = spec.Nodes
-			}
-			if err := ns.Available(cfg.shape(nodes), nopts); err != nil {
-				return spec, opts, nil, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
+			if err := ns.Available(cfg.shape(nodes, spec), nopts); err != nil {
+				return rs, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
 			}
 		}
 		plan, err := nemesis.ParsePlan(nopts.String(nemesis.ScheduleKey), cfg.Seed, name)
 		if err != nil {
-			return spec, opts, nil, UsageError{Err: err}
+			return rs, UsageError{Err: err}
 		}
-		out = append(out, nemesis.Scheduled{Name: name, Nemesis: n, Plan: plan})
+		if cfg.Replay != nil {
+			steps, ok := cfg.Replay.Steps(name)
+			if !ok {
+				return rs, usage("--replay: the replayed schedule has no steps of nemesis %s", name)
+			}
+			plan.Replay = steps
+		}
+		rs.nemeses = append(rs.nemeses, nemesis.Scheduled{Name: name, Nemesis: n, Plan: plan})
 	}
 	for name := range cfg.NemesisOptions {
 		if name != spec.Name && !seen[name] {
-			return spec, opts, nil, usage("--opt %s.…: %s is neither the lock nor a nemesis of this run", name, name)
+			return rs, usage("--opt %s.…: %s is neither the lock nor a nemesis of this run", name, name)
 		}
 	}
-	return spec, opts, out, nil
+	return rs, nil
 }
 
 type run struct {
 	nonce   uint32
 	cfg     Config
+	lease   time.Duration    // the lock's real lease (resolved.lease)
+	shape   nemesis.Topology // the run's shape, as the nemeses see it
 	hist    *history.Writer
 	trk     *tracker
 	rng     *rand.Rand
 	proxies *proxy.Proxies
 	workers []*workerProc
 	started int            // workers started
+	begun   bool           // the run-start is recorded: the workload began
 	nodes   []cluster.Node // every node, the resource last
 	// topo: replication groups (whose primaries are the lock nodes),
 	// sentinels, clocks.
@@ -139,7 +174,7 @@ type run struct {
 
 func (r *run) record(e history.Event) { r.hist.Append(e) }
 
-func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Values, nemeses []nemesis.Scheduled) (err error) {
+func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	var problems []string // recorded in run-end: each makes the evidence doubtful
 	backend, err := cluster.Open(r.cfg.Backend, cluster.BackendOptions{Image: r.cfg.Image})
 	if err != nil {
@@ -160,11 +195,15 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	}()
 	r.proxies = proxy.New()
 	defer r.proxies.Close()
-	addrs, resource, err := r.startTopology(ctx, backend, nemeses)
+	addrs, resource, err := r.startTopology(ctx, backend, rs.nemeses)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while starting the nodes, before any operation was recorded (%w)", err)
 		}
+		return err
+	}
+	rtt, err := r.calibrate(ctx, addrs, rs)
+	if err != nil {
 		return err
 	}
 
@@ -176,26 +215,10 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 		}
 		argv = []string{self, "worker"}
 	}
-
-	nemNames := make([]string, len(nemeses))
-	for i, n := range nemeses {
-		nemNames[i] = n.Name
-	}
-	options := map[string]string{}
-	for k, v := range lockOpts.Map() {
-		options[spec.Name+"."+k] = v
-	}
-	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
-		Lock: spec.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
-		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
-		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: spec.Reentrant,
-		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
-		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(),
-	}})
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
 		wc := workload.Config{
-			Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: spec.Name, Options: r.cfg.LockOptions,
+			Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
 			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
 			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
@@ -207,22 +230,61 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 		r.workers = append(r.workers, w)
 		r.started++
 	}
+	// The run's clock starts when every worker can start: a worker process
+	// takes a while to start on a busy machine, and a run that counted from
+	// its launch would lose part of its duration.
+	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
+
+	nemNames := make([]string, len(rs.nemeses))
+	for i, n := range rs.nemeses {
+		nemNames[i] = n.Name
+	}
+	options := map[string]string{}
+	for k, v := range rs.lockOpts.Map() {
+		options[rs.lock.Name+"."+k] = v
+	}
+	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
+		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
+		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
+		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: rs.lock.Reentrant,
+		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
+		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(),
+		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
+	}})
+	r.begun = true
+	for _, w := range r.workers {
+		if err := w.send(workload.CmdGo); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	began := history.Now()
+	stalls := make(chan struct{})
+	go workload.WatchStalls(workload.StallThreshold(r.cfg.TTL), stalls, r.record)
+	defer close(stalls)
 
 	nemCtx, stopNemeses := context.WithCancel(ctx)
 	defer stopNemeses()
 	nemDone := make(chan error, 1)
+	var executed scheduleLog
 	go func() {
-		nemDone <- nemesis.Schedule(nemCtx, &env{r: r}, nemeses, r.cfg.FaultInterval, func(e history.Event) {
+		shape := nemesis.Shape{Clients: r.cfg.Clients, Keys: r.cfg.Keys, LockNodes: r.cfg.Nodes, KeyName: workload.KeyName}
+		nemDone <- nemesis.Schedule(nemCtx, &env{r: r}, rs.nemeses, shape, r.cfg.FaultInterval, func(e history.Event) {
 			r.trk.observe(e)
 			r.record(e)
-		})
+		}, executed.add)
 	}()
 
 	r.wait(ctx)
+	stopped := history.Now()
 	interrupted := ctx.Err() != nil
 	stopNemeses()
 	if nerr := <-nemDone; nerr != nil {
 		problems = append(problems, nerr.Error())
+	}
+	if werr := executed.write(filepath.Join(r.cfg.Out, ScheduleFile), rs.nemeses); werr != nil {
+		problems = append(problems, werr.Error())
 	}
 	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
 		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
@@ -241,7 +303,21 @@ func (r *run) execute(ctx context.Context, spec locks.Spec, lockOpts option.Valu
 	if herr := r.hist.Err(); herr != nil {
 		problems = append(problems, herr.Error())
 	}
-	r.record(history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; ")})
+	r.record(history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; "), WorkloadNs: stopped - began})
+	return nil
+}
+
+// awaitReady waits until every worker says it can start, or one exits.
+func (r *run) awaitReady(ctx context.Context) error {
+	for _, w := range r.workers {
+		select {
+		case <-w.ready:
+		case <-w.done:
+			return fmt.Errorf("worker %d exited before it was ready; its log is %s", w.client, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", w.client)))
+		case <-ctx.Done():
+			return fmt.Errorf("interrupted while the workers started, before any operation was recorded (%w)", ctx.Err())
+		}
+	}
 	return nil
 }
 
@@ -270,8 +346,8 @@ func (r *run) wait(ctx context.Context) {
 				s := r.trk.stats
 				r.trk.mu.Unlock()
 				elapsed := r.cfg.Duration - left
-				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d\n",
-					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults)
+				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d stalls=%d\n",
+					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults, s.stalls)
 			}
 		}
 	}

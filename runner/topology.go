@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/redis/go-redis/v9"
@@ -26,10 +27,14 @@ type topology struct {
 }
 
 // shape is the run's topology as the nemeses see it.
-func (c Config) shape(lockNodes int) nemesis.Topology {
+func (c Config) shape(lockNodes int, lock locks.Spec) nemesis.Topology {
+	quorum := 1
+	if lock.Quorum {
+		quorum = lockNodes/2 + 1
+	}
 	return nemesis.Topology{
 		Backend: c.Backend, Lock: c.Lock, LockNodes: lockNodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
-		Persistence: c.Persistence, Clients: c.Clients, TTL: c.TTL,
+		Persistence: c.Persistence, Clients: c.Clients, Keys: c.Keys, TTL: c.TTL, Quorum: quorum,
 	}
 }
 

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"context"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -10,36 +12,68 @@ import (
 )
 
 // tracker follows the event stream live so nemeses can aim: who holds what,
-// who is in the middle of an acquire. It is only for aiming; the checker
-// never reads it.
+// who is in the middle of an acquire, which stretch each worker has taken.
+// It is only for aiming; the checker never reads it.
 type tracker struct {
 	mu        sync.Mutex
 	holding   map[int]map[string]*heldKey
-	acquiring map[int]time.Time
-	stats     struct{ acquires, holds, faults int }
+	acquiring map[int]inFlight
+	acquires  map[int]nemesis.Acquire // each client's latest
+	exitedSet map[int]bool
+	stretched map[int]stretchAck
+	stats     struct{ acquires, holds, faults, stalls int }
+	// changed is closed and replaced at every event: waiters look again.
+	changed chan struct{}
 }
 
 type heldKey struct {
-	depth int
-	since time.Time
+	depth   int
+	since   time.Time
+	ok      int64 // the outermost acquire's ok (history time)
+	invoked int64 // its invoke
+}
+
+type inFlight struct {
+	since   time.Time
+	invoked int64
+}
+
+// stretchAck is the last stretch event of a worker: the key it holds on to
+// ("" after an unstretch) and when it said so.
+type stretchAck struct {
+	key string
+	at  int64
 }
 
 func newTracker() *tracker {
-	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]time.Time{}}
+	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
+		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
+		stretched: map[int]stretchAck{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.broadcast()
 	now := time.Now()
 	switch {
 	case e.Kind == history.FaultStart:
 		t.stats.faults++
+	case e.Kind == history.Stall:
+		t.stats.stalls++
+	case e.Kind == history.Stretch:
+		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}
 	case e.F == history.Acquire && e.Kind == history.Invoke:
 		t.stats.acquires++
-		t.acquiring[e.Client] = now
+		t.acquiring[e.Client] = inFlight{since: now, invoked: e.Time}
+		t.acquires[e.Client] = nemesis.Acquire{Key: e.Key, Invoked: e.Time}
 	case e.F == history.Acquire:
+		inv := t.acquiring[e.Client]
 		delete(t.acquiring, e.Client)
+		if a, ok := t.acquires[e.Client]; ok && a.Outcome == "" {
+			a.Done, a.Outcome = e.Time, e.Kind
+			t.acquires[e.Client] = a
+		}
 		if e.Kind == history.OK {
 			keys := t.holding[e.Client]
 			if keys == nil {
@@ -47,7 +81,7 @@ func (t *tracker) observe(e history.Event) {
 				t.holding[e.Client] = keys
 			}
 			if keys[e.Key] == nil {
-				keys[e.Key] = &heldKey{since: now}
+				keys[e.Key] = &heldKey{since: now, ok: e.Time, invoked: inv.invoked}
 				t.stats.holds++
 			}
 			keys[e.Key].depth++
@@ -63,20 +97,32 @@ func (t *tracker) observe(e history.Event) {
 	}
 }
 
+func (t *tracker) broadcast() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
 func (t *tracker) exited(client int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.holding, client)
 	delete(t.acquiring, client)
+	delete(t.stretched, client)
+	t.exitedSet[client] = true
+	t.broadcast()
 }
 
 func (t *tracker) holders() []nemesis.Holding {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.holdersLocked()
+}
+
+func (t *tracker) holdersLocked() []nemesis.Holding {
 	var out []nemesis.Holding
 	for c, keys := range t.holding {
 		for k, h := range keys {
-			out = append(out, nemesis.Holding{Client: c, Key: k, Since: h.since})
+			out = append(out, holding(c, k, h))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -88,15 +134,56 @@ func (t *tracker) holders() []nemesis.Holding {
 	return out
 }
 
+func holding(c int, k string, h *heldKey) nemesis.Holding {
+	return nemesis.Holding{Client: c, Key: k, Since: h.since, OK: h.ok, Invoked: h.invoked}
+}
+
 func (t *tracker) acquiringFor(d time.Duration) []int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []int
-	for c, since := range t.acquiring {
-		if time.Since(since) >= d {
+	for c, f := range t.acquiring {
+		if time.Since(f.since) >= d {
 			out = append(out, c)
 		}
 	}
 	sort.Ints(out)
 	return out
+}
+
+// until waits until cond, evaluated under the tracker's lock at every
+// event, holds, or ctx ends.
+func (t *tracker) until(ctx context.Context, cond func() bool) error {
+	for {
+		t.mu.Lock()
+		ok, changed := cond(), t.changed
+		t.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// await waits until cond holds of the view at some event.
+func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
+	return t.until(ctx, func() bool {
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet)})
+	})
+}
+
+// awaitStretch waits until client has said it took the stretch of key (""
+// for none) at or after the history time after, and returns when it said so.
+func (t *tracker) awaitStretch(ctx context.Context, client int, key string, after int64) (int64, error) {
+	var at int64
+	err := t.until(ctx, func() bool {
+		a, ok := t.stretched[client]
+		at = a.at
+		return ok && a.key == key && a.at >= after
+	})
+	return at, err
 }

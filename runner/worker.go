@@ -21,8 +21,12 @@ type workerProc struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	done   chan struct{} // closed once every event is read and the exit recorded
+	ready  chan struct{} // closed when it says it can start (workload.Ready)
+
+	readyOnce sync.Once
 
 	mu       sync.Mutex
+	closed   bool // its standard input is closed: it was told to stop
 	exited   bool
 	expected bool   // the coordinator or a nemesis asked for this exit
 	why      string // why it was killed, when it was
@@ -66,7 +70,7 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 		return nil, fmt.Errorf("start worker %d (%s): %w", cfg.Client, argv[0], err)
 	}
 	pw.Close() // the worker holds the only write end: EOF means it is gone
-	w := &workerProc{client: cfg.Client, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	w := &workerProc{client: cfg.Client, cmd: cmd, stdin: stdin, done: make(chan struct{}), ready: make(chan struct{})}
 
 	b, _ := json.Marshal(cfg)
 	if _, err := stdin.Write(append(b, '\n')); err != nil {
@@ -87,6 +91,10 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 				continue
 			}
 			e.Client = cfg.Client // a worker speaks only for itself
+			if e.Kind == workload.Ready {
+				w.readyOnce.Do(func() { close(w.ready) })
+				continue
+			}
 			trk.observe(e)
 			record(e)
 		}
@@ -134,12 +142,28 @@ func (w *workerProc) signal(sig syscall.Signal) error {
 
 var errExited = fmt.Errorf("worker already exited")
 
+// send writes one control line to the worker (workload/control.go).
+func (w *workerProc) send(line string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.exited {
+		return errExited
+	}
+	if _, err := io.WriteString(w.stdin, line+"\n"); err != nil {
+		return fmt.Errorf("tell worker %d %q: %w", w.client, line, err)
+	}
+	return nil
+}
+
 // stop asks the worker to finish its iteration and exit.
 func (w *workerProc) stop() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.expected = true
-	w.mu.Unlock()
-	_ = w.stdin.Close()
+	if !w.closed {
+		w.closed = true
+		_ = w.stdin.Close()
+	}
 }
 
 // killExpected kills the worker on purpose (a nemesis); its exit is expected.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -26,8 +27,8 @@ const EventsFD = 3
 const RoleEnv = "LOCKCHAOS_ROLE"
 
 // Main runs one worker process: its Config arrives as the first line of
-// standard input, "stop" (or the end of input) on a later line ends the loop,
-// and events go to file descriptor 3. It returns the process exit code.
+// standard input and control lines follow (control.go); events go to file
+// descriptor 3. It returns the process exit code.
 func Main() int {
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadBytes('\n')
@@ -46,13 +47,13 @@ func Main() int {
 		return 2
 	}
 	defer w.close()
-	go func() {
-		// Any line, or the end of input, asks the worker to finish its
-		// current iteration and exit.
-		_, _ = in.ReadBytes('\n')
-		w.stop.Store(true)
-	}()
-	watchStretch() // slow-hold's SIGUSR1/SIGUSR2 (stretch.go)
+	w.emit(history.Event{Kind: Ready})
+	if !w.control(in) {
+		return 0 // stopped before the workload began
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go WatchStalls(StallThreshold(cfg.TTL), done, func(e history.Event) { w.emit(e) })
 	w.run()
 	return 0
 }
@@ -68,6 +69,10 @@ type worker struct {
 	res    Resource
 	rng    *rand.Rand
 	stop   atomic.Bool
+	// stretch is what a nemesis asked for: holds of one key stay in their
+	// critical section (control.go).
+	stretch *stretch
+	log     io.Writer
 
 	// mu serialises every event: the main loop and the watchdog goroutines
 	// of a hold emit through it, and the state of the hold in progress
@@ -86,7 +91,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client)))}
+	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client))), stretch: newStretch(), log: os.Stderr}
 	for _, addr := range cfg.LockAddrs {
 		w.nodes = append(w.nodes, redis.NewClient(clientOptions(addr, cfg.OpTimeout)))
 	}
@@ -145,27 +150,29 @@ func (w *worker) close() {
 // completion before the client acts on it), so a worker killed at any point
 // never did something its history does not show. If the coordinator is gone
 // nothing can be recorded any more, and the worker stops at once.
-func (w *worker) emit(e history.Event) {
+func (w *worker) emit(e history.Event) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.emitLocked(e)
+	return w.emitLocked(e)
 }
 
-func (w *worker) emitLocked(e history.Event) {
+// emitLocked writes e stamped with the current time, and returns that time.
+func (w *worker) emitLocked(e history.Event) int64 {
 	e.Client = w.cfg.Client
 	e.Time = history.Now()
 	if _, err := w.out.Write(append(e.Marshal(), '\n')); err != nil {
 		fmt.Fprintf(os.Stderr, "worker %d: coordinator gone (%v): exiting\n", w.cfg.Client, err)
 		os.Exit(3)
 	}
+	return e.Time
 }
 
 func (w *worker) run() {
 	ctx := context.Background()
 	for !w.stop.Load() {
 		key := KeyName(w.rng.IntN(w.cfg.Keys))
-		if lease, ok := w.acquire(ctx, key); ok {
-			w.hold(ctx, lease)
+		if lease, invoked, ok := w.acquire(ctx, key); ok {
+			w.hold(ctx, lease, invoked)
 		}
 		if w.cfg.Think > 0 {
 			time.Sleep(time.Duration(w.rng.Int64N(int64(w.cfg.Think) + 1)))
@@ -175,25 +182,24 @@ func (w *worker) run() {
 
 // acquire is one acquire operation in the history; in blocking mode it
 // spans every retry until the lock is taken or the wait runs out.
-func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, bool) {
-	w.emit(history.Event{Kind: history.Invoke, F: history.Acquire, Key: key})
+func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, int64, bool) {
+	invoked := w.emit(history.Event{Kind: history.Invoke, F: history.Acquire, Key: key})
 	if w.cfg.Wait > 0 && w.waiter != nil {
 		opCtx, cancel := context.WithTimeout(ctx, w.cfg.Wait+w.cfg.OpTimeout)
 		lease, err := w.waiter.AcquireWait(opCtx, key, w.cfg.Wait)
 		cancel()
-		return w.acquired(key, lease, err)
+		lease, ok := w.acquired(key, lease, err)
+		return lease, invoked, ok
 	}
 	start := time.Now()
 	for {
 		opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 		lease, err := w.locker.Acquire(opCtx, key)
 		cancel()
-		if !errors.Is(err, locks.ErrNotAcquired) {
-			return w.acquired(key, lease, err)
-		}
 		left := w.cfg.Wait - time.Since(start)
-		if left <= 0 || w.stop.Load() {
-			return w.acquired(key, lease, err)
+		if !errors.Is(err, locks.ErrNotAcquired) || left <= 0 || w.stop.Load() {
+			lease, ok := w.acquired(key, lease, err)
+			return lease, invoked, ok
 		}
 		time.Sleep(min(left, w.jitter(w.cfg.Retry)))
 	}
@@ -228,8 +234,9 @@ func (w *worker) jitter(d time.Duration) time.Duration {
 // heldLock is the hold in progress, shared by the main loop and the hold's
 // watchdogs. Its fields change only under worker.mu.
 type heldLock struct {
-	key   string
-	lease locks.Lease // the latest: a renewal may move its deadline
+	key     string
+	invoked int64       // when the acquire that began the hold was invoked
+	lease   locks.Lease // the latest: a renewal may move its deadline
 	// lost: the client learned it lost the lock; it touches the resource no
 	// more. ended: the outermost release was invoked; no lost may follow.
 	lost, ended bool
@@ -241,11 +248,11 @@ type heldLock struct {
 // hold is the critical section: read the counter, work, write it back plus
 // one, then release. With probability Reentry it acquires the lock once more
 // first, and releases that inner level before the outer one.
-func (w *worker) hold(ctx context.Context, lease locks.Lease) {
-	h := w.watch(lease)
+func (w *worker) hold(ctx context.Context, lease locks.Lease, invoked int64) {
+	h := w.watch(lease, invoked)
 	var inner *locks.Lease
 	if w.cfg.Reentry > 0 && w.rng.Float64() < w.cfg.Reentry && !w.isLost(h) {
-		if l, ok := w.acquire(ctx, lease.Key); ok {
+		if l, _, ok := w.acquire(ctx, lease.Key); ok {
 			inner = &l
 		}
 	}
@@ -259,10 +266,18 @@ func (w *worker) hold(ctx context.Context, lease locks.Lease) {
 }
 
 // watch starts the hold's watchdogs: a renewal every TTL/3 when the run asked
-// for it, and a listener for the lock's own news that the lease is gone.
-func (w *worker) watch(lease locks.Lease) *heldLock {
+// for it, a listener for the lock's own news that the lease is gone, and,
+// for a lease with a validity deadline, a timer that says so when it runs out.
+func (w *worker) watch(lease locks.Lease, invoked int64) *heldLock {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &heldLock{key: lease.Key, lease: lease, lostCh: make(chan struct{}), cancel: cancel}
+	h := &heldLock{key: lease.Key, invoked: invoked, lease: lease, lostCh: make(chan struct{}), cancel: cancel}
+	if lease.Deadline != 0 {
+		h.watchers.Add(1)
+		go func() {
+			defer h.watchers.Done()
+			w.deadlineLoop(ctx, h)
+		}()
+	}
 	if w.renewer != nil {
 		h.watchers.Add(1)
 		go func() {
@@ -312,6 +327,30 @@ func (w *worker) renewLoop(ctx context.Context, h *heldLock) {
 		default:
 			fmt.Fprintf(os.Stderr, "worker %d: renewal of %s got no answer, trying again: %v\n", w.cfg.Client, h.key, err)
 		}
+	}
+}
+
+// deadlineLoop marks h lost when its lease's validity deadline passes, as a
+// Redlock client that checks its validity would learn it: the client stops
+// believing it holds the lock at that instant, not at its next step. A
+// renewal moves the deadline; the loop follows it.
+func (w *worker) deadlineLoop(ctx context.Context, h *heldLock) {
+	for {
+		d := w.current(h).Deadline
+		t := time.NewTimer(time.Duration(d - history.Now()))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		if h.lease.Deadline == d {
+			w.markLostLocked(h, "lease validity ran out")
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -379,13 +418,20 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 		w.emit(history.Event{Kind: history.Info, F: history.Read, Key: key, Fence: fence, Error: err.Error()})
 		return
 	}
-	w.emit(history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence})
+	read := w.emit(history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence})
+	t := time.NewTimer(w.cfg.Hold)
 	select {
-	case <-time.After(w.cfg.Hold):
+	case <-t.C:
 	case <-h.lostCh:
+		t.Stop()
 		return
 	}
-	if !w.stretchHold(h.lostCh) { // slow-hold (stretch.go)
+	// A hold that overran its planned time tells of a stall of this
+	// process, the coordinator's ticker of its own.
+	if late := history.Now() - read - w.cfg.Hold.Nanoseconds(); late >= StallThreshold(w.cfg.TTL).Nanoseconds() {
+		w.emit(history.Event{Kind: history.Stall, Key: key, StallNs: late, Message: "the hold's timer fired late"})
+	}
+	if !w.stretchHold(h) { // a nemesis keeps the client inside (control.go)
 		return
 	}
 	w.write(ctx, h, key, v+1, fence)

@@ -93,11 +93,11 @@ func testWorker(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *redis
 // holdOnce runs one acquire and, if it succeeds, one hold.
 func holdOnce(t *testing.T, w *worker) {
 	t.Helper()
-	lease, ok := w.acquire(context.Background(), KeyName(0))
+	lease, invoked, ok := w.acquire(context.Background(), KeyName(0))
 	if !ok {
 		t.Fatal("the first acquire failed")
 	}
-	w.hold(context.Background(), lease)
+	w.hold(context.Background(), lease, invoked)
 }
 
 // kinds renders the worker's events as "kind f" strings, in order.
@@ -182,9 +182,10 @@ func TestRenewalKeepsALongHoldAlive(t *testing.T) {
 	}
 }
 
-// A lease whose deadline (Redlock's validity) passed during the hold is not
-// trusted for the write.
-func TestDeadlinePassedSkipsTheWrite(t *testing.T) {
+// A lease whose deadline (Redlock's validity) passes during the hold ends
+// the hold at that instant: the client knows its validity, and stops
+// believing it holds the lock then, not at its next step. It never writes.
+func TestDeadlinePassedEndsTheHoldThere(t *testing.T) {
 	w, ev, _ := testWorker(t, Config{Lock: "redlock", TTL: 100 * ms, Hold: 150 * ms})
 	holdOnce(t, w)
 	all := waitEvents(ev, 7)
@@ -192,8 +193,50 @@ func TestDeadlinePassedSkipsTheWrite(t *testing.T) {
 	if len(got) != 7 || got[4] != "lost" || got[5] != "invoke release" {
 		t.Fatalf("events %q, want the hold to end with lost and no write", got)
 	}
-	if all[4].Message != "lease validity ran out before the write" {
+	if all[4].Message != "lease validity ran out" {
 		t.Errorf("lost message %q", all[4].Message)
+	}
+	// The validity is the TTL less the acquire's time and the drift: the
+	// loss comes before the TTL has passed since the acquire returned,
+	// long before the 150 ms hold would have ended.
+	if held := time.Duration(all[4].Time - all[1].Time); held >= 100*ms {
+		t.Errorf("lost %v after the acquire returned, at or past the 100ms TTL", held)
+	}
+}
+
+// A stretched hold stays in its critical section after its hold time until
+// the stretch is withdrawn, but never past its bound since the acquire's
+// invoke, which the worker enforces itself; a stretch of another key does
+// not touch it.
+func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		key       string
+		max       time.Duration
+		withdraw  time.Duration // 0: never
+		min, most time.Duration // how long the hold may last
+	}{
+		{"bound", KeyName(0), 300 * ms, 0, 300 * ms, 900 * ms},
+		{"withdrawn", KeyName(0), 5 * time.Second, 250 * ms, 250 * ms, 2 * time.Second},
+		{"other key", KeyName(1), 5 * time.Second, 0, 20 * ms, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 10 * time.Second, Hold: 20 * ms})
+			w.stretch.set(tc.key, tc.max)
+			if tc.withdraw > 0 {
+				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0) }()
+			}
+			holdOnce(t, w)
+			all := waitEvents(ev, 8)
+			got := kinds(all)
+			if len(got) != 8 || got[4] != "invoke write" {
+				t.Fatalf("events %q, want a whole hold", got)
+			}
+			held := time.Duration(all[6].Time - all[0].Time) // acquire invoke to release invoke
+			if held < tc.min || held > tc.most {
+				t.Errorf("held %v, want %v to %v", held, tc.min, tc.most)
+			}
+		})
 	}
 }
 
@@ -202,11 +245,11 @@ func TestDeadlinePassedSkipsTheWrite(t *testing.T) {
 func TestNoLostAfterTheRelease(t *testing.T) {
 	w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 100 * ms})
 	ctx := context.Background()
-	lease, ok := w.acquire(ctx, KeyName(0))
+	lease, invoked, ok := w.acquire(ctx, KeyName(0))
 	if !ok {
 		t.Fatal("acquire failed")
 	}
-	h := w.watch(lease)
+	h := w.watch(lease, invoked)
 	h.cancel()
 	w.release(ctx, lease, h)
 	w.markLost(h, "too late")

@@ -1,0 +1,126 @@
+package checker
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Causes of an overlap (Overlap.Cause).
+const (
+	// CauseFault: a fault active before the overlap began explains it.
+	CauseFault = "fault"
+	// CauseStall: the harness itself stalled the earlier holder at least as
+	// long as the overlap lasted (its process, or the coordinator that
+	// forwards its requests, could not run): without the stall there would
+	// have been no overlap. Still a real lease violation — any process can
+	// be paused — but not the fault's doing.
+	CauseStall = "stall"
+	// CauseNone: neither a fault nor a stall explains it: the lock broke on
+	// its own (a hold longer than its lease, a bug).
+	CauseNone = "none"
+)
+
+// attribute says what caused the overlap [s, e] of the earlier hold a with
+// a later one: the faults active before it began, and how long the harness
+// stalled a meanwhile — a's own process between its acquire's invoke and
+// the overlap's end (except while a fault stopped it on purpose), and the
+// coordinator while a's acquire was in flight (its reply waited in the
+// proxies). The overlap is the stall's when it is no longer than that
+// delay; otherwise the faults', if any; otherwise the lock's own.
+func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall) (cause string, faults []int, st *StallNote) {
+	faults = faultsBefore(spans, a.invoked, s)
+	var parts [][2]int64
+	var worst stall
+	for _, x := range stalls {
+		var from, to int64
+		switch x.client {
+		case a.client:
+			from, to = a.invoked, e
+		case -1:
+			from, to = a.invoked, a.start
+		default:
+			continue
+		}
+		lo, hi := max(x.start, from), min(x.end, to)
+		if lo >= hi {
+			continue
+		}
+		for _, cut := range stoppedDuring(spans, a.client, lo, hi) {
+			lo, hi = trim(lo, hi, cut)
+		}
+		if lo >= hi {
+			continue
+		}
+		parts = append(parts, [2]int64{lo, hi})
+		if x.end-x.start > worst.end-worst.start {
+			worst = x
+		}
+	}
+	delay := union(parts)
+	if delay > 0 {
+		who := fmt.Sprintf("client %d", worst.client)
+		if worst.client < 0 {
+			who = "the coordinator (which forwards every request through its proxies)"
+		}
+		st = &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6,
+			Text: fmt.Sprintf("%s could not run for %s", who, millis(float64(worst.end-worst.start)/1e6))}
+	}
+	switch {
+	case delay > 0 && delay >= e-s:
+		return CauseStall, faults, st
+	case len(faults) > 0:
+		return CauseFault, faults, st
+	case delay > 0:
+		return CauseNone, faults, st
+	}
+	return CauseNone, faults, nil
+}
+
+// stoppedDuring returns the parts of [lo, hi] during which a fault stopped
+// client c's process on purpose: a stall then is the fault.
+func stoppedDuring(spans []faultSpan, c int, lo, hi int64) [][2]int64 {
+	var out [][2]int64
+	for _, f := range spans {
+		if slices.Contains(f.stopped, c) && f.start < hi && f.end > lo {
+			out = append(out, [2]int64{f.start, f.end})
+		}
+	}
+	return out
+}
+
+// trim removes cut from [lo, hi] when it covers one end (a cut in the
+// middle keeps the longer side: stalls and faults are short, and a stall
+// split by a fault is the fault's).
+func trim(lo, hi int64, cut [2]int64) (int64, int64) {
+	switch {
+	case cut[0] <= lo && cut[1] >= hi:
+		return 0, 0
+	case cut[0] <= lo:
+		return max(lo, cut[1]), hi
+	case cut[1] >= hi:
+		return lo, min(hi, cut[0])
+	case cut[0]-lo >= hi-cut[1]:
+		return lo, cut[0]
+	}
+	return cut[1], hi
+}
+
+// union is the total length covered by the intervals.
+func union(parts [][2]int64) int64 {
+	slices.SortFunc(parts, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
+	var total, end int64
+	first := true
+	for _, p := range parts {
+		if first || p[0] > end {
+			total += p[1] - p[0]
+			end, first = p[1], false
+			continue
+		}
+		if p[1] > end {
+			total += p[1] - end
+			end = p[1]
+		}
+	}
+	return total
+}

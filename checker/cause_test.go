@@ -1,0 +1,171 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// An overlap is the harness's own doing when the harness stalled the
+// earlier holder at least as long as the overlap lasted: its own process,
+// or the coordinator while its acquire's reply waited in the proxies. A
+// stall that a fault caused on purpose (a SIGSTOP) is the fault; a stall
+// shorter than the overlap explains nothing.
+func TestOverlapCauses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		h       *hist
+		cause   string
+		faults  int
+		summary string
+	}{
+		{
+			name: "descheduled holder",
+			// Client 0 meant to hold 20 ms; it could not run from 15 to 300,
+			// its lease ran out, client 1 took the lock at 280.
+			h:       new(hist).start().stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
+			cause:   CauseStall,
+			summary: "no fault explains it: client 0 could not run for 285 ms, as long as the overlap lasted (a stall of the harness, not a fault)",
+		},
+		{
+			name: "paused on purpose",
+			h: new(hist).start().add(history.Event{Time: ms(12), Kind: history.FaultStart, Client: history.NoClient,
+				Fault: &history.Fault{ID: 1, Name: "pause-client", Clients: []int{0}, Stopped: []int{0}}}).
+				add(history.Event{Time: ms(301), Kind: history.FaultEnd, Client: history.NoClient,
+					Fault: &history.Fault{ID: 1, Name: "pause-client", Clients: []int{0}, Stopped: []int{0}}}).
+				stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "late reply through a stalled coordinator",
+			// The coordinator forwards every request: while it could not
+			// run, client 0's OK waited, and its hold began late.
+			h:     new(hist).start().stall(-1, 5, 250).acquire(0, k0, 2, 255).release(0, k0, 310, 311).hold(1, k0, 303, 330),
+			cause: CauseStall,
+		},
+		{
+			name: "a stall shorter than the overlap explains nothing",
+			// A hold far longer than the lease: the lock's own failure.
+			h:       new(hist).start().stall(0, 50, 70).hold(0, k0, 10, 600).hold(1, k0, 310, 620),
+			cause:   CauseNone,
+			summary: "no fault was active (client 0 could not run for 20 ms, shorter than the overlap)",
+		},
+		{
+			name:  "another client's stall is not the earlier holder's",
+			h:     new(hist).start().stall(1, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
+			cause: CauseNone,
+		},
+		{
+			name: "fault active before the overlap, stall shorter than it",
+			h: new(hist).start().fault(1, "latency", nil, 5, 400).stall(-1, 20, 30).
+				hold(0, k0, 10, 350).hold(1, k0, 300, 360),
+			cause:  CauseFault,
+			faults: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+			if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 {
+				t.Fatalf("%s: %s", r.Verdict, r.Summary)
+			}
+			o := r.Mutex.Overlaps[0]
+			if o.Cause != tc.cause || len(o.Faults) != tc.faults || r.Evidence.Overlaps[tc.cause] != 1 {
+				t.Errorf("cause %s, faults %v, by cause %v; want %s with %d faults", o.Cause, o.Faults, r.Evidence.Overlaps, tc.cause, tc.faults)
+			}
+			if tc.summary != "" && !strings.Contains(r.Summary, tc.summary) {
+				t.Errorf("summary %q\nwant it to say %q", r.Summary, tc.summary)
+			}
+			if r.FirstViolationMs == nil || *r.FirstViolationMs < 0 || r.FirstViolationCause != tc.cause {
+				t.Errorf("first violation %v (%s)", r.FirstViolationMs, r.FirstViolationCause)
+			}
+		})
+	}
+}
+
+// A fault aimed at a hold landed when its nemesis says so and the history
+// has that hold, still going when the fault began; what became of the
+// lease comes from the history first, then from the nemesis, then from the
+// holder's release.
+func TestAimedFaultsLandAndTheirLeasesFate(t *testing.T) {
+	landed := &history.Effect{Landed: true, Note: "the node lost the key"}
+	for _, tc := range []struct {
+		name   string
+		h      *hist
+		landed bool
+		lease  string
+		effect string
+	}{
+		{
+			name:   "lost: another client held the key meanwhile",
+			h:      new(hist).start().hold(0, k0, 10, 100).aimed(1, "crash-restart", 0, k0, 10, 12, 60, landed).hold(1, k0, 50, 120),
+			landed: true, lease: history.LeaseLost, effect: "the node lost the key",
+		},
+		{
+			name:   "lost: its release found the lease gone",
+			h:      new(hist).start().acquire(0, k0, 9, 10).aimed(1, "clock-jump", 0, k0, 10, 12, 60, landed).releaseNotHeld(0, k0, 100, 101),
+			landed: true, lease: history.LeaseLost,
+		},
+		{
+			name:   "kept: the nemesis saw it survive",
+			h:      new(hist).start().hold(0, k0, 10, 100).aimed(1, "crash-restart", 0, k0, 10, 12, 60, &history.Effect{Landed: true, Lease: history.LeaseKept}),
+			landed: true, lease: history.LeaseKept,
+		},
+		{
+			name:   "kept: released ok, nobody else held it",
+			h:      new(hist).start().hold(0, k0, 10, 100).aimed(1, "latency", 0, k0, 10, 12, 60, &history.Effect{Landed: true}),
+			landed: true, lease: history.LeaseKept,
+		},
+		{
+			name:   "unknown: the release got no answer",
+			h:      new(hist).start().acquire(0, k0, 9, 10).aimed(1, "pause-node", 0, k0, 10, 12, 60, &history.Effect{Landed: true}).
+				op(0, history.Invoke, history.Release, k0, 100).op(0, history.Info, history.Release, k0, 101),
+			landed: true, lease: history.LeaseUnknown,
+		},
+		{
+			name:   "the nemesis says it did not land",
+			h:      new(hist).start().hold(0, k0, 10, 100).aimed(1, "crash-restart", 0, k0, 10, 12, 60, &history.Effect{Landed: false, Note: "restarted too late"}),
+			landed: false, effect: "restarted too late",
+		},
+		{
+			name:   "the aimed hold had ended before the fault began",
+			h:      new(hist).start().hold(0, k0, 10, 20).aimed(1, "crash-restart", 0, k0, 10, 30, 60, landed),
+			landed: false, effect: "client 0's hold of lock:0 had ended at t=0.02 s, before the fault began",
+		},
+		{
+			name:   "the history has no such hold",
+			h:      new(hist).start().hold(0, k0, 10, 20).aimed(1, "crash-restart", 1, k0, 10, 12, 60, landed),
+			landed: false, effect: "the history has no hold of lock:0 by client 1 from t=0.01 s",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+			f := r.Faults[0]
+			if f.Landed != tc.landed || f.Lease != tc.lease || !strings.Contains(f.Effect, tc.effect) {
+				t.Errorf("landed %v, lease %q, effect %q; want %v, %q, %q", f.Landed, f.Lease, f.Effect, tc.landed, tc.lease, tc.effect)
+			}
+			if f.Aim == nil || f.Aim.Key != k0 || f.Aim.SinceMs != 10 {
+				t.Errorf("aim %+v", f.Aim)
+			}
+			n := 0
+			if tc.landed {
+				n = 1
+			}
+			if r.Evidence.Landed != n {
+				t.Errorf("evidence %+v", r.Evidence)
+			}
+		})
+	}
+}
+
+// A safe verdict says how many faults landed; none landing says the run is
+// no evidence about them.
+func TestSafeSummarySaysHowManyFaultsLanded(t *testing.T) {
+	h := new(hist).start().hold(0, k0, 10, 20).fault(1, "latency", nil, 100, 200).hold(1, k0, 30, 40).
+		exit(0, 900, true).exit(1, 900, true).end(910)
+	r := Check(h.events, Options{})
+	if r.Verdict != Safe || !strings.Contains(r.Summary, "(none of the 1 faults landed: no evidence about them)") {
+		t.Errorf("%s: %s", r.Verdict, r.Summary)
+	}
+}

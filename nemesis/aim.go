@@ -1,0 +1,252 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Faults land by construction. A fault meant to hit a lease does not hope
+// to catch a holder: it asks its step's client to stay in its critical
+// section once its hold time is up (Env.Stretch), waits for that client's
+// next hold of the step's key, and only then acts. The client is inside
+// its critical section when the fault begins, however slow the machine is,
+// and stays there until the fault's effect is certain (the lease was lost
+// and a second client took the key, or the lease survived) — but never past
+// its lease less a margin, a bound the worker enforces on its own: a
+// stretch can never be what makes a hold outlive its lease. (slow-hold,
+// whose fault is exactly a hold outliving its lease, is the exception.)
+
+// aimed is the hold a fault waits for and keeps inside.
+type aimed struct {
+	env Env
+	Holding
+	bound    time.Duration // the stretch's bound since the acquire's invoke
+	armed    int64         // when the client said it would stay inside
+	released bool
+}
+
+// triggerWait bounds how long a step waits for its client to hold its key.
+func triggerWait(env Env) time.Duration {
+	return max(20*(env.TTL()+env.Hold()), 5*time.Second)
+}
+
+// stretchBound is how long after its acquire's invoke an aimed hold may be
+// kept inside: the lease less a fifth of it (at least 20 ms), the time the
+// client needs to write and invoke its release while the lease still lives.
+func stretchBound(env Env) time.Duration {
+	l := env.Lease()
+	return max(l-max(l/5, 20*time.Millisecond), l/2)
+}
+
+// aimAt asks the step's client to stay in its holds of the step's key for at
+// most bound, and waits for its next such hold. It wraps ErrNoTarget when
+// the client does not hold the key within triggerWait (or has exited).
+//
+// With bound 0 the client is not kept inside: the fault only waits for the
+// hold (a slow or cut link needs no help to outlast a lease).
+func aimAt(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
+	ack := history.Now()
+	if bound > 0 {
+		var err error
+		if ack, err = env.Stretch(ctx, step.Client, step.Key, bound); err != nil {
+			return nil, err
+		}
+	}
+	return awaitAimed(ctx, env, step, bound, ack, ack)
+}
+
+// awaitAimed waits for the step's client to hold the step's key by an
+// acquire invoked at or after after; the client said at armed that it
+// would stay inside for bound (0: not asked).
+func awaitAimed(ctx context.Context, env Env, step Step, bound time.Duration, armed, after int64) (*aimed, error) {
+	wait := triggerWait(env)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var h Holding
+	err := env.Await(wctx, func(v View) bool {
+		for _, x := range v.Holders {
+			if x.Client == step.Client && x.Key == step.Key && x.Invoked >= after {
+				h = x
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		var uerr error
+		if bound > 0 {
+			uerr = env.Unstretch(step.Client)
+		}
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), uerr)
+		}
+		return nil, errors.Join(fmt.Errorf("%w: client %d did not hold %s within %v", ErrNoTarget, step.Client, step.Key, wait), uerr)
+	}
+	return &aimed{env: env, Holding: h, bound: bound, armed: armed, released: bound == 0}, nil
+}
+
+// aim is the hold as the history records it.
+func (a *aimed) aim() *history.Aim { return &history.Aim{Client: a.Client, Key: a.Key, Since: a.OK} }
+
+// release lets the client go; calling it again does nothing.
+func (a *aimed) release() error {
+	if a.released {
+		return nil
+	}
+	a.released = true
+	return a.env.Unstretch(a.Client)
+}
+
+// liveAt says whether the lease was certainly still live at t by its own
+// TTL: the server set it after the acquire was invoked, so it lives at
+// least until that invoke plus the lease.
+func (a *aimed) liveAt(t int64) bool { return t < a.Invoked+a.env.Lease().Nanoseconds() }
+
+// expiryIn is how long from now until the lease has certainly run out by
+// its TTL unless renewed: until its acquire's return plus the lease.
+func (a *aimed) expiryIn() time.Duration {
+	return time.Duration(a.OK + a.env.Lease().Nanoseconds() - history.Now())
+}
+
+// untilTaken keeps the client inside until another client holds its key —
+// the overlap that a lost lease lets happen — or the stretch's bound
+// passes, then lets it go. It returns who took the key, or -1.
+func (a *aimed) untilTaken(ctx context.Context) (int, error) {
+	taker := -1
+	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
+		wctx, cancel := context.WithTimeout(ctx, left)
+		_ = a.env.Await(wctx, func(v View) bool {
+			for _, h := range v.Holders {
+				if h.Key == a.Key && h.Client != a.Client {
+					taker = h.Client
+					return true
+				}
+			}
+			return false
+		})
+		cancel()
+	}
+	return taker, a.release()
+}
+
+// lostEffect is the effect of a fault that took a lease away on a node
+// while its holder was inside (a crash, a clock jump): it landed if the
+// lease was still live by its TTL when it was taken away (at), and the
+// lease is lost when the holder is left with fewer nodes than the lock's
+// quorum. It then keeps the holder inside until another client took the
+// key; a kept lease lets it go at once.
+func (a *aimed) lostEffect(ctx context.Context, at int64, v votes, what string) (*history.Effect, error) {
+	if !a.liveAt(at) {
+		err := a.release()
+		return &history.Effect{Landed: false, Note: fmt.Sprintf("%s, %s after client %d's acquire of %s: its %s lease had run out by then, nothing was left to lose",
+			what, round(time.Duration(at-a.Invoked)), a.Client, a.Key, a.env.Lease())}, err
+	}
+	e := &history.Effect{Landed: true, Note: what + "; " + v.String()}
+	if !v.lost() {
+		e.Lease = history.LeaseKept
+		return e, a.release()
+	}
+	e.Lease = history.LeaseLost
+	taker, err := a.untilTaken(ctx)
+	if taker >= 0 {
+		e.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, a.Key, a.Client)
+	} else {
+		e.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", a.Key, a.Client)
+	}
+	return e, err
+}
+
+// votes are the lock nodes that held the aimed key before a fault and
+// after it, against the number a holder needs (the quorum).
+type votes struct {
+	nodes         int
+	before, after []int
+	quorum        int
+}
+
+func (v votes) lost() bool { return len(v.after) < v.quorum }
+
+func (v votes) String() string {
+	if v.nodes == 1 {
+		if len(v.after) == 0 {
+			return "the node no longer had the key"
+		}
+		return "the node still had the key"
+	}
+	return fmt.Sprintf("the key was on nodes %s before and on %s after; the lock needs %d of %d", nodeSet(v.before), nodeSet(v.after), v.quorum, v.nodes)
+}
+
+func nodeSet(ns []int) string {
+	if len(ns) == 0 {
+		return "none"
+	}
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = "n" + strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// holdersOf returns the indices of the nodes on which key exists, asked
+// directly (never through a client's link); a node that does not answer
+// does not count.
+func holdersOf(ctx context.Context, nodes []cluster.Node, key string) []int {
+	var out []int
+	for i, n := range nodes {
+		if v, err := redisDo(ctx, n.Addr(), "EXISTS", key); err == nil && v == int64(1) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// quorum is how many lock nodes a holder needs.
+func quorum(env Env) int { return max(env.Topology().Quorum, 1) }
+
+// lastedEffect is the effect of a fault that must outlast the lease while it
+// lives (a pause of the holder, a slow or cut link): it landed when it began
+// while the aimed lease was live and lasted at least the lease, from start
+// to end. what names the fault ("client 2 was stopped").
+func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
+	lasted, lease := time.Duration(end-start), a.env.Lease()
+	e := &history.Effect{Landed: a.liveAt(start) && lasted >= lease}
+	switch {
+	case !a.liveAt(start):
+		e.Note = fmt.Sprintf("%s only after the lease of client %d on %s had run out by its TTL", what, a.Client, a.Key)
+	case lasted < lease:
+		e.Note = fmt.Sprintf("%s for %s while client %d held %s, less than its %s lease", what, round(lasted), a.Client, a.Key, lease)
+	default:
+		e.Note = fmt.Sprintf("%s for %s while client %d held %s, past its %s lease", what, round(lasted), a.Client, a.Key, lease)
+	}
+	return e
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// timeOf maps a history time to a time.Time, for waiting until it.
+func timeOf(t int64) time.Time { return time.Now().Add(time.Duration(t - history.Now())) }
+
+// holdingOf finds client's hold of key begun by the acquire invoked at
+// invoked, if it is still in progress.
+func holdingOf(env Env, client int, key string, invoked int64) (Holding, bool) {
+	for _, h := range env.Holders() {
+		if h.Client == client && h.Key == key && h.Invoked == invoked {
+			return h, true
+		}
+	}
+	return Holding{}, false
+}
+
+// snapshot is the workload as the coordinator sees it now.
+func snapshot(env Env) View {
+	var now View
+	_ = env.Await(context.Background(), func(v View) bool { now = v; return true })
+	return now
+}

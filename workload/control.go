@@ -1,0 +1,175 @@
+package workload
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// The coordinator talks to a worker on its standard input, one line each:
+//
+//	{config as JSON}     the first line
+//	go                   start the workload (the run's clock starts now)
+//	stretch KEY MAX      keep the next holds of KEY inside the critical section
+//	unstretch            let them go
+//	stop                 (or the end of input) finish the iteration and exit
+//
+// The worker answers on its events, in the history: it writes a Ready line
+// (read by the coordinator, never recorded) once it can start, and a
+// history.Stretch event when it takes a stretch or lets one go, so a nemesis
+// knows that every hold of KEY whose acquire returns from then on is held.
+const (
+	CmdGo        = "go"
+	CmdStretch   = "stretch"
+	CmdUnstretch = "unstretch"
+	CmdStop      = "stop"
+)
+
+// Ready is the kind of the one line a worker writes when it has built its
+// lock and waits for go. The coordinator consumes it; it is not history.
+const Ready history.Kind = "ready"
+
+// StretchCommand is the line that asks a worker to keep each hold of key in
+// its critical section, once its hold time is up, for at most max from the
+// invoke of the acquire that began it. The bound is the worker's own: a
+// nemesis that asks for less than the lease can never, however late it or
+// the coordinator runs, make a hold outlive its lease by stretching it.
+func StretchCommand(key string, max time.Duration) string {
+	return fmt.Sprintf("%s %s %d", CmdStretch, key, max.Nanoseconds())
+}
+
+// stretch is the state the control lines set: which key's holds stay in
+// their critical section, and for how long at most.
+type stretch struct {
+	mu      sync.Mutex
+	key     string
+	max     time.Duration
+	changed chan struct{} // closed and replaced on every change
+}
+
+func newStretch() *stretch { return &stretch{changed: make(chan struct{})} }
+
+func (s *stretch) set(key string, max time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key, s.max = key, max
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// current returns the stretch for key (0: none) and a channel closed at the
+// next change.
+func (s *stretch) current(key string) (time.Duration, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.key != key {
+		return 0, s.changed
+	}
+	return s.max, s.changed
+}
+
+// control reads the coordinator's lines after the config: it returns when
+// go arrives (true) or the input ends first (false); a goroutine then
+// follows the rest, and the end of input or a stop line sets w.stop.
+func (w *worker) control(in *bufio.Reader) bool {
+	for {
+		line, err := in.ReadString('\n')
+		cmd := strings.TrimSpace(line)
+		if cmd == CmdGo {
+			break
+		}
+		if err != nil || cmd == CmdStop {
+			return false
+		}
+	}
+	go func() {
+		for {
+			line, err := in.ReadString('\n')
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 3 && f[0] == CmdStretch:
+				ns, perr := strconv.ParseInt(f[2], 10, 64)
+				if perr != nil || ns <= 0 {
+					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
+					continue
+				}
+				w.stretch.set(f[1], time.Duration(ns))
+				w.emit(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
+			case len(f) == 1 && f[0] == CmdUnstretch:
+				w.stretch.set("", 0)
+				w.emit(history.Event{Kind: history.Stretch, Message: "off"})
+			case err != nil || (len(f) == 1 && f[0] == CmdStop):
+				w.stop.Store(true)
+				w.stretch.set("", 0) // a held client must not wait for a nemesis that is gone
+				return
+			case len(f) > 0:
+				fmt.Fprintf(w.log, "worker %d: unknown control line %q\n", w.cfg.Client, line)
+			}
+		}
+	}()
+	return true
+}
+
+// stretchHold keeps the critical section of h going, running normally (a
+// watchdog keeps renewing), while a nemesis asks for it: until the stretch
+// is withdrawn, its bound since the acquire's invoke passes, or the client
+// learns it lost the lease. It returns false in the last case: the client
+// must not touch the resource any more.
+func (w *worker) stretchHold(h *heldLock) bool {
+	for !w.stop.Load() {
+		max, changed := w.stretch.current(h.key)
+		if max <= 0 {
+			return true
+		}
+		left := time.Duration(h.invoked + max.Nanoseconds() - history.Now())
+		if left <= 0 {
+			return true
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-h.lostCh:
+			t.Stop()
+			return false
+		case <-changed:
+			t.Stop()
+		case <-t.C:
+			return true
+		}
+	}
+	return true
+}
+
+// StallThreshold is the least lateness a worker or the coordinator records
+// as a stall, for a run with this TTL: a twentieth of it, at least 10 ms.
+// Shorter delays are the noise of a busy machine and cannot explain a hold
+// outliving its lease.
+func StallThreshold(ttl time.Duration) time.Duration {
+	return max(10*time.Millisecond, ttl/20)
+}
+
+// WatchStalls records, through emit, every time the calling process could
+// not run for at least threshold: a ticker that fires late says the process
+// (or the Go runtime in it) was descheduled. It runs until done is closed.
+func WatchStalls(threshold time.Duration, done <-chan struct{}, emit func(history.Event)) {
+	period := max(threshold/2, time.Millisecond)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	last := history.Now()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		now := history.Now()
+		if late := now - last - period.Nanoseconds(); late >= threshold.Nanoseconds() {
+			emit(history.Event{Time: now, Kind: history.Stall, StallNs: late})
+		}
+		last = now
+	}
+}
