@@ -77,7 +77,8 @@ func faultWindows(sorted []history.Event, tl timeline, holds []hold) ([]FaultWin
 // judge decides whether a fault landed and what became of the lease it hit.
 //
 // A fault aimed at a hold (history.Aim) landed when the nemesis says so
-// (its effect, recorded on the fault-end) and the history confirms the aim:
+// (its effect, recorded on the fault-end; a fault cut short records none,
+// and did not land) and the history confirms the aim:
 // that hold exists and had not ended when the fault began. The lease's fate
 // comes from the history first — another client held the key during the
 // hold, or the holder learned it lost it: lost — then from what the nemesis
@@ -133,7 +134,8 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 		w.Effect = fmt.Sprintf("client %d's hold of %s had ended at t=%s, before the fault began", a.Client, a.Key, seconds(tl.ms(aimed.end)))
 		return
 	case e == nil:
-		w.Landed = true // aimed at a live hold, with nothing more to say
+		w.Landed = false
+		w.Effect = "the fault was cut short before its nemesis could tell what it did"
 	}
 	if !w.Landed {
 		w.Lease = ""

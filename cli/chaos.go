@@ -164,14 +164,10 @@ func printPlan(w io.Writer, cells []scenarios.Cell, parallel int, out string) {
 	if n := len(skipped[scenarios.StatusNA]); n > 0 {
 		fmt.Fprintf(w, "  %d grid cells n/a (the fault does not apply)\n", n)
 	}
-	var gridSkipped int
 	for _, c := range cells {
 		if c.Skip == scenarios.StatusSkipped && c.Kind == scenarios.KindGrid {
-			gridSkipped++
+			fmt.Fprintf(w, "  skipped %s: %s\n", c.Name, c.Why)
 		}
-	}
-	if gridSkipped > 0 {
-		fmt.Fprintf(w, "  %d grid cells skipped (an option or field this build lacks)\n", gridSkipped)
 	}
 }
 
@@ -202,7 +198,7 @@ func printSummary(w io.Writer, s scenarios.Summary) {
 		for _, l := range s.Locks {
 			width = max(width, len(l))
 		}
-		fmt.Fprintf(w, "\nGRID (S safe, V violation, I inconclusive, E error, · n/a, ? skipped; ! differs from the expectation, * observed only)\n")
+		fmt.Fprintf(w, "\nGRID (S safe, V violation, I inconclusive, E error, · n/a, ? skipped; ! differs from the expectation or is no evidence)\n")
 		fmt.Fprintf(w, "%-*s", width+1, "")
 		for i := range s.Nemeses {
 			fmt.Fprintf(w, " %-3d", i+1)
@@ -247,15 +243,13 @@ func gridSymbol(c scenarios.CellResult) string {
 	switch c.Status {
 	case scenarios.StatusMismatch, scenarios.StatusInconclusive:
 		sym += "!"
-	case scenarios.StatusObserved:
-		sym += "*"
 	}
 	return sym
 }
 
 func tally(s scenarios.Summary) string {
 	var parts []string
-	for _, st := range []scenarios.Status{scenarios.StatusMatch, scenarios.StatusMismatch, scenarios.StatusObserved, scenarios.StatusInconclusive,
+	for _, st := range []scenarios.Status{scenarios.StatusMatch, scenarios.StatusMismatch, scenarios.StatusInconclusive,
 		scenarios.StatusError, scenarios.StatusNA, scenarios.StatusSkipped, scenarios.StatusNotRun} {
 		if n := s.Counts[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))

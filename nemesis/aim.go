@@ -10,6 +10,8 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/option"
+	"github.com/redis/go-redis/v9"
 )
 
 // Faults land by construction. A fault meant to hit a lease does not hope
@@ -92,6 +94,51 @@ func awaitAimed(ctx context.Context, env Env, step Step, bound time.Duration, ar
 	return &aimed{env: env, Holding: h, bound: bound, armed: armed, released: bound == 0}, nil
 }
 
+// aimHolder aims at the step's hold like aimAt, and returns the lock nodes
+// that hold its lease. For a quorum lock, votes chooses among holds: bare
+// waits for one with no vote to spare, on exactly the lock's quorum of
+// nodes — the hold that one node forgetting breaks (Kleppmann's case
+// against Redlock); spare for one with a vote to spare, which one node
+// forgetting cannot break; any takes the next. A quorum lock's holder
+// usually gets every node; a bare majority takes two clients asking at the
+// same moment and splitting the nodes, or a node out of reach. Every hold
+// of a single-node lock qualifies.
+func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, votes string) (*aimed, []int, error) {
+	wait := triggerWait(env)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		a, err := aimAt(wctx, env, step, bound)
+		switch {
+		case err != nil && ctx.Err() == nil && wctx.Err() != nil:
+			return nil, nil, fmt.Errorf("%w: client %d held %s with votes=%s within %v", ErrNoTarget, step.Client, step.Key, votes, wait)
+		case err != nil:
+			return nil, nil, err
+		}
+		held := holdersOf(ctx, env.LockNodes(), a.Holding)
+		if q := quorum(env); q == 1 || votes == "any" || (votes == "bare") == (len(held) <= q) {
+			return a, held, nil
+		}
+		if err := a.release(); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// votesOption is the option of the faults that make one node forget a
+// lease: which holds they wait for.
+func votesOption() option.Spec {
+	return option.Spec{Key: "votes", Default: "any",
+		Help: "which hold of a quorum lock to hit: any (the step's client's next), bare (one on exactly the quorum of nodes: one node forgetting breaks it) or spare (one with a vote to spare: one node forgetting cannot)"}
+}
+
+func checkVotes(owner string, opts option.Values) error {
+	if v := opts.String("votes"); v != "bare" && v != "spare" && v != "any" {
+		return fmt.Errorf("option %s.votes=%q: want any, bare or spare", owner, v)
+	}
+	return nil
+}
+
 // aim is the hold as the history records it.
 func (a *aimed) aim() *history.Aim { return &history.Aim{Client: a.Client, Key: a.Key, Since: a.OK} }
 
@@ -119,8 +166,14 @@ func (a *aimed) expiryIn() time.Duration {
 // the overlap that a lost lease lets happen — or the stretch's bound
 // passes, then lets it go. It returns who took the key, or -1.
 func (a *aimed) untilTaken(ctx context.Context) (int, error) {
+	return a.takenBy(ctx, a.Invoked+a.bound.Nanoseconds())
+}
+
+// takenBy is untilTaken with its own deadline (history time), which must be
+// no later than the stretch's bound.
+func (a *aimed) takenBy(ctx context.Context, deadline int64) (int, error) {
 	taker := -1
-	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
+	if left := time.Duration(deadline - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
 			for _, h := range v.Holders {
@@ -194,17 +247,37 @@ func nodeSet(ns []int) string {
 	return strings.Join(s, ",")
 }
 
-// holdersOf returns the indices of the nodes on which key exists, asked
-// directly (never through a client's link); a node that does not answer
+// holdersOf returns the indices of the nodes that still hold lease h, asked
+// directly (never through a client's link): its key holds its token (as
+// the value, or as a field of a hash), or, for a lock whose token says
+// nothing about the holder, the key exists. A node that does not answer
 // does not count.
-func holdersOf(ctx context.Context, nodes []cluster.Node, key string) []int {
+func holdersOf(ctx context.Context, nodes []cluster.Node, h Holding) []int {
 	var out []int
 	for i, n := range nodes {
-		if v, err := redisDo(ctx, n.Addr(), "EXISTS", key); err == nil && v == int64(1) {
+		if hasLease(ctx, n, h) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+var holdsLease = redis.NewScript(`
+local t = redis.call("TYPE", KEYS[1]).ok
+if t == "string" then return redis.call("GET", KEYS[1]) == ARGV[1] and 1 or 0 end
+if t == "hash" then return redis.call("HEXISTS", KEYS[1], ARGV[1]) end
+return 0`)
+
+func hasLease(ctx context.Context, n cluster.Node, h Holding) bool {
+	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
+	defer c.Close()
+	if h.Token == "" || h.Token == "1" {
+		v, err := c.Exists(ctx, h.Key).Result()
+		return err == nil && v == 1
+	}
+	v, err := holdsLease.Run(ctx, c, []string{h.Key}, h.Token).Int()
+	return err == nil && v == 1
 }
 
 // quorum is how many lock nodes a holder needs.

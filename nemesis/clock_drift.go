@@ -29,6 +29,7 @@ func init() {
 			nodeOption("the node whose clock drifts"),
 			{Key: "rate", Default: "8", Help: "how fast the node's clock runs: 2 is twice real speed, 0.5 half"},
 			whenOption(),
+			votesOption(),
 			{Key: "duration", Default: "5ttl", Help: "how long the clock drifts before it is stepped back to the real time"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {

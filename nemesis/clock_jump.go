@@ -36,6 +36,7 @@ func init() {
 			{Key: "by", Default: "1.5ttl", Help: "how far the clock jumps"},
 			{Key: "direction", Default: "forward", Help: "forward (keys expire early) or backward (keys live longer)"},
 			whenOption(),
+			votesOption(),
 			{Key: "duration", Default: "3ttl", Help: "how long the clock stays off before it is stepped back to the real time"},
 		},
 		New: func(opts option.Values) (Nemesis, error) {
@@ -57,23 +58,15 @@ func init() {
 }
 
 func whenOption() option.Spec {
-	return option.Spec{Key: "when", Default: "hold", Help: "hold (just after a client acquired, so a live lease is hit) or any (whenever the schedule says)"}
+	return option.Spec{Key: "when", Default: "hold", Help: "hold (while the step's client holds its key, kept inside until the effect is known) or any (whenever the schedule says)"}
 }
 
+// checkWhen checks the when and votes options.
 func checkWhen(owner string, opts option.Values) error {
 	if w := opts.String("when"); w != "hold" && w != "any" {
 		return fmt.Errorf("option %s.when=%q: want hold or any", owner, w)
 	}
-	return nil
-}
-
-// aimWhen aims at the step's hold when the when option says hold (nil for
-// any), keeping its client inside until the fault's effect is known.
-func aimWhen(ctx context.Context, env Env, step Step, opts option.Values) (*aimed, error) {
-	if opts.String("when") != "hold" {
-		return nil, nil
-	}
-	return aimAt(ctx, env, step, stretchBound(env))
+	return checkVotes(owner, opts)
 }
 
 // nodeFault is what the faults that make one node lose a lease share: the
@@ -86,14 +79,17 @@ type nodeFault struct {
 	node cluster.Node
 }
 
+// aimNode aims at the step's hold when the when option says hold (nil for
+// any; with votes=bare, at a hold on exactly the lock's quorum of nodes),
+// keeping its client inside until the fault's effect is known, and picks
+// the node.
 func aimNode(ctx context.Context, env Env, step Step, opts option.Values, choice nodeChoice) (*nodeFault, error) {
-	a, err := aimWhen(ctx, env, step, opts)
-	if err != nil {
-		return nil, err
-	}
-	nf := &nodeFault{a: a}
-	if a != nil {
-		nf.held = holdersOf(ctx, env.LockNodes(), a.Key)
+	nf := &nodeFault{}
+	if opts.String("when") == "hold" {
+		var err error
+		if nf.a, nf.held, err = aimHolder(ctx, env, step, stretchBound(env), opts.String("votes")); err != nil {
+			return nil, err
+		}
 	}
 	nf.i = choice.pick(env, step, nf.held)
 	nf.node = env.LockNodes()[nf.i]
@@ -121,13 +117,13 @@ func (nf *nodeFault) effect(ctx context.Context, env Env, at int64, what string)
 	if nf.a == nil {
 		return nil, nil
 	}
-	v := votes{nodes: len(env.LockNodes()), before: nf.held, after: holdersOf(ctx, env.LockNodes(), nf.a.Key), quorum: quorum(env)}
+	v := votes{nodes: len(env.LockNodes()), before: nf.held, after: holdersOf(ctx, env.LockNodes(), nf.a.Holding), quorum: quorum(env)}
 	return nf.a.lostEffect(ctx, at, v, what)
 }
 
 func (nf *nodeFault) release() error { return aRelease(nf.a) }
 
-// awaitGone waits until the chosen node no longer has the aimed key, or the
+// awaitGone waits until the chosen node no longer has the aimed lease, or the
 // aimed hold's stretch bound passes, and returns when it stopped waiting.
 func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
 	if nf.a == nil {
@@ -135,7 +131,7 @@ func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
 	}
 	until := nf.a.Invoked + nf.a.bound.Nanoseconds()
 	for history.Now() < until && ctx.Err() == nil {
-		if v, err := redisDo(ctx, nf.node.Addr(), "EXISTS", nf.a.Key); err == nil && v == int64(0) {
+		if !hasLease(ctx, nf.node, nf.a.Holding) {
 			break
 		}
 		time.Sleep(time.Millisecond)

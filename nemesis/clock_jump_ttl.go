@@ -31,6 +31,7 @@ func init() {
 			nodeOption("the node whose clock 'jumps'"),
 			{Key: "by", Default: "1.5ttl", Help: "how far the emulated clock jumps"},
 			whenOption(),
+			votesOption(),
 		},
 		New: func(opts option.Values) (Nemesis, error) {
 			if err := durations(opts, "by"); err != nil {

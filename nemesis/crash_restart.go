@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -42,14 +41,15 @@ func init() {
 		Options: []option.Spec{
 			nodeOption("the crashed node"),
 			{Key: "delay", Default: "0s", Help: "how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"},
-			{Key: "when", Default: "hold", Help: "hold (crash while the step's client holds its key, kept inside until the effect is known) or any (crash whenever the schedule says)"},
+			whenOption(),
+			votesOption(),
 		},
 		New: func(opts option.Values) (Nemesis, error) {
 			if err := durations(opts, "delay"); err != nil {
 				return nil, err
 			}
-			if w := opts.String("when"); w != "hold" && w != "any" {
-				return nil, fmt.Errorf("option crash-restart.when=%q: want hold or any", w)
+			if err := checkWhen("crash-restart", opts); err != nil {
+				return nil, err
 			}
 			n, err := parseNode("crash-restart", opts.String("node"))
 			return &CrashRestart{opts: opts, node: n}, err
@@ -61,21 +61,11 @@ func init() {
 func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	delay, _ := c.opts.Duration("delay")
 	params := map[string]string{"signal": "SIGKILL", "persistence": env.Topology().Persistence, "delay": delay.String()}
-	var (
-		a    *aimed
-		held []int
-		err  error
-	)
-	if c.opts.String("when") == "hold" {
-		if a, err = aimAt(ctx, env, step, stretchBound(env)); err != nil {
-			return nil, err
-		}
-		held = holdersOf(ctx, env.LockNodes(), a.Key)
-		params["holder"], params["key"] = strconv.Itoa(a.Client), a.Key
+	nf, err := aimNode(ctx, env, step, c.opts, c.node)
+	if err != nil {
+		return nil, err
 	}
-	nodes := env.LockNodes()
-	i := c.node.pick(env, step, held)
-	node := nodes[i]
+	a, i, node := nf.a, nf.i, nf.node
 	start := history.Now()
 	if err := node.Signal(syscall.SIGKILL); err != nil {
 		if a != nil {
@@ -86,21 +76,18 @@ func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 		}
 		return nil, fmt.Errorf("crash lock node %d: %w", i, err)
 	}
-	params["node"] = strconv.Itoa(i)
 	restart := "at once"
 	if delay > 0 {
 		restart = "after " + delay.String()
 	}
-	f := &Fault{
+	f := nf.fault(&Fault{
 		Target:   fmt.Sprintf("lock node %d (%s), restarted %s", i, node.Name(), restart),
 		Params:   params,
-		Nodes:    []int{i},
 		Start:    start,
 		Duration: delay,
-	}
+	})
 	var rerr error
 	if a != nil {
-		f.Aim = a.aim()
 		if delay > 0 {
 			// antirez's delayed restart: the node stays away past the
 			// lease, so there is no forgetting to wait for. The holder
@@ -118,8 +105,7 @@ func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 			return nil
 		}
 		at := history.Now()
-		v := votes{nodes: len(nodes), before: held, after: holdersOf(ctx, env.LockNodes(), a.Key), quorum: quorum(env)}
-		e, err := a.lostEffect(ctx, at, v, fmt.Sprintf("lock node %d was back %s after the crash", i, round(time.Duration(at-start))))
+		e, err := nf.effect(ctx, env, at, fmt.Sprintf("lock node %d was back %s after the crash", i, round(time.Duration(at-start))))
 		f.Effect = e
 		return err
 	}

@@ -9,8 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,7 +56,8 @@ func init() {
 func failoverOptions(cutHelp string) []option.Spec {
 	return []option.Spec{
 		nodeOption("the lock node whose primary fails"),
-		{Key: "cut", Default: "all", Help: "replication cut before the kill: " + cutHelp},
+		votesOption(),
+		{Key: "cut", Default: "all", Help: "replication cut, in every lock node's group, before the acquire: " + cutHelp},
 		{Key: "duration", Default: "3ttl", Help: "how long after the promotion the old primary stays dead (then it restarts as a replica)"},
 	}
 }
@@ -71,31 +74,44 @@ func parseFailover(owner string, opts option.Values, cuts ...string) (nodeChoice
 	if !ok {
 		return 0, fmt.Errorf("option %s.cut=%q: want %s", owner, cut, strings.Join(cuts, ", "))
 	}
+	if err := checkVotes(owner, opts); err != nil {
+		return 0, err
+	}
 	return parseNode(owner, opts.String("node"))
 }
 
 func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	i := f.node.pick(env, step, nil)
-	g := groupOf(env, i)
-	if g == nil || len(g.Replicas()) == 0 {
-		return nil, fmt.Errorf("failover of lock node %d: it has no replicas (--replicas)", i)
+	// The replica each group would promote is chosen before anything is
+	// cut: cut=promoted cuts only that one.
+	promote := map[*Group]int{}
+	for _, g := range env.Groups() {
+		if rs := g.Replicas(); len(rs) > 0 {
+			promote[g] = rs[env.Rand().IntN(len(rs))]
+		}
 	}
-	old, oldNode := g.Primary()
-	replicas := g.Replicas()
-	promote := replicas[env.Rand().IntN(len(replicas))]
-	cutWhom := map[string][]int{"all": replicas, "promoted": {promote}, "none": nil}[f.opts.String("cut")]
-	pre, err := prepareFailover(ctx, env, step, g, cutWhom, f.opts)
+	cutOf := func(g *Group) []int {
+		return map[string][]int{"all": g.Replicas(), "promoted": {promote[g]}, "none": nil}[f.opts.String("cut")]
+	}
+	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
 	if err != nil {
-		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
+		return pre.partial("replication cut", nil), err
+	}
+	if pre.missed != "" {
+		return pre.cutOnly(), nil
+	}
+	g, i := pre.g, pre.g.Index
+	old, oldNode := g.Primary()
+	if len(g.Replicas()) == 0 {
+		return pre.partial("replication cut", nil), fmt.Errorf("failover of lock node %d: it has no replicas (--replicas)", i)
 	}
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
-	pre.start = history.Now()
+	killed := history.Now()
 	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
 		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
 	}
 	pre.params["killed"] = oldNode.Name()
-	newNode := g.Members()[promote]
-	if err := g.Promote(ctx, promote); err != nil {
+	newNode := g.Members()[promote[g]]
+	if err := g.Promote(ctx, promote[g]); err != nil {
 		return pre.partial(target+", no promotion", oldNode.Restart), fmt.Errorf("failover of lock node %d: %w", i, err)
 	}
 	pre.params["promoted"], pre.params["promoted-by"] = newNode.Name(), "REPLICAOF NO ONE"
@@ -105,20 +121,31 @@ func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 		return pre.partial(target, heal), fmt.Errorf("failover of lock node %d: %w", i, err)
 	}
 	fault := pre.partial(target, heal)
-	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("replica %s of lock node %d was primary %s after the kill", newNode.Name(), i, round(time.Duration(history.Now()-pre.start))))
+	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("replica %s of lock node %d was primary %s after the kill", newNode.Name(), i, round(time.Duration(history.Now()-killed))))
 	d, _ := f.opts.Duration("duration")
-	fault.Duration = time.Until(timeOf(pre.start).Add(d))
+	fault.Duration = time.Until(timeOf(killed).Add(d))
 	return fault, err
 }
 
 // prepared is the state of a failover before the kill.
 type prepared struct {
-	uncut   func(context.Context) error
-	params  map[string]string
-	a       *aimed
-	held    []int // the lock nodes that held the aimed lease before the kill
-	start   int64 // the kill
-	clients []int
+	uncut  func(context.Context) error
+	params map[string]string
+	a      *aimed
+	held   []int  // the lock nodes that held the aimed lease before the kill
+	g      *Group // the group that fails over
+	start  int64  // the kill
+	// missed says why no hold came while replication was cut: then there
+	// is nothing to fail over.
+	missed string
+}
+
+// cutOnly is the fault of a failover that found no hold to aim at: the
+// replication cut alone, which did not land.
+func (p *prepared) cutOnly() *Fault {
+	f := p.partial("replication cut; no failover", nil)
+	f.Effect = &history.Effect{Note: "no hold to fail over: " + p.missed}
+	return f
 }
 
 // partial is the fault as far as it went: the cut (if any) and whatever
@@ -130,6 +157,9 @@ func (p *prepared) partial(target string, rest func(context.Context) error) *Fau
 	f := &Fault{Target: target, Params: p.params, Start: p.start}
 	if p.a != nil {
 		f.Aim = p.a.aim()
+	}
+	if p.g != nil {
+		f.Nodes = []int{p.g.Index}
 	}
 	f.Heal = func(ctx context.Context) error {
 		err := errors.Join(p.uncut(ctx), aRelease(p.a))
@@ -144,40 +174,50 @@ func (p *prepared) partial(target string, rest func(context.Context) error) *Fau
 // effect asks the lock nodes, now that clients point at the promoted
 // replica, whether the aimed lease survived (aimed.lostEffect).
 func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.Effect, error) {
-	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env.LockNodes(), p.a.Key), quorum: quorum(env)}
+	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env.LockNodes(), p.a.Holding), quorum: quorum(env)}
 	return p.a.lostEffect(ctx, history.Now(), v, what)
 }
 
-// prepareFailover cuts the relays of the replicas in cutWhom, then waits
-// for the step's client to acquire the step's key on the primary while
-// they are cut, keeping it inside its critical section (aimAt), at a moment
-// when those replicas serve no live lock key: a key that reached them
-// before the cut, whose release did not, would shield the new holder until
-// its TTL ran out and hide the failure. It first tries, for up to a TTL, to
-// cut while nobody holds a lock (then no stale key can reach them), and
-// otherwise cuts anyway and waits for the stale key to expire. The params
-// say how it went.
-func prepareFailover(ctx context.Context, env Env, step Step, g *Group, cutWhom []int, opts option.Values) (*prepared, error) {
-	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{
-		"node": strconv.Itoa(g.Index), "cut": opts.String("cut"),
-	}}
-	var names []string
-	for _, m := range cutWhom {
-		names = append(names, g.Members()[m].Name())
+// prepareFailover cuts replication in every lock node's group (the members
+// cutOf names), then waits for the step's client to acquire the step's key
+// while they are cut (aimHolder, keeping it inside its critical section;
+// with votes=bare, a hold on exactly the lock's quorum of nodes), and picks
+// the group to fail over among the nodes that hold the lease (choice). The
+// cut comes first so that the lease can never have reached the replicas,
+// and it is made at a moment when those replicas serve no live lock key: a
+// key that reached them before the cut, whose release did not, would
+// shield the new holder until its TTL ran out and hide the failure. It
+// first tries, for up to a TTL, to cut while nobody holds a lock (then no
+// stale key can reach them), and otherwise cuts anyway and waits for the
+// stale key to expire. The params say how it went.
+func prepareFailover(ctx context.Context, env Env, step Step, opts option.Values, choice nodeChoice, cutOf func(*Group) []int) (*prepared, error) {
+	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{"cut": opts.String("cut")}, start: history.Now()}
+	var (
+		relays   []*proxy.Link
+		cutNodes []cluster.Node
+		names    []string
+	)
+	for _, g := range env.Groups() {
+		members := cutOf(g)
+		relays = append(relays, g.Relays(members)...)
+		for _, m := range members {
+			cutNodes = append(cutNodes, g.Members()[m])
+			names = append(names, g.Members()[m].Name())
+		}
 	}
 	cut := func() error {
-		if len(cutWhom) == 0 {
+		if len(relays) == 0 {
 			return nil
 		}
-		heal, err := addToxics(g.Relays(cutWhom), "failover-cut", "timeout", []string{"upstream", "downstream"}, map[string]any{"timeout": 0})
+		heal, err := addToxics(relays, "failover-cut", "timeout", []string{"upstream", "downstream"}, map[string]any{"timeout": 0})
 		if err != nil {
-			return fmt.Errorf("failover of lock node %d: cut replication: %w", g.Index, err)
+			return fmt.Errorf("failover: cut replication: %w", err)
 		}
 		p.uncut = heal
 		p.params["cut-replicas"] = strings.Join(names, ",")
 		return nil
 	}
-	check := liveKeyChecker(g, cutWhom)
+	check := liveKeyChecker(cutNodes)
 	defer check.close()
 	p.params["cut-while-free"] = "no"
 	// Every hold shorter than the TTL ends within one, so one TTL normally
@@ -208,29 +248,36 @@ func prepareFailover(ctx context.Context, env Env, step Step, g *Group, cutWhom 
 		// release and the next acquire: look often (Holders is cheap).
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, errors.Join(ctx.Err(), p.uncut(context.Background()))
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
-	a, err := aimAt(ctx, env, step, stretchBound(env))
-	if err != nil {
-		// Nothing was killed: undo the cut here, and the step is missed.
-		return nil, errors.Join(err, p.uncut(ctx))
+	a, held, err := aimHolder(ctx, env, step, stretchBound(env), opts.String("votes"))
+	switch {
+	case err != nil && errors.Is(err, ErrNoTarget):
+		// Replication was cut, and nobody took the lock meanwhile (a lock
+		// that WAITs for a replica cannot): a fault that happened, and
+		// met no lease. The caller records it; the heal uncuts.
+		p.missed = err.Error()
+		return p, nil
+	case err != nil:
+		return p, err // the schedule records the cut and heals it
 	}
-	p.a, p.clients = a, []int{a.Client}
+	p.a, p.held = a, held
+	p.g = groupOf(env, choice.pick(env, step, held))
+	p.params["node"] = strconv.Itoa(p.g.Index)
 	p.params["acquired-after-cut"] = fmt.Sprintf("client %d, %s", a.Client, a.Key)
 	// A stale lease that reached the replicas before the cut must be gone
 	// before the kill, or it would shield the lock on the promoted replica.
 	for check.live(ctx) > 0 && a.liveAt(history.Now()+env.TTL().Nanoseconds()/10) {
 		time.Sleep(time.Millisecond)
 	}
-	p.held = holdersOf(ctx, env.LockNodes(), a.Key)
 	// How far the replicas lag: the evidence that the key never reached them.
-	_, primary := g.Primary()
+	_, primary := p.g.Primary()
 	p.params["primary-offset"] = replOffset(ctx, primary.Addr(), "master_repl_offset")
 	var lag []string
-	for _, m := range g.Replicas() {
-		n := g.Members()[m]
+	for _, m := range p.g.Replicas() {
+		n := p.g.Members()[m]
 		lag = append(lag, n.Name()+"="+replOffset(ctx, n.Addr(), "slave_repl_offset"))
 	}
 	p.params["replica-offsets"] = strings.Join(lag, ",")
@@ -241,10 +288,10 @@ func prepareFailover(ctx context.Context, env Env, step Step, g *Group, cutWhom 
 // keys they serve.
 type keyChecker []*redis.Client
 
-func liveKeyChecker(g *Group, members []int) keyChecker {
+func liveKeyChecker(nodes []cluster.Node) keyChecker {
 	var k keyChecker
-	for _, m := range members {
-		k = append(k, redis.NewClient(&redis.Options{Addr: g.Members()[m].Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+	for _, n := range nodes {
+		k = append(k, redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
 			DialTimeout: time.Second, ReadTimeout: time.Second, PoolSize: 1}))
 	}
 	return k

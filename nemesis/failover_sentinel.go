@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"syscall"
@@ -56,29 +57,35 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if f.done.Load() {
 		return nil, ErrDone
 	}
-	i := f.node.pick(env, step, nil)
-	g := groupOf(env, i)
 	sentinels := env.Sentinels()
-	if g == nil || len(g.Replicas()) == 0 || len(sentinels) == 0 {
-		return nil, fmt.Errorf("failover-sentinel of lock node %d: it needs replicas and sentinels", i)
+	if len(sentinels) == 0 {
+		return nil, errors.New("failover-sentinel: the run has no sentinels")
+	}
+	cutOf := func(g *Group) []int {
+		if f.opts.String("cut") == "all" {
+			return g.Replicas()
+		}
+		return nil
+	}
+	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
+	if err != nil {
+		return pre.partial("replication cut", nil), err
+	}
+	if pre.missed != "" {
+		return pre.cutOnly(), nil
+	}
+	g, i := pre.g, pre.g.Index
+	if len(g.Replicas()) == 0 {
+		return pre.partial("replication cut", nil), fmt.Errorf("failover-sentinel of lock node %d: it has no replicas", i)
 	}
 	old, oldNode := g.Primary()
-	var cutWhom []int
-	if f.opts.String("cut") == "all" {
-		cutWhom = g.Replicas()
-	}
-	pre, err := prepareFailover(ctx, env, step, g, cutWhom, f.opts)
-	if err != nil {
-		return pre.partial(fmt.Sprintf("lock node %d: replication cut", i), nil), err
-	}
 	f.done.Store(true)
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
-	pre.start = history.Now()
+	killed := history.Now()
 	if err := oldNode.Signal(syscall.SIGKILL); err != nil {
 		return pre.partial(target+" (the kill failed)", nil), fmt.Errorf("failover-sentinel of lock node %d: kill the primary %s: %w", i, oldNode.Name(), err)
 	}
 	pre.params["killed"] = oldNode.Name()
-	killed := time.Now()
 	// Sentinel converts the old primary into a replica itself once it is
 	// back, so healing only restarts it.
 	restart := func(ctx context.Context) error { return rejoin(ctx, g, old, oldNode.Restart, false) }
@@ -87,10 +94,10 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if err != nil {
 		// Healing restarts the old primary, empty unless persisted, with
 		// the clients still pointed at it: a crash-restart of its own.
-		pre.params["promoted"] = "none yet after " + time.Since(killed).Round(time.Millisecond).String()
+		pre.params["promoted"] = "none yet after " + round(time.Duration(history.Now() - killed)).String()
 		return pre.partial(target+", no promotion", restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
 	}
-	pre.params["sentinel-decision"] = time.Since(killed).Round(time.Millisecond).String()
+	pre.params["sentinel-decision"] = round(time.Duration(history.Now() - killed)).String()
 	m, err := g.Adopt(addr)
 	if err != nil {
 		return pre.partial(target, restart), err
@@ -104,7 +111,7 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	fault := pre.partial(target, restart)
 	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("the sentinels promoted %s %s after the kill", newNode.Name(), pre.params["sentinel-decision"]))
 	d, _ := f.opts.Duration("duration")
-	fault.Duration = time.Until(timeOf(pre.start).Add(d))
+	fault.Duration = time.Until(timeOf(killed).Add(d))
 	return fault, err
 }
 

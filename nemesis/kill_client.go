@@ -38,6 +38,7 @@ func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, er
 	d, _ := k.opts.Duration("in-flight")
 	delay, _ := k.opts.Duration("reply-delay")
 	c := step.Client
+	start := history.Now()
 	unslow := func(context.Context) error { return nil }
 	if delay > 0 {
 		var err error
@@ -45,6 +46,15 @@ func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, er
 		if err != nil {
 			return nil, err
 		}
+	}
+	// The slowed replies are part of the fault from now on: recorded even
+	// if no kill follows.
+	f := &Fault{
+		Target:  "client " + strconv.Itoa(c),
+		Params:  map[string]string{"signal": "SIGKILL", "in-flight": d.String(), "reply-delay": delay.String()},
+		Clients: []int{c},
+		Start:   start,
+		Heal:    unslow,
 	}
 	var (
 		acq    Acquire
@@ -61,25 +71,21 @@ func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, er
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.Join(fmt.Errorf("%w: client %d had no acquire in flight for %v within %v", ErrNoTarget, c, d, triggerWait(env)), unslow(ctx))
+			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d had no acquire in flight for %v within %v", c, d, triggerWait(env))}
+			return f, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(ctx.Err(), unslow(context.Background()))
+			f.Effect = &history.Effect{Note: "the run ended before the kill"}
+			return f, ctx.Err()
 		case <-time.After(time.Millisecond):
 		}
 	}
-	start := history.Now()
 	if err := env.Kill(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
-	return &Fault{
-		Target:  "client " + strconv.Itoa(c),
-		Params:  map[string]string{"signal": "SIGKILL", "in-flight": d.String(), "reply-delay": delay.String(), "key": acq.Key},
-		Clients: []int{c},
-		Start:   start,
-		Heal:    unslow,
-		Effect: &history.Effect{Landed: true,
-			Note: fmt.Sprintf("client %d was killed %s into an acquire of %s", c, round(time.Duration(start-acq.Invoked)), acq.Key)},
-	}, nil
+	f.Params["key"] = acq.Key
+	f.Effect = &history.Effect{Landed: true,
+		Note: fmt.Sprintf("client %d was killed %s into an acquire of %s", c, round(time.Duration(history.Now()-acq.Invoked)), acq.Key)}
+	return f, nil
 }

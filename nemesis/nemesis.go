@@ -157,6 +157,8 @@ type Holding struct {
 	// OK and Invoked are the history times of the acquire's return and of
 	// its invoke.
 	OK, Invoked int64
+	// Token marks the lease on the lock's nodes (history.Event.Token).
+	Token string
 }
 
 // Spec registers one nemesis.

@@ -134,7 +134,7 @@ func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	switch p.shape {
 	case "node":
-		n := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Key))
+		n := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
 		links = ps.Links(nil, is(n))
 		// Its replicas lose it too: they must not keep copying the lock
 		// keys of an isolated primary.

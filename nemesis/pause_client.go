@@ -93,9 +93,19 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 	d, _ := p.opts.Duration("duration")
 	delay, _ := p.opts.Duration("reply-delay")
 	c := step.Client
+	slowed := history.Now()
 	unslow, err := addToxics(env.Proxies().Links(is(c), nil), "pause-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		return nil, err
+	}
+	// The slowed replies are part of the fault from now on: recorded even
+	// if no pause follows.
+	f := &Fault{
+		Target:  "client " + strconv.Itoa(c) + " (acquire in flight)",
+		Params:  map[string]string{"duration": d.String(), "signal": "SIGSTOP", "phase": "acquire", "reply-delay": delay.String()},
+		Clients: []int{c},
+		Start:   slowed,
+		Heal:    unslow,
 	}
 	// Wait for an acquire of c that has been in flight for half the reply
 	// delay (the server has answered; the answer is held in the proxy) while
@@ -121,11 +131,13 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.Join(fmt.Errorf("%w: client %d had no acquire in flight on a free lock within %v", ErrNoTarget, c, triggerWait(env)), unslow(ctx))
+			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d had no acquire in flight on a free lock within %v", c, triggerWait(env))}
+			return f, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errors.Join(ctx.Err(), unslow(context.Background()))
+			f.Effect = &history.Effect{Note: "the run ended before the pause"}
+			return f, ctx.Err()
 		case <-time.After(500 * time.Microsecond):
 		}
 	}
@@ -133,14 +145,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 	if err := env.Pause(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
-	f := &Fault{
-		Target:   "client " + strconv.Itoa(c) + " (acquire in flight)",
-		Params:   map[string]string{"duration": d.String(), "signal": "SIGSTOP", "phase": "acquire", "reply-delay": delay.String()},
-		Clients:  []int{c},
-		Stopped:  []int{c},
-		Start:    start,
-		Duration: d,
-	}
+	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
 		if err := errors.Join(unslow(ctx), env.Resume(c)); err != nil {
 			return err

@@ -51,7 +51,7 @@ func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	if err != nil {
 		return nil, err
 	}
-	i := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Key))
+	i := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
 	node := env.LockNodes()[i]
 	start := history.Now()
 	if err := node.Signal(syscall.SIGSTOP); err != nil {

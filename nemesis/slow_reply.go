@@ -20,11 +20,13 @@ import (
 //
 // It lands by construction: the replies are slowed first, then the fault
 // waits for the step's client to finish an acquire of the step's key begun
-// under them. A lease that comes back with less left than the client's
-// hold is lost inside the critical section, and the client is kept there
-// until another client takes the key. A lock that refuses to hand out a
-// lease that late (Redlock's per-node timeout, its validity check) has met
-// the fault too: the fault landed, and the lock stayed safe.
+// under them that found the lock free (one that found it taken proves
+// nothing). A lease that comes back with less left than the client's hold
+// is lost inside the critical section, and the client is kept there until
+// another client takes the key. A lock or client that refuses a lease that
+// late (a timeout shorter than the delay, Redlock's per-node timeout, its
+// validity check) has met the fault too: the fault landed, and the lock
+// stayed safe.
 type SlowReply struct {
 	opts  option.Values
 	links linkChoice
@@ -69,30 +71,35 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	// Keep c inside a hold its late reply began, until another client takes
 	// the key: the lease ran out inside its planned critical section, and
-	// the others need a moment to notice.
-	bound := delay + env.Hold() + env.Lease()/2
+	// the others need a moment to notice. The worker's bound leaves room
+	// for an acquire of three round trips; the fault lets go earlier.
+	bound := 3*delay + env.Hold() + env.Lease()
 	armed, err := env.Stretch(ctx, c, key, bound)
 	if err != nil {
 		return nil, errors.Join(err, heal(ctx))
 	}
+	// An acquire that found the lock taken says nothing about the late
+	// reply: wait for one that the lock granted, or that gave up on it.
 	after := max(armed, start)
 	var acq Acquire
 	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
 	err = env.Await(wctx, func(v View) bool {
 		acq = v.Acquires[c]
+		if acq.Key == key && acq.Invoked >= after && acq.Outcome == history.Fail {
+			after = acq.Invoked + 1
+		}
 		return acq.Key == key && acq.Invoked >= after && acq.Outcome != ""
 	})
 	cancel()
 	if err != nil {
-		uerr := errors.Join(env.Unstretch(c), heal(ctx))
-		if ctx.Err() != nil {
-			return nil, errors.Join(ctx.Err(), uerr)
-		}
-		return nil, errors.Join(fmt.Errorf("%w: client %d began no acquire of %s under the slow replies within %v", ErrNoTarget, c, key, triggerWait(env)), uerr)
+		// The replies were slow all along: a fault that happened, if one
+		// that never met a lease. The schedule records it and heals it.
+		f.Effect = &history.Effect{Note: fmt.Sprintf("no acquire of %s by client %d under the slow replies found the lock free", key, c)}
+		return f, errors.Join(ctx.Err(), env.Unstretch(c))
 	}
 	took := time.Duration(acq.Done - acq.Invoked)
 	if acq.Outcome != history.OK {
-		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease (%s after %s): the lock did not hand out a late lease", c, key, acq.Outcome, round(took))}
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease (no answer in time, after %s): a late lease was not handed out", c, key, round(took))}
 		f.Duration = time.Until(timeOf(start).Add(duration))
 		return f, env.Unstretch(c)
 	}
@@ -104,14 +111,17 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	a := &aimed{env: env, Holding: h, bound: bound, armed: armed}
 	f.Aim = a.aim()
+	// The acquire's last command set the lease at the latest when the
+	// server ran it, delay before its reply arrived: the client had at
+	// most lease − delay left when it learned it held the lock.
 	lease, hold := env.Lease(), env.Hold()
-	if took+hold <= lease {
-		f.Effect = &history.Effect{Landed: false, Note: fmt.Sprintf("client %d's acquire of %s returned after only %s: with its %s hold still within its %s lease", c, key, round(took), hold, lease)}
+	if delay+hold <= lease {
+		f.Effect = &history.Effect{Landed: false, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had up to %s left, enough for its %s hold", c, key, round(took), lease-delay, hold)}
 		err = a.release()
 	} else {
-		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s: with its %s hold, past its %s lease", c, key, round(took), hold, lease)}
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had at most %s left, less than its %s hold", c, key, round(took), lease-delay, hold)}
 		var taker int
-		if taker, err = a.untilTaken(ctx); taker >= 0 {
+		if taker, err = a.takenBy(ctx, h.OK+(hold+lease/2).Nanoseconds()); taker >= 0 {
 			f.Effect.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, key, c)
 		}
 	}

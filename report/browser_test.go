@@ -179,7 +179,7 @@ func TestIndexMatrixInBrowser(t *testing.T) {
 			cell("token-lua", "none", "safe", "safe", scenarios.StatusMatch),
 			cell("token-lua", "pause-client", "violation", "violation", scenarios.StatusMatch),
 			cell("token-lua", "failover", "", "", scenarios.StatusNA),
-			cell("redlock", "none", "safe", "", scenarios.StatusObserved),
+			cell("redlock", "none", "safe", "safe", scenarios.StatusInconclusive),
 			cell("redlock", "pause-client", "violation", "safe", scenarios.StatusMismatch),
 			cell("redlock", "failover", "", "", scenarios.StatusSkipped),
 		},
@@ -222,7 +222,7 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 		{"token-lua+none", safe, "match"},
 		{"token-lua+pause-client", violation, "match"},
 		{"token-lua+failover", na, "n/a"},
-		{"redlock+none", safe, "observed"},
+		{"redlock+none", rgb(ColorInconclusive), "inconclusive"},
 		{"redlock+pause-client", violation, "mismatch"},
 		{"redlock+failover", rgb(ColorSkipped), "skipped"},
 	} {

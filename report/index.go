@@ -41,7 +41,7 @@ func WriteIndex(dir string, s scenarios.Summary) (string, error) {
 		d.Matrix = append(d.Matrix, row)
 	}
 	var parts []string
-	for _, st := range []scenarios.Status{scenarios.StatusMatch, scenarios.StatusMismatch, scenarios.StatusObserved, scenarios.StatusInconclusive,
+	for _, st := range []scenarios.Status{scenarios.StatusMatch, scenarios.StatusMismatch, scenarios.StatusInconclusive,
 		scenarios.StatusError, scenarios.StatusNA, scenarios.StatusSkipped, scenarios.StatusNotRun} {
 		if n := s.Counts[st]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
@@ -102,8 +102,6 @@ func cellView(c scenarios.CellResult, dir string, allowInconclusive bool) cellDa
 		d.Mark = "✓"
 	case scenarios.StatusMismatch:
 		d.Mark = "✗ expected " + c.Expect
-	case scenarios.StatusObserved:
-		d.Mark = "observed"
 	case scenarios.StatusInconclusive:
 		d.Mark = "inconclusive"
 	case scenarios.StatusError:
@@ -155,13 +153,12 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 <span><span class="swatch" style="background:` + ColorNA + `"></span>n/a: the fault does not apply</span>
 <span><span class="swatch" style="border:2px dashed #ced4da"></span>skipped: not in this build</span>
 <span><span class="swatch" style="border:3px solid ` + ColorMismatch + `"></span>differs from the expectation</span>
-<span><span class="swatch" style="border:2px dotted #868e96"></span>observed: nothing expected</span>
 </p>
 <table class="matrix" id="matrix">
 <tr><th>lock \ fault</th>{{range .Nemeses}}<th class="nem">{{.}}</th>{{end}}</tr>
 {{range .Matrix}}<tr><th>{{.Lock}}</th>{{range .Cells}}<td class="{{.Class}}" data-lock="{{.Lock}}" data-nemesis="{{.Nemesis}}" data-verdict="{{.Verdict}}" data-status="{{.Status}}" title="{{.Name}}: {{.Detail}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{if .Mark}}<span class="mark">{{.Mark}}</span>{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="muted">Each cell is one short run of the lock against the fault with the grid's workload (scenarios/grid.yaml), linked to its report. A cell without an expectation in grid.yaml is only observed and does not fail the matrix (unless it ends inconclusive).</p>
+<p class="muted">Each cell is a short run of the lock against the fault with the grid's workload (scenarios/grid.yaml), linked to its report; every cell has an expectation there. A cell matches only for the right reason: a violation caused by a fault that landed (hit a live lease), safe after at least one fault landed. A cell whose runs were no evidence either way (the faults never landed, or a stall of the harness made the overlap) is inconclusive, and fails the matrix.</p>
 {{end}}
 
 {{if .Catalogue}}<h2 id="catalogue">The catalogue of known failure modes</h2>

@@ -51,7 +51,6 @@ td.s-skipped { background: ` + ColorSkipped + `; color: #868e96; border: 2px das
 td.s-not-run { background: #fff; color: #868e96; }
 td.s-error { background: ` + ColorError + `; }
 td.s-mismatch { border: 3px solid ` + ColorMismatch + ` !important; font-weight: 700; }
-td.s-observed { border: 2px dotted #868e96 !important; font-style: italic; }
 td.s-inconclusive { background: ` + ColorInconclusive + `; }
 .mark { font-size: 0.8em; display: block; }
 .status-fail { color: ` + ColorMismatch + `; font-weight: 700; }

@@ -279,15 +279,18 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	r.wait(ctx)
 	stopped := history.Now()
 	interrupted := ctx.Err() != nil
+	// The workers stop before the faults heal: a fault cut short while
+	// clients still worked would be a fault of its own (a delayed restart
+	// that restarts early forgets a live lease).
+	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
+		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
+	}
 	stopNemeses()
 	if nerr := <-nemDone; nerr != nil {
 		problems = append(problems, nerr.Error())
 	}
 	if werr := executed.write(filepath.Join(r.cfg.Out, ScheduleFile), rs.nemeses); werr != nil {
 		problems = append(problems, werr.Error())
-	}
-	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
-		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
 	}
 	for _, w := range r.workers {
 		w.mu.Lock()

@@ -31,6 +31,7 @@ type heldKey struct {
 	since   time.Time
 	ok      int64 // the outermost acquire's ok (history time)
 	invoked int64 // its invoke
+	token   string
 }
 
 type inFlight struct {
@@ -81,7 +82,7 @@ func (t *tracker) observe(e history.Event) {
 				t.holding[e.Client] = keys
 			}
 			if keys[e.Key] == nil {
-				keys[e.Key] = &heldKey{since: now, ok: e.Time, invoked: inv.invoked}
+				keys[e.Key] = &heldKey{since: now, ok: e.Time, invoked: inv.invoked, token: e.Token}
 				t.stats.holds++
 			}
 			keys[e.Key].depth++
@@ -135,7 +136,7 @@ func (t *tracker) holdersLocked() []nemesis.Holding {
 }
 
 func holding(c int, k string, h *heldKey) nemesis.Holding {
-	return nemesis.Holding{Client: c, Key: k, Since: h.since, OK: h.ok, Invoked: h.invoked}
+	return nemesis.Holding{Client: c, Key: k, Since: h.since, OK: h.ok, Invoked: h.invoked, Token: h.token}
 }
 
 func (t *tracker) acquiringFor(d time.Duration) []int {

@@ -55,12 +55,13 @@ func (e Expectation) String() string {
 	return s
 }
 
-// Outcome says what a run showed, in the terms of e: the verdict, +deadlock
-// when a key was left without expiry, and the resource's state when e looks
-// at it.
+// Outcome says what a run showed, in the terms of e: the verdict,
+// +deadlock when a key was left without expiry and e looks at deadlocks, and
+// the resource's state when e looks at it. What e does not look at is in
+// the run's summary, not in its outcome, so outcomes compare across runs.
 func (e Expectation) Outcome(res checker.Result) string {
 	s := string(res.Verdict)
-	if len(res.Liveness.DeadlockedKeys) > 0 {
+	if e.Deadlock != nil && len(res.Liveness.DeadlockedKeys) > 0 {
 		s += "+deadlock"
 	}
 	if e.Resource != "" {
@@ -93,9 +94,74 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 	return len(diffs) == 0, strings.Join(diffs, "; ")
 }
 
+// Judge says whether res is evidence for e, and if not, why: met is true
+// when it shows what e expects, for the right reason; spoiled, when it is
+// no evidence either way — its faults never landed, or what broke was a
+// stall of the harness rather than the fault or the lock — so the run says
+// nothing about the lock, and may be run again. faulty says whether the run
+// had faults.
+//
+//   - A violation expected of a fault must come from an overlap that a
+//     landed fault caused; of a run without faults, from the lock itself
+//     (an overlap with neither fault nor stall behind it, or damage to the
+//     resource).
+//   - A safe verdict counts only when some fault landed (or there were
+//     none to land).
+//   - A violation where safe was expected is a mismatch, unless every
+//     overlap in it was a stall of the harness.
+func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, why string) {
+	ev := res.Evidence
+	overlaps := res.Mutex.OverlapCount
+	stallOnly := overlaps > 0 && ev.Overlaps[checker.CauseStall] == overlaps
+	stallWhy := ""
+	if stallOnly && len(res.Mutex.Overlaps) > 0 && res.Mutex.Overlaps[0].Stall != nil {
+		stallWhy = ": " + res.Mutex.Overlaps[0].Stall.Text
+	}
+	noneLanded := func() string {
+		if ev.Faults == 0 {
+			return "no fault was injected: no step's target came in time"
+		}
+		s := fmt.Sprintf("none of the %d faults landed", ev.Faults)
+		for _, f := range res.Faults {
+			if f.Effect != "" {
+				return s + " (" + f.Effect + ")"
+			}
+		}
+		return s
+	}
+	switch res.Verdict {
+	case checker.Violation:
+		if stallOnly {
+			return false, true, "every overlap came from a stall of the harness" + stallWhy + ", not from a fault or the lock"
+		}
+		if e.Verdict == checker.Safe {
+			break
+		}
+		switch {
+		case faulty && ev.FaultOverlaps == 0 && overlaps > 0 && ev.Landed == 0:
+			return false, true, noneLanded() + ", and what overlapped was not their doing"
+		case faulty && ev.FaultOverlaps == 0 && overlaps > 0:
+			return false, true, fmt.Sprintf("%d of %d faults landed but caused no overlap; the overlaps have other causes (%v)", ev.Landed, ev.Faults, ev.Overlaps)
+		case faulty && overlaps == 0 && ev.Landed == 0:
+			return false, true, noneLanded()
+		case !faulty && overlaps > 0 && ev.Overlaps[checker.CauseNone] == 0:
+			return false, true, "the overlaps came from stalls of the harness, not from the lock"
+		}
+	case checker.Safe:
+		if faulty && ev.Landed == 0 {
+			return false, true, noneLanded()
+		}
+	}
+	ok, diffs := e.Met(res)
+	if !ok && res.Verdict == checker.Safe && e.Verdict == checker.Violation && faulty {
+		diffs = fmt.Sprintf("%s, although %d of %d faults landed", diffs, ev.Landed, ev.Faults)
+	}
+	return ok, false, diffs
+}
+
 func resourceState(r checker.ResourceResult) string {
 	switch {
-	case r.LostUpdates > 0 || r.StaleReads > 0 || r.StaleAccepted > 0:
+	case r.LostUpdates > 0 || r.StaleReads > 0 || r.StaleAccepted > 0 || r.FenceReused > 0:
 		return ResourceDamaged
 	case !r.Safe:
 		return "unknown"

@@ -22,6 +22,7 @@ type Grid struct {
 	cell    fileGridCell
 	locks   map[string]fileGridLock
 	nemeses map[string]fileGridNemesis
+	cells   map[string]fileGridOne
 }
 
 // fileGrid is the YAML form of grid.yaml.
@@ -29,9 +30,20 @@ type fileGrid struct {
 	// Cell is the run every cell starts from.
 	Cell fileGridCell `yaml:"cell"`
 	// Locks and Nemeses adjust the cells of one lock or one fault.
-	Locks   map[string]fileGridLock      `yaml:"locks"`
-	Nemeses map[string]fileGridNemesis   `yaml:"nemeses"`
-	Expect  map[string]map[string]string `yaml:"expect"`
+	Locks   map[string]fileGridLock    `yaml:"locks"`
+	Nemeses map[string]fileGridNemesis `yaml:"nemeses"`
+	// Cells adjust single cells, by name (LOCK+NEMESIS).
+	Cells  map[string]fileGridOne        `yaml:"cells"`
+	Expect map[string]map[string]string `yaml:"expect"`
+}
+
+// fileGridOne adjusts one cell: how many seeds it runs (its expectation is
+// then "found in at least one of them" for a violation, "in every one" for
+// safe), and its workload.
+type fileGridOne struct {
+	Seeds    int          `yaml:"seeds"`
+	Workload fileWorkload `yaml:"workload"`
+	Duration Duration     `yaml:"duration"`
 }
 
 type fileGridCell struct {
@@ -49,11 +61,15 @@ type fileGridFaults struct {
 type fileGridLock struct {
 	Options  map[string]string `yaml:"options"`
 	Topology fileTopology      `yaml:"topology"`
+	Workload fileWorkload      `yaml:"workload"`
 }
 
 type fileGridNemesis struct {
 	Options  map[string]string `yaml:"options"`
 	Topology fileTopology      `yaml:"topology"`
+	// Workload replaces the fields of the cell's workload it sets, for a
+	// fault that needs, say, a lease long enough to outlast a restart.
+	Workload fileWorkload `yaml:"workload"`
 	// Duration replaces the cell's duration for a fault that takes longer
 	// to show (a restart, a failover).
 	Duration Duration `yaml:"duration"`
@@ -84,7 +100,7 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 	if err != nil {
 		return Grid{}, err
 	}
-	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
 	var errs []error
 	for lock, row := range f.Expect {
 		g.Expect[lock] = map[string]checker.Verdict{}
@@ -95,8 +111,14 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 			default:
 				field := "expect." + lock + "." + nem
 				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
-					Msg: fmt.Sprintf("%q: want safe or violation (leave the cell out to only observe it)", v)})
+					Msg: fmt.Sprintf("%q: want safe or violation", v)})
 			}
+		}
+	}
+	for cell, one := range f.Cells {
+		if one.Seeds < 0 || one.Seeds > 100 {
+			field := "cells." + cell + ".seeds"
+			errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field, Msg: fmt.Sprintf("%d: want 1 to 100", one.Seeds)})
 		}
 	}
 	// The template must make a valid run on its own.
@@ -127,16 +149,52 @@ func (g Grid) file(lock, nem string) fileScenario {
 	if l, ok := g.locks[lock]; ok {
 		f.Lock.Options = l.Options
 		f.Topology = mergeTopology(f.Topology, l.Topology)
+		f.Workload = mergeWorkload(f.Workload, l.Workload)
 	}
 	if nem != "none" && nem != "" {
 		n := g.nemeses[nem]
 		f.Faults.Nemeses = []fileNemesis{{Name: nem, Options: n.Options}}
 		f.Topology = mergeTopology(f.Topology, n.Topology)
+		f.Workload = mergeWorkload(f.Workload, n.Workload)
 		if n.Duration.set {
 			f.Duration = n.Duration
 		}
 	}
+	if one, ok := g.cells[GridName(lock, nem)]; ok {
+		f.Workload = mergeWorkload(f.Workload, one.Workload)
+		if one.Duration.set {
+			f.Duration = one.Duration
+		}
+	}
 	return f
+}
+
+// Seeds is how many seeds the cell lock × nem runs.
+func (g Grid) Seeds(lock, nem string) int {
+	return max(g.cells[GridName(lock, nem)].Seeds, 1)
+}
+
+// mergeWorkload returns base with the fields that over sets replaced.
+func mergeWorkload(base, over fileWorkload) fileWorkload {
+	if over.Clients != 0 {
+		base.Clients = over.Clients
+	}
+	if over.Keys != 0 {
+		base.Keys = over.Keys
+	}
+	for _, d := range []struct{ to, from *Duration }{
+		{&base.TTL, &over.TTL}, {&base.Hold, &over.Hold}, {&base.Wait, &over.Wait}, {&base.Retry, &over.Retry},
+		{&base.Think, &over.Think}, {&base.OpTimeout, &over.OpTimeout},
+	} {
+		if d.from.set {
+			*d.to = *d.from
+		}
+	}
+	if over.Reentry != 0 {
+		base.Reentry = over.Reentry
+	}
+	base.Renew = base.Renew || over.Renew
+	return base
 }
 
 // Config returns the run of the cell lock × nem (nem "none" for no fault).

@@ -34,10 +34,12 @@ const NoFault = "none"
 type Status string
 
 const (
-	StatusMatch        Status = "match"        // the verdict is the expected one
-	StatusMismatch     Status = "mismatch"     // it is not: the run fails
-	StatusObserved     Status = "observed"     // nothing was expected: shown, never fails
-	StatusInconclusive Status = "inconclusive" // fails unless inconclusive cells are allowed
+	StatusMatch    Status = "match"    // the verdict is the expected one, for the right reason
+	StatusMismatch Status = "mismatch" // it is not: the run fails
+	// StatusInconclusive: the runs were no evidence either way (the
+	// checker could not decide, the faults never landed, or a stall of the
+	// harness made the overlap); fails unless inconclusive cells are allowed.
+	StatusInconclusive Status = "inconclusive"
 	StatusError        Status = "error"        // the run could not be set up or recorded
 	StatusNA           Status = "n/a"          // the fault does not apply to this lock or topology
 	StatusSkipped      Status = "skipped"      // needs a lock, nemesis, option or field this build lacks
@@ -69,8 +71,11 @@ type Cell struct {
 	Shows   string
 	Source  string
 	File    string
-	// Expect is what the run must show; a zero Verdict only observes it.
+	// Expect is what the run must show.
 	Expect Expectation
+	// Seeds is how many seeds the cell may run, from Config.Seed on: a
+	// violation expected of it must show in at least one, safe in every one.
+	Seeds  int
 	Config runner.Config
 	// Skip, when set (StatusNA, StatusSkipped, StatusError), says the cell
 	// does not run; Why says why.
@@ -227,7 +232,7 @@ func gridCells(g Grid) []Cell {
 			baseErr = runner.Validate(withOut(base))
 		}
 		for _, n := range nemesisNames {
-			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n]}}
+			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n]}, Seeds: g.Seeds(l, n)}
 			cfg, err := g.Config(l, n)
 			c.Config = cfg
 			switch {
@@ -245,6 +250,10 @@ func gridCells(g Grid) []Cell {
 					} else {
 						c.Skip, c.Why = StatusError, err.Error()
 					}
+				} else if c.Expect.Verdict == "" {
+					// Never silently: a lock registered from outside has no
+					// row in the built-in grid until its author adds one.
+					c.Skip, c.Why = StatusSkipped, fmt.Sprintf("no expectation for this cell in %s: add expect.%s.%s (safe or violation)", g.File, l, n)
 				}
 			}
 			cells = append(cells, c)
@@ -310,18 +319,9 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 			defer wg.Done()
 			for i := range jobs {
 				c := cells[i]
-				cfg := c.Config
-				cfg.Out = filepath.Join(opts.Out, c.Name)
 				began := time.Now()
-				res, err := run(ctx, cfg)
-				r := classify(c, res, err, ctx.Err() != nil)
-				r.Dir = c.Name
+				r := runCell(ctx, c, opts, run)
 				r.Seconds = time.Since(began).Seconds()
-				if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
-					if rerr := opts.AfterRun(cfg.Out); rerr != nil {
-						r.ReportError = rerr.Error()
-					}
-				}
 				mu.Lock()
 				results[i] = r
 				done++
@@ -353,6 +353,64 @@ feed:
 	s.Locks, s.Nemeses = axes(cells)
 	s.tally()
 	return s
+}
+
+// MaxAttempts is how often a cell runs one seed at most: a run that was no
+// evidence either way (its faults never landed, a stall of the harness
+// made its overlap, the checker could not decide) is run again, with the
+// same seed and so the same fault decisions, since what spoiled it was the
+// machine's speed, not the lock. Every attempt's folder is kept.
+const MaxAttempts = 3
+
+// runCell runs one cell: each of its seeds in turn, each up to MaxAttempts
+// times while it is spoiled. A violation expected of a cell is found as
+// soon as one seed shows it; safe must hold for every seed.
+func runCell(ctx context.Context, c Cell, opts ExecOptions, run func(context.Context, runner.Config) (checker.Result, error)) CellResult {
+	seeds := max(c.Seeds, 1)
+	var (
+		r        CellResult
+		attempts int
+		found    []string
+	)
+	for k := 0; k < seeds; k++ {
+		cfg := c.Config
+		cfg.Seed = c.Config.Seed + int64(k)
+		for try := 1; try <= MaxAttempts; try++ {
+			dir := c.Name
+			if seeds > 1 {
+				dir += fmt.Sprintf(".seed%d", cfg.Seed)
+			}
+			if try > 1 {
+				dir += fmt.Sprintf(".attempt%d", try)
+			}
+			cfg.Out = filepath.Join(opts.Out, dir)
+			res, err := run(ctx, cfg)
+			attempts++
+			var spoiled bool
+			r, spoiled = classify(c, res, err, ctx.Err() != nil)
+			r.Dir, r.Seed = dir, cfg.Seed
+			if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
+				if rerr := opts.AfterRun(cfg.Out); rerr != nil {
+					r.ReportError = rerr.Error()
+				}
+			}
+			if !spoiled || ctx.Err() != nil {
+				break
+			}
+		}
+		found = append(found, fmt.Sprintf("seed %d: %s", cfg.Seed, r.Status))
+		if ctx.Err() != nil || r.Status != StatusMatch && c.Expect.Verdict == checker.Safe || r.Status == StatusMatch && c.Expect.Verdict == checker.Violation {
+			break
+		}
+	}
+	r.Attempts, r.SeedsRun = attempts, len(found)
+	if seeds > 1 {
+		r.Detail = fmt.Sprintf("%d of up to %d seeds run (%s) — %s", len(found), seeds, strings.Join(found, ", "), r.Detail)
+	}
+	if attempts > len(found) {
+		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, or whose overlap a stall of the harness made, is run again) — %s", attempts, r.Detail)
+	}
+	return r
 }
 
 // runOrder returns the order in which to start the cells todo: the longest
@@ -391,44 +449,54 @@ func runOrder(cells []Cell, todo []int) []int {
 	return out
 }
 
-// classify compares one run's outcome with its cell's expectation.
-func classify(c Cell, res checker.Result, err error, interrupted bool) CellResult {
-	r := newResult(c)
+// classify compares one run's outcome with its cell's expectation. spoiled
+// says the run was no evidence either way (Expectation.Judge): another
+// attempt may be.
+func classify(c Cell, res checker.Result, err error, interrupted bool) (r CellResult, spoiled bool) {
+	r = newResult(c)
 	r.Verdict, r.Got = string(res.Verdict), c.Expect.Outcome(res)
 	r.Detail = res.Summary
-	if keys := res.Liveness.DeadlockedKeys; len(keys) > 0 {
+	if keys := res.Liveness.DeadlockedKeys; len(keys) > 0 && c.Expect.Deadlock == nil {
 		r.Detail += fmt.Sprintf("; deadlocked: %s", strings.Join(keys, ", "))
 	}
-	met, why := c.Expect.Met(res)
+	met, spoiled, why := c.Expect.Judge(res, len(c.Config.Nemeses) > 0)
 	switch {
 	case err != nil:
 		r.Status, r.Detail = StatusError, err.Error()
 		if res.Verdict == "" {
 			r.Got = "error"
 		}
+		return r, false
 	case interrupted && res.Verdict != checker.Violation:
 		r.Status, r.Detail = StatusNotRun, "interrupted: "+res.Summary
+		return r, false
 	case res.Verdict == checker.Inconclusive:
-		// Even where nothing is expected: a run that could not decide is a
-		// problem of the harness or the lock's adapter, not an observation.
+		// The checker could not decide: the evidence is incomplete.
 		r.Status = StatusInconclusive
-	case c.Expect.Verdict == "":
-		r.Status = StatusObserved
+		return r, true
 	case met:
 		r.Status = StatusMatch
+	case spoiled:
+		r.Status, r.Detail = StatusInconclusive, why+" — "+r.Detail
 	default:
 		r.Status = StatusMismatch
-		if res.Verdict == c.Expect.Verdict { // the verdict is right: say what else is not
-			r.Detail = why + " — " + r.Detail
-		}
+		r.Detail = why + " — " + r.Detail
 	}
-	return r
+	return r, spoiled
 }
 
 func newResult(c Cell) CellResult {
+	expect := c.Expect.String()
+	if c.Seeds > 1 && expect != "" {
+		if c.Expect.Verdict == checker.Violation {
+			expect += fmt.Sprintf(" in ≥1 of %d seeds", c.Seeds)
+		} else {
+			expect += fmt.Sprintf(" in all %d seeds", c.Seeds)
+		}
+	}
 	return CellResult{
 		Name: c.Name, Kind: c.Kind, Lock: c.Lock, Nemesis: c.Nemesis, Shows: c.Shows, Source: c.Source,
-		File: c.File, Expect: c.Expect.String(), Seed: c.Config.Seed,
+		File: c.File, Expect: expect, Seed: c.Config.Seed,
 	}
 }
 
@@ -438,8 +506,6 @@ func describeStatus(r CellResult) string {
 		return "as expected"
 	case StatusMismatch:
 		return "MISMATCH: expected " + r.Expect
-	case StatusObserved:
-		return "observed (no expectation)"
 	case StatusInconclusive:
 		return "INCONCLUSIVE"
 	case StatusError:
@@ -450,7 +516,7 @@ func describeStatus(r CellResult) string {
 
 func tallyLine(t map[Status]int) string {
 	var parts []string
-	for _, s := range []Status{StatusMatch, StatusMismatch, StatusObserved, StatusInconclusive, StatusError, StatusNotRun} {
+	for _, s := range []Status{StatusMatch, StatusMismatch, StatusInconclusive, StatusError, StatusNotRun} {
 		if t[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", t[s], s))
 		}

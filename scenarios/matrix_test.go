@@ -16,55 +16,93 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 )
 
+// evidence builds a result with a verdict, how many of how many faults
+// landed, and its overlaps by cause (fault overlaps are caused by a landed
+// fault).
+func evidence(v checker.Verdict, landed, faults int, byCause map[string]int) checker.Result {
+	r := checker.Result{Verdict: v, Summary: string(v), Resource: checker.ResourceResult{Safe: true}}
+	r.Evidence = checker.Evidence{Faults: faults, Landed: landed, Overlaps: byCause, FaultOverlaps: byCause[checker.CauseFault]}
+	for _, n := range byCause {
+		r.Mutex.OverlapCount += n
+	}
+	if byCause[checker.CauseStall] > 0 {
+		r.Mutex.Overlaps = []checker.Overlap{{Cause: checker.CauseStall, Stall: &checker.StallNote{Client: 2, Text: "client 2 could not run for 260 ms"}}}
+	}
+	return r
+}
+
 func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	yes, no := true, false
-	violation := checker.Result{Verdict: checker.Violation, Summary: "overlap"}
-	safe := checker.Result{Verdict: checker.Safe, Resource: checker.ResourceResult{Safe: true}}
+	byFault := map[string]int{checker.CauseFault: 3}
+	byStall := map[string]int{checker.CauseStall: 2}
+	byLock := map[string]int{checker.CauseNone: 2}
+	violation := evidence(checker.Violation, 1, 2, byFault)
+	safe := evidence(checker.Safe, 1, 1, nil)
 	deadlocked := safe
 	deadlocked.Liveness.DeadlockedKeys = []string{"lock:0"}
 	fenced := violation
 	fenced.Resource = checker.ResourceResult{Safe: true, StaleRejected: 2}
 	damaged := violation
 	damaged.Resource = checker.ResourceResult{LostUpdates: 3}
+	reused := violation
+	reused.Resource = checker.ResourceResult{FenceReused: 1, Safe: true}
 	for _, tc := range []struct {
-		name   string
-		expect Expectation
-		res    checker.Result
-		err    error
-		status Status
-		got    string
+		name    string
+		expect  Expectation
+		faulty  bool
+		res     checker.Result
+		err     error
+		status  Status
+		got     string
+		spoiled bool
 	}{
-		{"match", Expectation{Verdict: checker.Violation}, violation, nil, StatusMatch, "violation"},
-		{"safe lock broke", Expectation{Verdict: checker.Safe}, violation, nil, StatusMismatch, "violation"},
-		{"known failure not reproduced", Expectation{Verdict: checker.Violation}, safe, nil, StatusMismatch, "safe"},
-		{"no expectation", Expectation{}, violation, nil, StatusObserved, "violation"},
-		{"inconclusive", Expectation{Verdict: checker.Safe}, checker.Result{Verdict: checker.Inconclusive}, nil, StatusInconclusive, "inconclusive"},
-		{"inconclusive without expectation", Expectation{}, checker.Result{Verdict: checker.Inconclusive}, nil, StatusInconclusive, "inconclusive"},
-		{"deadlock expected and found", Expectation{Verdict: checker.Safe, Deadlock: &yes}, deadlocked, nil, StatusMatch, "safe+deadlock"},
-		{"deadlock expected, none", Expectation{Verdict: checker.Safe, Deadlock: &yes}, safe, nil, StatusMismatch, "safe"},
-		{"no deadlock expected, found", Expectation{Verdict: checker.Safe, Deadlock: &no}, deadlocked, nil, StatusMismatch, "safe+deadlock"},
-		{"deadlock not looked at", Expectation{Verdict: checker.Safe}, deadlocked, nil, StatusMatch, "safe+deadlock"},
-		{"fenced", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, fenced, nil, StatusMatch, "violation, resource fenced"},
-		{"fencing did not work", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, damaged, nil, StatusMismatch, "violation, resource damaged"},
-		{"intact accepts fenced", Expectation{Verdict: checker.Violation, Resource: ResourceIntact}, fenced, nil, StatusMatch, "violation, resource fenced"},
-		{"setup error", Expectation{Verdict: checker.Safe}, checker.Result{}, errors.New("no redis"), StatusError, "error"},
+		{"a landed fault broke it", Expectation{Verdict: checker.Violation}, true, violation, nil, StatusMatch, "violation", false},
+		{"safe lock broke by a fault", Expectation{Verdict: checker.Safe}, true, violation, nil, StatusMismatch, "violation", false},
+		{"known failure not reproduced although the fault landed", Expectation{Verdict: checker.Violation}, true, safe, nil, StatusMismatch, "safe", false},
+		{"faults never landed: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 3, nil), nil, StatusInconclusive, "safe", true},
+		{"no fault injected: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 0, nil), nil, StatusInconclusive, "safe", true},
+		{"safe needs a landed fault", Expectation{Verdict: checker.Safe}, true, evidence(checker.Safe, 0, 2, nil), nil, StatusInconclusive, "safe", true},
+		{"safe without faults needs none", Expectation{Verdict: checker.Safe}, false, evidence(checker.Safe, 0, 0, nil), nil, StatusMatch, "safe", false},
+		{"a stall broke a safe lock", Expectation{Verdict: checker.Safe}, true, evidence(checker.Violation, 1, 1, byStall), nil, StatusInconclusive, "violation", true},
+		{"a stall is no fault's violation", Expectation{Verdict: checker.Violation}, true, evidence(checker.Violation, 1, 1, byStall), nil, StatusInconclusive, "violation", true},
+		{"overlaps without the faults landing", Expectation{Verdict: checker.Violation}, true, evidence(checker.Violation, 0, 2, byLock), nil, StatusInconclusive, "violation", true},
+		{"the lock broke on its own, no faults", Expectation{Verdict: checker.Violation}, false, evidence(checker.Violation, 0, 0, byLock), nil, StatusMatch, "violation", false},
+		{"only stalls, no faults", Expectation{Verdict: checker.Violation}, false, evidence(checker.Violation, 0, 0, byStall), nil, StatusInconclusive, "violation", true},
+		{"inconclusive", Expectation{Verdict: checker.Safe}, true, checker.Result{Verdict: checker.Inconclusive}, nil, StatusInconclusive, "inconclusive", true},
+		{"deadlock expected and found", Expectation{Verdict: checker.Safe, Deadlock: &yes}, true, deadlocked, nil, StatusMatch, "safe+deadlock", false},
+		{"deadlock expected, none", Expectation{Verdict: checker.Safe, Deadlock: &yes}, true, safe, nil, StatusMismatch, "safe", false},
+		{"no deadlock expected, found", Expectation{Verdict: checker.Safe, Deadlock: &no}, true, deadlocked, nil, StatusMismatch, "safe+deadlock", false},
+		{"deadlock not looked at", Expectation{Verdict: checker.Safe}, true, deadlocked, nil, StatusMatch, "safe", false},
+		{"fenced", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
+		{"fencing did not work", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, true, damaged, nil, StatusMismatch, "violation, resource damaged", false},
+		{"a reused token is damage", Expectation{Verdict: checker.Violation, Resource: ResourceDamaged}, true, reused, nil, StatusMatch, "violation, resource damaged", false},
+		{"intact accepts fenced", Expectation{Verdict: checker.Violation, Resource: ResourceIntact}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
+		{"setup error", Expectation{Verdict: checker.Safe}, true, checker.Result{}, errors.New("no redis"), StatusError, "error", false},
 	} {
-		r := classify(Cell{Name: tc.name, Expect: tc.expect}, tc.res, tc.err, false)
-		if r.Status != tc.status || r.Got != tc.got {
-			t.Errorf("%s: status %s, got %q; want %s, %q", tc.name, r.Status, r.Got, tc.status, tc.got)
+		c := Cell{Name: tc.name, Expect: tc.expect}
+		if tc.faulty {
+			c.Config.Nemeses = []string{"pause-client"}
+		}
+		r, spoiled := classify(c, tc.res, tc.err, false)
+		if r.Status != tc.status || r.Got != tc.got || spoiled != tc.spoiled {
+			t.Errorf("%s: status %s, got %q, spoiled %v; want %s, %q, %v (%s)", tc.name, r.Status, r.Got, spoiled, tc.status, tc.got, tc.spoiled, r.Detail)
 		}
 	}
-	if r := classify(Cell{Expect: Expectation{Verdict: checker.Safe}}, safe, nil, true); r.Status != StatusNotRun {
+	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}}, safe, nil, true); r.Status != StatusNotRun {
 		t.Errorf("an interrupted safe run is %s, want not-run: a cut history proves no safety", r.Status)
 	}
-	if r := classify(Cell{Expect: Expectation{Verdict: checker.Violation}}, violation, nil, true); r.Status != StatusMatch {
+	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Violation}, Config: runner.Config{Nemeses: []string{"x"}}}, violation, nil, true); r.Status != StatusMatch {
 		t.Errorf("an interrupted run with a violation is %s, want match: the violation is real", r.Status)
+	}
+	r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}, Config: runner.Config{Nemeses: []string{"x"}}}, evidence(checker.Violation, 1, 1, byStall), nil, false)
+	if !strings.Contains(r.Detail, "client 2 could not run for 260 ms") {
+		t.Errorf("a stall's run says %q, not which stall", r.Detail)
 	}
 }
 
 func TestStatusFails(t *testing.T) {
 	for st, fails := range map[Status]bool{
-		StatusMatch: false, StatusObserved: false, StatusNA: false, StatusSkipped: false,
+		StatusMatch: false, StatusNA: false, StatusSkipped: false,
 		StatusMismatch: true, StatusError: true, StatusNotRun: true, StatusInconclusive: true,
 	} {
 		if st.Fails(false) != fails {
@@ -86,11 +124,16 @@ func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
 	cells := []Cell{
 		fakeCell("short-safe", checker.Safe, time.Second),
 		fakeCell("long-broken", checker.Safe, 5*time.Second),
-		fakeCell("observed", "", 2*time.Second),
+		fakeCell("retried", checker.Safe, 2*time.Second),
 		fakeCell("unsure", checker.Safe, 2*time.Second),
 		{Name: "later", Kind: KindCatalogue, Skip: StatusSkipped, Why: "lock redlock not available"},
 	}
-	verdicts := map[string]checker.Verdict{"short-safe": checker.Safe, "long-broken": checker.Violation, "observed": checker.Violation, "unsure": checker.Inconclusive}
+	results := map[string]checker.Result{
+		"short-safe": evidence(checker.Safe, 0, 0, nil), "long-broken": evidence(checker.Violation, 0, 0, map[string]int{checker.CauseNone: 1}),
+		"unsure": {Verdict: checker.Inconclusive},
+		// A stall spoils the first run; the second is evidence.
+		"retried": evidence(checker.Violation, 0, 0, map[string]int{checker.CauseStall: 1}), "retried.attempt2": evidence(checker.Safe, 0, 0, nil),
+	}
 	var mu sync.Mutex
 	var started []string
 	out := t.TempDir()
@@ -102,26 +145,36 @@ func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
 			mu.Lock()
 			started = append(started, name)
 			mu.Unlock()
-			return checker.Result{Verdict: verdicts[name], Summary: "summary of " + name}, nil
+			r := results[name]
+			if r.Verdict == "" {
+				r = results[strings.Split(name, ".")[0]] // every attempt of unsure
+			}
+			r.Summary = "summary of " + name
+			return r, nil
 		},
 		AfterRun: func(dir string) error { reported = append(reported, filepath.Base(dir)); return nil },
 	})
 	if started[0] != "long-broken" {
 		t.Errorf("runs started in order %v; want the longest first", started)
 	}
-	if len(reported) != 4 {
+	// Every attempt: unsure three times, retried twice.
+	if len(reported) != 7 {
 		t.Errorf("AfterRun saw %v, want every run", reported)
 	}
-	want := map[string]Status{"short-safe": StatusMatch, "long-broken": StatusMismatch, "observed": StatusObserved, "unsure": StatusInconclusive, "later": StatusSkipped}
+	want := map[string]Status{"short-safe": StatusMatch, "long-broken": StatusMismatch, "retried": StatusMatch, "unsure": StatusInconclusive, "later": StatusSkipped}
+	attempts := map[string]int{"short-safe": 1, "long-broken": 1, "retried": 2, "unsure": MaxAttempts}
 	for _, c := range sum.Cells {
-		if c.Status != want[c.Name] {
-			t.Errorf("%s: %s, want %s", c.Name, c.Status, want[c.Name])
+		if c.Status != want[c.Name] || c.Attempts != attempts[c.Name] {
+			t.Errorf("%s: %s after %d runs, want %s after %d", c.Name, c.Status, c.Attempts, want[c.Name], attempts[c.Name])
 		}
+	}
+	if c, _ := sum.Cell("retried"); c.Dir != "retried.attempt2" || !strings.Contains(c.Detail, "after 2 runs") {
+		t.Errorf("retried: dir %s, detail %q", c.Dir, c.Detail)
 	}
 	if sum.Cells[0].Name != "short-safe" {
 		t.Errorf("the summary must list cells in plan order, not run order: %s first", sum.Cells[0].Name)
 	}
-	if sum.Passed || len(sum.Failed()) != 2 || sum.Counts[StatusMatch] != 1 {
+	if sum.Passed || len(sum.Failed()) != 2 || sum.Counts[StatusMatch] != 2 {
 		t.Errorf("passed %v, failed %v, counts %v; want failed by long-broken and unsure", sum.Passed, sum.Failed(), sum.Counts)
 	}
 

@@ -558,7 +558,13 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			w.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value))
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				// "<<: *anchor" merges another mapping's entries here.
+				w.walk(v, t, path)
+				continue
+			}
+			w.walk(v, t.Elem(), join(path, k.Value))
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {

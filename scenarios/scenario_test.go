@@ -190,3 +190,35 @@ func TestGridExpectationsAreValidated(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// Every cell of the built-in grid that can run has an expectation: none is
+// skipped for the lack of one, none only observed.
+func TestGridExpectsEveryCellThatRuns(t *testing.T) {
+	t.Chdir("..") // the lua lock's script is named relative to the repository
+	g, err := LoadGrid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := Plan(PlanOptions{Grid: &g, Catalogue: []Scenario{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, c := range cells {
+		switch {
+		case c.Skip == "":
+			ran++
+			if c.Expect.Verdict == "" {
+				t.Errorf("%s runs without an expectation", c.Name)
+			}
+		case c.Skip != StatusNA:
+			t.Errorf("%s is %s: %s", c.Name, c.Skip, c.Why)
+		}
+	}
+	if ran < 150 {
+		t.Errorf("only %d grid cells run", ran)
+	}
+	if g.Expect["reentrant-watchdog"]["none"] != checker.Safe || g.Expect["reentrant-watchdog"]["slow-hold"] != checker.Safe || g.Expect["fenced"]["crash-restart"] != checker.Violation {
+		t.Errorf("merged expectations: %v", g.Expect["reentrant-watchdog"])
+	}
+}

@@ -51,8 +51,13 @@ type CellResult struct {
 	Status Status `json:"status"`
 	// Detail is the run's one-sentence summary, or why it did not run.
 	Detail string `json:"detail,omitempty"`
-	// Dir is the run's folder, relative to the summary.
-	Dir         string  `json:"dir,omitempty"`
+	// Dir is the folder of the run that decided the outcome, relative to
+	// the summary.
+	Dir string `json:"dir,omitempty"`
+	// Attempts is how many runs the cell took (seeds, and runs again of a
+	// seed whose run was no evidence); SeedsRun how many seeds.
+	Attempts int `json:"attempts,omitempty"`
+	SeedsRun int `json:"seeds_run,omitempty"`
 	Seconds     float64 `json:"seconds,omitempty"`
 	ReportError string  `json:"report_error,omitempty"`
 }

@@ -15,7 +15,7 @@ import (
 //
 //	{config as JSON}     the first line
 //	go                   start the workload (the run's clock starts now)
-//	stretch KEY MAX      keep the next holds of KEY inside the critical section
+//	stretch KEY MAX      keep the holds of KEY begun from now on inside the critical section
 //	unstretch            let them go
 //	stop                 (or the end of input) finish the iteration and exit
 //
@@ -44,30 +44,35 @@ func StretchCommand(key string, max time.Duration) string {
 }
 
 // stretch is the state the control lines set: which key's holds stay in
-// their critical section, and for how long at most.
+// their critical section, and for how long at most. Only holds whose
+// acquire was invoked after the stretch was taken (since) stay: a hold
+// already under way when a nemesis asked was not what it aimed at.
 type stretch struct {
 	mu      sync.Mutex
 	key     string
 	max     time.Duration
+	since   int64
 	changed chan struct{} // closed and replaced on every change
 }
 
 func newStretch() *stretch { return &stretch{changed: make(chan struct{})} }
 
-func (s *stretch) set(key string, max time.Duration) {
+// set takes a stretch (or, with key "", drops it) and returns when.
+func (s *stretch) set(key string, max time.Duration) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.key, s.max = key, max
+	s.key, s.max, s.since = key, max, history.Now()
 	close(s.changed)
 	s.changed = make(chan struct{})
+	return s.since
 }
 
-// current returns the stretch for key (0: none) and a channel closed at the
-// next change.
-func (s *stretch) current(key string) (time.Duration, <-chan struct{}) {
+// current returns the stretch for a hold of key whose acquire was invoked
+// at invoked (0: none) and a channel closed at the next change.
+func (s *stretch) current(key string, invoked int64) (time.Duration, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.key != key {
+	if s.key != key || invoked < s.since {
 		return 0, s.changed
 	}
 	return s.max, s.changed
@@ -98,6 +103,8 @@ func (w *worker) control(in *bufio.Reader) bool {
 					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
 					continue
 				}
+				// The event's time is after the stretch was taken: every
+				// acquire invoked after it is stretched.
 				w.stretch.set(f[1], time.Duration(ns))
 				w.emit(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
 			case len(f) == 1 && f[0] == CmdUnstretch:
@@ -122,7 +129,7 @@ func (w *worker) control(in *bufio.Reader) bool {
 // must not touch the resource any more.
 func (w *worker) stretchHold(h *heldLock) bool {
 	for !w.stop.Load() {
-		max, changed := w.stretch.current(h.key)
+		max, changed := w.stretch.current(h.key, h.invoked)
 		if max <= 0 {
 			return true
 		}

@@ -209,7 +209,7 @@ func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, int64, b
 func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease, bool) {
 	switch {
 	case err == nil:
-		w.emit(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Fence: lease.Fence})
+		w.emit(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Token: lease.Token, Fence: lease.Fence})
 		return lease, true
 	case errors.Is(err, locks.ErrNotAcquired):
 		e := history.Event{Kind: history.Fail, F: history.Acquire, Key: key, Error: "not-acquired"}
@@ -346,6 +346,11 @@ func (w *worker) deadlineLoop(ctx context.Context, h *heldLock) {
 		}
 		w.mu.Lock()
 		if h.lease.Deadline == d {
+			// The deadline is a hard limit: any lateness is a stall that
+			// kept the client believing it held the lock past it.
+			if late := history.Now() - d; late >= time.Millisecond.Nanoseconds() {
+				w.emitLocked(history.Event{Kind: history.Stall, Key: h.key, StallNs: late, Message: "the validity timer fired late"})
+			}
 			w.markLostLocked(h, "lease validity ran out")
 			w.mu.Unlock()
 			return

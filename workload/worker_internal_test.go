@@ -288,3 +288,20 @@ func TestFencedReadRejectsAnOlderToken(t *testing.T) {
 		t.Errorf("unfenced read: %d, %v", v, err)
 	}
 }
+
+// A hold already under way when the stretch was taken is not the one a
+// nemesis aimed at: it ends on its own time.
+func TestStretchSparesTheHoldUnderWay(t *testing.T) {
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 10 * time.Second, Hold: 20 * ms})
+	ctx := context.Background()
+	lease, invoked, ok := w.acquire(ctx, KeyName(0))
+	if !ok {
+		t.Fatal("acquire failed")
+	}
+	w.stretch.set(KeyName(0), 5*time.Second)
+	w.hold(ctx, lease, invoked)
+	all := waitEvents(ev, 8)
+	if held := time.Duration(all[6].Time - all[0].Time); len(all) != 8 || held > 2*time.Second {
+		t.Errorf("events %q, held %v: want a hold of its own length", kinds(all), held)
+	}
+}
