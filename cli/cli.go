@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -118,6 +119,7 @@ func cmdRun(args []string) int {
 		opts    listFlag
 		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
 		scen    = fs.String("scenario", "", "run the scenario `FILE` (YAML, see scenarios/); the flags given explicitly override its fields")
+		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
 	fs.StringVar(&cfg.Lock, "lock", "", "lock to test (see `lockchaos list`)")
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
@@ -155,7 +157,23 @@ func cmdRun(args []string) int {
 		return ExitUsage
 	}
 	var sc *scenarios.Scenario
-	if *scen != "" {
+	if *replay != "" {
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name := range given {
+			if name != "replay" && name != "out" {
+				fmt.Fprintf(os.Stderr, "lockchaos run: --replay takes the stored run as it was: drop --%s (only --out may be given)\n", name)
+				return ExitUsage
+			}
+		}
+		out := cfg.Out
+		var err error
+		if cfg, err = runner.LoadReplay(*replay); err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+			return ExitUsage
+		}
+		cfg.Out = out
+	} else if *scen != "" {
 		s, err := applyScenario(fs, &cfg, *scen, nemeses, split, *seed)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
@@ -168,6 +186,10 @@ func cmdRun(args []string) int {
 		delete(split, cfg.Lock)
 		cfg.NemesisOptions = split
 		cfg.Seed = *seed
+	}
+	if *replay != "" && filepath.Clean(cfg.Out) == filepath.Clean(*replay) {
+		fmt.Fprintln(os.Stderr, "lockchaos run: --replay: give --out another folder than the run it replays")
+		return ExitUsage
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000

@@ -93,11 +93,11 @@ func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 		return map[string][]int{"all": g.Replicas(), "promoted": {promote[g]}, "none": nil}[f.opts.String("cut")]
 	}
 	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
+	if pre != nil && pre.missed != "" {
+		return pre.cutOnly(), err
+	}
 	if err != nil {
 		return pre.partial("replication cut", nil), err
-	}
-	if pre.missed != "" {
-		return pre.cutOnly(), nil
 	}
 	g, i := pre.g, pre.g.Index
 	old, oldNode := g.Primary()
@@ -261,6 +261,7 @@ func prepareFailover(ctx context.Context, env Env, step Step, opts option.Values
 		p.missed = err.Error()
 		return p, nil
 	case err != nil:
+		p.missed = "the run ended before a hold came"
 		return p, err // the schedule records the cut and heals it
 	}
 	p.a, p.held = a, held

@@ -68,11 +68,11 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 		return nil
 	}
 	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
+	if pre != nil && pre.missed != "" {
+		return pre.cutOnly(), err
+	}
 	if err != nil {
 		return pre.partial("replication cut", nil), err
-	}
-	if pre.missed != "" {
-		return pre.cutOnly(), nil
 	}
 	g, i := pre.g, pre.g.Index
 	if len(g.Replicas()) == 0 {

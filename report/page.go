@@ -131,28 +131,31 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <tr><th>interval sweep</th><td>{{.Result.Mutex.OverlapCount}} overlapping pairs of holds</td></tr>
 <tr><th>porcupine and the sweep agree</th><td>{{.Result.Mutex.Agree}}</td></tr>
 <tr><th>operations / holds</th><td>{{.Result.Mutex.Ops}} / {{.Result.Mutex.Holds}}</td></tr>
-<tr><th>first fault → first overlap</th><td>{{ptrms .Result.FirstViolationMs}}</td></tr>
+<tr><th>faults that landed (hit a live lease as they are meant to)</th><td id="landed">{{.Result.Evidence.Landed}} of {{.Result.Evidence.Faults}}{{if .Result.Evidence.Landed}} — leases lost {{.Result.Evidence.LeasesLost}}, kept {{.Result.Evidence.LeasesKept}}, unknown {{.Result.Evidence.LeasesUnknown}}{{end}}</td></tr>
+<tr><th>time to the first overlap</th><td>{{ptrms .Result.FirstViolationMs}}{{if .Result.FirstViolationCause}} (from {{if eq .Result.FirstViolationCause "fault"}}the start of the fault that caused it{{else}}the start of the run: no fault caused it{{end}}){{end}}</td></tr>
+<tr><th>stalls of the harness</th><td>{{if .Result.Stalls.Count}}{{.Result.Stalls.Count}}, the longest {{ms .Result.Stalls.MaxMs}} ({{if lt .Result.Stalls.Worst 0}}the coordinator{{else}}client {{.Result.Stalls.Worst}}{{end}}){{else}}none{{end}}</td></tr>
 <tr><th>history complete</th><td>{{.Result.Complete}}{{if .Truncated}} (its last line was cut off){{end}}</td></tr>
 </table>
 
 {{if .Overlaps}}
 <h2 id="overlaps">Overlaps</h2>
 <table>
-<tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>active faults</th></tr>
+<tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>caused by</th></tr>
 {{range .Overlaps}}<tr class="overlap-row">
 <td><code>{{.Key}}</code></td><td>{{index .Clients 0}} and {{index .Clients 1}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{ms (subf .EndMs .StartMs)}}</td>
 <td>client {{(index .Holds 0).Client}}: {{secs (index .Holds 0).StartMs}} – {{secs (index .Holds 0).EndMs}} ({{(index .Holds 0).End}})</td>
 <td>client {{(index .Holds 1).Client}}: {{secs (index .Holds 1).StartMs}} – {{secs (index .Holds 1).EndMs}} ({{(index .Holds 1).End}})</td>
-<td>{{faultids .Faults}}</td></tr>
+<td>{{if eq .Cause "stall"}}a stall: {{.Stall.Text}}{{else if eq .Cause "fault"}}faults {{faultids .Faults}}{{else}}neither fault nor stall{{end}}</td></tr>
 {{end}}</table>
 {{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more (result.json lists up to 100).</p>{{end}}
 {{end}}
 
 <h2 id="faults">Faults</h2>
 {{if .Faults}}<table>
-<tr><th>id</th><th>nemesis</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th></tr>
-{{range .Faults}}<tr><td class="num">{{.ID}}</td><td>{{.Name}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td></tr>
-{{end}}</table>{{else}}<p>No fault was injected.</p>{{end}}
+<tr><th>id</th><th>nemesis</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th><th>landed</th><th>lease</th><th>what it did</th></tr>
+{{range .Faults}}<tr class="fault-row" data-landed="{{.Landed}}"><td class="num">{{.ID}}</td><td>{{.Name}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td><td>{{if .Landed}}yes{{else}}no{{end}}</td><td>{{.Lease}}</td><td>{{.Effect}}</td></tr>
+{{end}}</table>
+<p class="muted">A fault landed when it hit a live lease the way it is meant to: a pause past the lease, a node that forgot a lease while its holder still worked, a link slow or cut past the lease. A fault that did not land is no evidence about the lock either way.</p>{{else}}<p>No fault was injected.</p>{{end}}
 
 <h2 id="resource">The protected resource</h2>
 <p>{{.Result.Resource.Summary}}</p>

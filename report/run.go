@@ -369,6 +369,13 @@ func (r *Run) pageData() runData {
 		{"TTL", fmt.Sprintf("%d ms", in.TTLms)}, {"hold", fmt.Sprintf("%d ms", in.Holdms)},
 		{"duration", fmt.Sprintf("%d ms", in.Durationms)}, {"backend", in.Backend},
 	}
+	if in.LeaseMs != 0 && in.LeaseMs != in.TTLms {
+		// A lock option set another lease: the run used that one.
+		d.Config = append(d.Config, [2]string{"lease used", fmt.Sprintf("%d ms (set by a lock option, not --ttl)", in.LeaseMs)})
+	}
+	if res.WorkloadMs > 0 {
+		d.Config = append(d.Config, [2]string{"workload ran", millis(res.WorkloadMs)})
+	}
 	if len(in.Options) > 0 {
 		d.Config = append(d.Config, [2]string{"options", strings.Trim(params(in.Options), "()")})
 	}

@@ -41,7 +41,7 @@ func (r *run) calibrate(ctx context.Context, addrs [][]string, rs resolved) (rou
 	rt := roundTrip{p50: rtts[len(rtts)/2], p99: rtts[len(rtts)*99/100]}
 	if rs.nodeTimeout > 0 && rt.p50 >= rs.nodeTimeout {
 		return rt, fmt.Errorf("lock %s gives each node %v to answer, but a round trip to the lock nodes takes %v here (median of %d at start-up; p99 %v): "+
-			"it could never gather a majority. Raise --ttl (the per-node timeout is a fraction of it) or the lock's timeout option, or use --time-scale",
+			"it could never gather a majority. Raise --ttl (the per-node timeout is a fraction of it) or the lock's timeout option",
 			rs.lock.Name, rs.nodeTimeout, rt.p50.Round(10*time.Microsecond), len(rtts), rt.p99.Round(10*time.Microsecond))
 	}
 	return rt, nil

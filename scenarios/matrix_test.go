@@ -46,6 +46,8 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	damaged.Resource = checker.ResourceResult{LostUpdates: 3}
 	reused := violation
 	reused.Resource = checker.ResourceResult{FenceReused: 1, Safe: true}
+	lostLease := safe
+	lostLease.Evidence.LeasesLost = 1
 	for _, tc := range []struct {
 		name    string
 		expect  Expectation
@@ -61,6 +63,7 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"known failure not reproduced although the fault landed", Expectation{Verdict: checker.Violation}, true, safe, nil, StatusMismatch, "safe", false},
 		{"faults never landed: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 3, nil), nil, StatusInconclusive, "safe", true},
 		{"no fault injected: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 0, nil), nil, StatusInconclusive, "safe", true},
+		{"a lost lease nobody came for: no evidence", Expectation{Verdict: checker.Violation}, true, lostLease, nil, StatusInconclusive, "safe", true},
 		{"safe needs a landed fault", Expectation{Verdict: checker.Safe}, true, evidence(checker.Safe, 0, 2, nil), nil, StatusInconclusive, "safe", true},
 		{"safe without faults needs none", Expectation{Verdict: checker.Safe}, false, evidence(checker.Safe, 0, 0, nil), nil, StatusMatch, "safe", false},
 		{"a stall broke a safe lock", Expectation{Verdict: checker.Safe}, true, evidence(checker.Violation, 1, 1, byStall), nil, StatusInconclusive, "violation", true},
