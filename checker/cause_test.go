@@ -118,8 +118,8 @@ func TestAimedFaultsLandAndTheirLeasesFate(t *testing.T) {
 			landed: true, lease: history.LeaseKept,
 		},
 		{
-			name:   "unknown: the release got no answer",
-			h:      new(hist).start().acquire(0, k0, 9, 10).aimed(1, "pause-node", 0, k0, 10, 12, 60, &history.Effect{Landed: true}).
+			name: "unknown: the release got no answer",
+			h: new(hist).start().acquire(0, k0, 9, 10).aimed(1, "pause-node", 0, k0, 10, 12, 60, &history.Effect{Landed: true}).
 				op(0, history.Invoke, history.Release, k0, 100).op(0, history.Info, history.Release, k0, 101),
 			landed: true, lease: history.LeaseUnknown,
 		},

@@ -70,18 +70,18 @@ const (
 // shares, so events of workers and of the coordinator order correctly even
 // though they are written to the file in order of arrival, not of time.
 type Event struct {
-	Time    int64  `json:"time"`
-	Kind    Kind   `json:"kind"`
-	Client  int    `json:"client"` // worker index; -1 for the nemesis and the coordinator
-	F       string `json:"f,omitempty"`
-	Key     string `json:"key,omitempty"`
-	Value   *int64 `json:"value,omitempty"` // resource value read or written
-	Fence   int64  `json:"fence,omitempty"` // fencing token carried by a write, 0 when none
-	Owner   string `json:"owner,omitempty"` // lock owner identity (reentrant locks)
+	Time   int64  `json:"time"`
+	Kind   Kind   `json:"kind"`
+	Client int    `json:"client"` // worker index; -1 for the nemesis and the coordinator
+	F      string `json:"f,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Value  *int64 `json:"value,omitempty"` // resource value read or written
+	Fence  int64  `json:"fence,omitempty"` // fencing token carried by a write, 0 when none
+	Owner  string `json:"owner,omitempty"` // lock owner identity (reentrant locks)
 	// Token, on an acquire's ok, is the value that marks this lease on the
 	// lock's nodes (the key's value, or its hash field): how a nemesis
 	// tells the lease it aimed at from the next holder's.
-	Token string `json:"token,omitempty"`
+	Token   string `json:"token,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Message string `json:"message,omitempty"` // human-readable detail
 

@@ -117,9 +117,9 @@ type Spec struct {
 	Reentrant bool
 	// Quorum locks hold a key when a majority of their nodes granted it
 	// (Redlock); the others need their one node.
-	Quorum bool
-	Options   []option.Spec
-	New       func(cfg Config) (Locker, error)
+	Quorum  bool
+	Options []option.Spec
+	New     func(cfg Config) (Locker, error)
 }
 
 var (

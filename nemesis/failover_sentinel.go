@@ -94,7 +94,7 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if err != nil {
 		// Healing restarts the old primary, empty unless persisted, with
 		// the clients still pointed at it: a crash-restart of its own.
-		pre.params["promoted"] = "none yet after " + round(time.Duration(history.Now() - killed)).String()
+		pre.params["promoted"] = "none yet after " + round(time.Duration(history.Now()-killed)).String()
 		return pre.partial(target+", no promotion", restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
 	}
 	pre.params["sentinel-decision"] = round(time.Duration(history.Now() - killed)).String()

@@ -33,7 +33,7 @@ type fileGrid struct {
 	Locks   map[string]fileGridLock    `yaml:"locks"`
 	Nemeses map[string]fileGridNemesis `yaml:"nemeses"`
 	// Cells adjust single cells, by name (LOCK+NEMESIS).
-	Cells  map[string]fileGridOne        `yaml:"cells"`
+	Cells  map[string]fileGridOne       `yaml:"cells"`
 	Expect map[string]map[string]string `yaml:"expect"`
 }
 

@@ -40,10 +40,10 @@ const (
 	// checker could not decide, the faults never landed, or a stall of the
 	// harness made the overlap); fails unless inconclusive cells are allowed.
 	StatusInconclusive Status = "inconclusive"
-	StatusError        Status = "error"        // the run could not be set up or recorded
-	StatusNA           Status = "n/a"          // the fault does not apply to this lock or topology
-	StatusSkipped      Status = "skipped"      // needs a lock, nemesis, option or field this build lacks
-	StatusNotRun       Status = "not-run"      // the matrix was interrupted before its turn
+	StatusError        Status = "error"   // the run could not be set up or recorded
+	StatusNA           Status = "n/a"     // the fault does not apply to this lock or topology
+	StatusSkipped      Status = "skipped" // needs a lock, nemesis, option or field this build lacks
+	StatusNotRun       Status = "not-run" // the matrix was interrupted before its turn
 )
 
 // Fails says whether a cell with this status makes `lockchaos chaos` fail.

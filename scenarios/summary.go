@@ -56,8 +56,8 @@ type CellResult struct {
 	Dir string `json:"dir,omitempty"`
 	// Attempts is how many runs the cell took (seeds, and runs again of a
 	// seed whose run was no evidence); SeedsRun how many seeds.
-	Attempts int `json:"attempts,omitempty"`
-	SeedsRun int `json:"seeds_run,omitempty"`
+	Attempts    int     `json:"attempts,omitempty"`
+	SeedsRun    int     `json:"seeds_run,omitempty"`
 	Seconds     float64 `json:"seconds,omitempty"`
 	ReportError string  `json:"report_error,omitempty"`
 }
