@@ -44,10 +44,11 @@ const (
 	// again, so the stall covers [Time-StallNs, Time]. The checker blames an
 	// overlap on a stall only when no fault explains it.
 	Stall Kind = "stall"
-	// Stretch: a worker took a nemesis's request to keep its next hold of
-	// Key inside the critical section after the hold time (Message "on"),
-	// or to let it go (Message "off"). The stretch is part of the fault
-	// that asked for it.
+	// Stretch: a worker took a nemesis's request to keep its holds of Key
+	// inside the critical section after the hold time (Message "on"), let
+	// it go ("off"), or a hold it keeps reached the end of its work and
+	// waits there, before its write ("holding"). The stretch is part of the
+	// fault that asked for it.
 	Stretch Kind = "stretch"
 )
 

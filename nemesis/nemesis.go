@@ -140,6 +140,9 @@ type View struct {
 	Acquires map[int]Acquire
 	// Exited are the clients whose process has ended.
 	Exited map[int]bool
+	// Waiting says when each client's stretched hold last reached the end
+	// of its work and began to wait, before its write.
+	Waiting map[int]int64
 }
 
 // Acquire is one client's latest acquire: in flight (Outcome "") or done.

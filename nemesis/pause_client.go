@@ -61,6 +61,13 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	if err != nil {
 		return nil, err
 	}
+	// Pause it where a GC pause hurts: its work done, its write not yet
+	// made (Kleppmann's pause between the check and the write). It waits
+	// there, kept by the stretch; should it not get there within the
+	// stretch's bound (it learned it lost the lease), pause it anyway.
+	wctx, cancel := context.WithDeadline(ctx, timeOf(a.Invoked+a.bound.Nanoseconds()))
+	_ = env.Await(wctx, func(v View) bool { return v.Waiting[a.Client] >= a.OK || v.Exited[a.Client] })
+	cancel()
 	start := history.Now()
 	if err := env.Pause(a.Client); err != nil {
 		return nil, errors.Join(err, a.release())

@@ -154,6 +154,9 @@ func TestHoldLongerThanTTLViolatesWithoutFaults(t *testing.T) {
 
 func TestSetnxExpireCrashBetweenStepsDeadlocksTheKey(t *testing.T) {
 	c := cfg(t, "setnx-expire", "kill-client")
+	// Two clients that think for up to a TTL leave the lock free often:
+	// the killed client's SETNX must find it free to leave a key behind.
+	c.Clients, c.Think = 2, c.TTL
 	c.LockOptions = map[string]string{"gap": "200ms"}
 	c.NemesisOptions = map[string]map[string]string{"kill-client": {"in-flight": "100ms"}}
 	res := runChecked(t, c)

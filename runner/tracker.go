@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // tracker follows the event stream live so nemeses can aim: who holds what,
@@ -21,6 +22,7 @@ type tracker struct {
 	acquires  map[int]nemesis.Acquire // each client's latest
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
+	waiting   map[int]int64 // when a stretched hold last reached its wait
 	stats     struct{ acquires, holds, faults, stalls int }
 	// changed is closed and replaced at every event: waiters look again.
 	changed chan struct{}
@@ -49,7 +51,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -62,6 +64,8 @@ func (t *tracker) observe(e history.Event) {
 		t.stats.faults++
 	case e.Kind == history.Stall:
 		t.stats.stalls++
+	case e.Kind == history.Stretch && e.Message == workload.StretchHolding:
+		t.waiting[e.Client] = e.Time
 	case e.Kind == history.Stretch:
 		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}
 	case e.F == history.Acquire && e.Kind == history.Invoke:
@@ -173,7 +177,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet)})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting)})
 	})
 }
 

@@ -30,6 +30,10 @@ const (
 	CmdStop      = "stop"
 )
 
+// StretchHolding is the message of the stretch event a worker writes when a
+// stretched hold reaches the end of its work and waits, before its write.
+const StretchHolding = "holding"
+
 // Ready is the kind of the one line a worker writes when it has built its
 // lock and waits for go. The coordinator consumes it; it is not history.
 const Ready history.Kind = "ready"
@@ -128,6 +132,7 @@ func (w *worker) control(in *bufio.Reader) bool {
 // learns it lost the lease. It returns false in the last case: the client
 // must not touch the resource any more.
 func (w *worker) stretchHold(h *heldLock) bool {
+	said := false
 	for !w.stop.Load() {
 		max, changed := w.stretch.current(h.key, h.invoked)
 		if max <= 0 {
@@ -136,6 +141,13 @@ func (w *worker) stretchHold(h *heldLock) bool {
 		left := time.Duration(h.invoked + max.Nanoseconds() - history.Now())
 		if left <= 0 {
 			return true
+		}
+		if !said {
+			// A nemesis may want to act exactly here: past the hold's
+			// work, before its write (a GC pause between a check and a
+			// write).
+			w.emit(history.Event{Kind: history.Stretch, Key: h.key, Message: StretchHolding})
+			said = true
 		}
 		t := time.NewTimer(left)
 		select {
