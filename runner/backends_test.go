@@ -43,7 +43,7 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 			for _, backend := range []string{"local", "docker"} {
 				c := Config{
 					Lock: sc.lock, Nemeses: sc.nemeses, Clients: 4, Keys: 1,
-					TTL: 300 * ms, Hold: sc.hold, Duration: 2500 * ms, Think: 10 * ms, Seed: 11,
+					TTL: 300 * ms, Hold: sc.hold, Duration: 5 * time.Second, Think: 10 * ms, Seed: 11,
 					Out: t.TempDir(), Backend: backend,
 				}
 				res, err := Run(context.Background(), c)
@@ -73,7 +73,9 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 // redis-sentinel child.
 func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 	c := faultCfg(t, "token-lua", []string{"failover-sentinel"})
-	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 3*time.Second, 2500*ms, 100*ms, 300*ms, 7*time.Second
+	// As TestFailoverDecidedBySentinelsLosesTheLock: the lease outlasts
+	// Sentinel's decision, and the nemesis keeps the holder inside.
+	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 4*time.Second, 200*ms, 100*ms, 300*ms, 8*time.Second
 	c.Replicas, c.Sentinels, c.Backend = 1, 3, "docker"
 	seen := map[string]bool{}
 	var mu sync.Mutex

@@ -91,14 +91,21 @@ func runFaults(t *testing.T, c Config) (checker.Result, []history.Event) {
 
 // answeredAfterFirstFault checks that every client got a definite answer
 // from the lock (ok, or not acquired) after the first fault healed: its
-// links, and the node behind them, work again.
+// links, and the node behind them, work again. The run must last long
+// enough for the fault to heal before the workers stop.
 func answeredAfterFirstFault(t *testing.T, c Config, events []history.Event) {
 	t.Helper()
-	var end int64
+	var end, stopped int64
 	for _, e := range events {
 		if e.Kind == history.FaultEnd && e.Fault.ID == 1 {
 			end = e.Time
 		}
+		if e.Kind == history.WorkerExit && (stopped == 0 || e.Time < stopped) {
+			stopped = e.Time
+		}
+	}
+	if end > stopped {
+		t.Fatalf("the first fault healed only after the workers stopped: give the test a longer run")
 	}
 	answered := map[int]bool{}
 	for _, e := range events {
@@ -211,7 +218,7 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 	} {
 		t.Run("cut="+tc.cut, func(t *testing.T) {
 			c := faultCfg(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut)
-			c.Hold, c.Replicas = 100*ms, 1
+			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 5*time.Second
 			res, events := runFaults(t, c)
 			verdict(t, res, tc.want)
 			landed(t, res, tc.lease)
