@@ -45,6 +45,9 @@ type renewal struct {
 	holds  int // acquires not yet released: the local reentrancy count
 	cancel context.CancelFunc
 	lost   chan struct{} // closed when a renewal found the field gone
+	// releasing: the outermost release is on its way; a renewal that then
+	// finds the field gone found the release, not a loss.
+	releasing bool
 }
 
 // redissonThreadID: see ReentrantWatchdog.field.
@@ -212,8 +215,13 @@ func (l *ReentrantWatchdog) watch(ctx context.Context, key string, r *renewal) {
 			l.forget(key, r)
 			return
 		case n == 0:
+			l.mu.Lock()
+			releasing := r.releasing
+			l.mu.Unlock()
 			l.forget(key, r)
-			close(r.lost)
+			if !releasing {
+				close(r.lost)
+			}
 			return
 		}
 	}
@@ -232,6 +240,11 @@ func (l *ReentrantWatchdog) forget(key string, r *renewal) {
 // publishes the unlock. As in Redisson, the local count (and with it the
 // watchdog) goes down whatever the answer.
 func (l *ReentrantWatchdog) Release(ctx context.Context, lease Lease) error {
+	l.mu.Lock()
+	if r := l.renewals[lease.Key]; r != nil && r.holds <= 1 {
+		r.releasing = true
+	}
+	l.mu.Unlock()
 	res, err := redissonRelease.Run(ctx, l.cfg.Nodes[0], []string{lease.Key, redissonChannel(lease.Key)},
 		redissonUnlockMessage, l.lease.Milliseconds(), l.field).Result()
 	l.released(lease.Key)

@@ -192,7 +192,7 @@ func TestCrashRestartForgetsLocksUnlessPersistedOrDelayed(t *testing.T) {
 			c := faultCfg(t, "token-lua", []string{"crash-restart"}, tc.opts...)
 			// A restart takes up to a few hundred ms on a busy machine:
 			// the lease must outlast it for the node to forget a live one.
-			c.TTL, c.Hold, c.Persistence, c.Duration = time.Second, 200*ms, tc.persistence, 6*time.Second
+			c.TTL, c.Hold, c.Persistence, c.Duration, c.FaultInterval = time.Second, 200*ms, tc.persistence, 6*time.Second, 500*ms
 			res, events := runFaults(t, c)
 			verdict(t, res, tc.want)
 			landed(t, res, tc.lease)
