@@ -54,10 +54,16 @@ func stretchBound(env Env) time.Duration {
 // With bound 0 the client is not kept inside: the fault only waits for the
 // hold (a slow or cut link needs no help to outlast a lease).
 func aimAt(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
+	return aimStop(ctx, env, step, bound, false)
+}
+
+// aimStop is aimAt whose client, with stop, stops its own process once the
+// aimed hold's work is done, before its write (Env.Stretch).
+func aimStop(ctx context.Context, env Env, step Step, bound time.Duration, stop bool) (*aimed, error) {
 	ack := history.Now()
 	if bound > 0 {
 		var err error
-		if ack, err = env.Stretch(ctx, step.Client, step.Key, bound); err != nil {
+		if ack, err = env.Stretch(ctx, step.Client, step.Key, bound, stop); err != nil {
 			return nil, err
 		}
 	}

@@ -90,12 +90,15 @@ type Env interface {
 	Resume(client int) error
 	// Kill ends a client with SIGKILL; its exit is recorded as expected.
 	Kill(client int) error
-	// Stretch asks client to keep every hold of key in its critical
-	// section, once its hold time is up, for at most max from that hold's
-	// acquire invoke (the worker enforces the bound itself), and returns
-	// when the worker says it will (history time), or ErrNoTarget when it
-	// has exited. Unstretch withdraws it.
-	Stretch(ctx context.Context, client int, key string, max time.Duration) (int64, error)
+	// Stretch asks client to keep every hold of key begun from now on in
+	// its critical section, once its work is done, for at most max from
+	// that hold's acquire invoke (the worker enforces the bound itself),
+	// and returns when the worker says it will (history time), or
+	// ErrNoTarget when it has exited. With stop, the first such hold waits
+	// there without the bound (View.Waiting says from when) until the
+	// stretch is withdrawn: for the caller to Pause it there. Unstretch
+	// withdraws it.
+	Stretch(ctx context.Context, client int, key string, max time.Duration, stop bool) (int64, error)
 	Unstretch(client int) error
 	// Proxies are the client↔lock-node links and the replication relays.
 	Proxies() *proxy.Proxies

@@ -57,18 +57,29 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		return p.duringAcquire(ctx, env, step)
 	}
 	d, _ := p.opts.Duration("duration")
-	a, err := aimAt(ctx, env, step, stretchBound(env))
+	// Pause it where a GC pause hurts: its work done, its write not yet
+	// made (Kleppmann's pause between the check and the write). It waits
+	// there for the pause, however late the coordinator is, and the pause
+	// counts from then; should it not get there in time (it learned it
+	// lost the lease), it is paused wherever it is.
+	a, err := aimStop(ctx, env, step, stretchBound(env), true)
 	if err != nil {
 		return nil, err
 	}
-	// Pause it where a GC pause hurts: its work done, its write not yet
-	// made (Kleppmann's pause between the check and the write). It waits
-	// there, kept by the stretch; should it not get there within the
-	// stretch's bound (it learned it lost the lease), pause it anyway.
-	wctx, cancel := context.WithDeadline(ctx, timeOf(a.Invoked+a.bound.Nanoseconds()))
-	_ = env.Await(wctx, func(v View) bool { return v.Waiting[a.Client] >= a.OK || v.Exited[a.Client] })
+	var waiting int64
+	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
+	_ = env.Await(wctx, func(v View) bool {
+		if w := v.Waiting[a.Client]; w >= a.OK {
+			waiting = w
+			return true
+		}
+		return v.Exited[a.Client]
+	})
 	cancel()
 	start := history.Now()
+	if waiting != 0 {
+		start = waiting
+	}
 	if err := env.Pause(a.Client); err != nil {
 		return nil, errors.Join(err, a.release())
 	}

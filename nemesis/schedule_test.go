@@ -52,7 +52,12 @@ func (f *fakeEnv) Holders() []Holding {
 func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 	for {
 		f.mu.Lock()
-		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited}), f.changed
+		// A fake hold reaches the end of its work at once.
+		waiting := map[int]int64{}
+		for _, h := range f.holders {
+			waiting[h.Client] = max(waiting[h.Client], h.OK)
+		}
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited, Waiting: waiting}), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil
@@ -78,7 +83,7 @@ func (f *fakeEnv) Resume(c int) error {
 	return nil
 }
 func (f *fakeEnv) Kill(int) error { return errors.New("not here") }
-func (f *fakeEnv) Stretch(_ context.Context, c int, key string, _ time.Duration) (int64, error) {
+func (f *fakeEnv) Stretch(_ context.Context, c int, key string, _ time.Duration, _ bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.exited[c] {

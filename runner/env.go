@@ -47,13 +47,13 @@ func (e *env) Sentinels() []string {
 
 // Stretch sends the worker its stretch line and waits for it to say it
 // took it: from then on its holds of key stay inside (workload/control.go).
-func (e *env) Stretch(ctx context.Context, c int, key string, max time.Duration) (int64, error) {
+func (e *env) Stretch(ctx context.Context, c int, key string, max time.Duration, stop bool) (int64, error) {
 	w, err := e.worker(c)
 	if err != nil {
 		return 0, err
 	}
 	sent := history.Now()
-	if err := w.send(workload.StretchCommand(key, max)); err != nil {
+	if err := w.send(workload.StretchCommand(key, max, stop)); err != nil {
 		if errors.Is(err, errExited) {
 			return 0, fmt.Errorf("%w: client %d has exited", nemesis.ErrNoTarget, c)
 		}

@@ -2,11 +2,13 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/procs"
+	"github.com/lockchaos/lockchaos/nemesis"
 )
 
 // The nemesis catalogue against real redis-server (and redis-sentinel)
@@ -510,4 +513,72 @@ func shimForTest(t *testing.T) {
 	if _, err := cluster.ClockShim(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The same seed gives the same fault decisions — which client, which key,
+// which node, after which quiet time — whatever the machine's speed, and
+// --replay takes the steps a run executed again. (How many steps fit in
+// the run does depend on the machine: the decisions of the steps both runs
+// took are compared.)
+func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
+	steps := func(dir string) []nemesis.Executed {
+		b, err := os.ReadFile(filepath.Join(dir, ScheduleFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s Schedule
+		if err := json.Unmarshal(b, &s); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Nemeses) != 1 || s.Nemeses[0].Name != "pause-client" {
+			t.Fatalf("schedule %+v", s)
+		}
+		return s.Nemeses[0].Steps
+	}
+	decisions := func(es []nemesis.Executed) []nemesis.Step {
+		var out []nemesis.Step
+		for _, e := range es {
+			out = append(out, e.Step)
+		}
+		return out
+	}
+	var runs [][]nemesis.Executed
+	for range 2 {
+		c := faultCfg(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
+		c.Seed = 42
+		runFaults(t, c)
+		runs = append(runs, steps(c.Out))
+	}
+	n := min(len(runs[0]), len(runs[1]))
+	if n < 2 {
+		t.Fatalf("only %d steps in common: %+v", n, runs)
+	}
+	if a, b := decisions(runs[0][:n]), decisions(runs[1][:n]); !reflect.DeepEqual(a, b) {
+		t.Errorf("the same seed gave other decisions:\n%+v\n%+v", a, b)
+	}
+	clients := map[int]bool{}
+	for _, s := range runs[0] {
+		clients[s.Client] = true
+	}
+	if len(clients) < 2 && len(runs[0]) > 3 {
+		t.Errorf("every step aimed at one client: %+v", runs[0])
+	}
+
+	// A replay takes those steps, and no more.
+	c := faultCfg(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
+	c.Seed = 42
+	runFaults(t, c)
+	replay, err := LoadReplay(c.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay.Out = t.TempDir()
+	replay.Seed = 43 // the recorded steps win over the seed's
+	res, _ := runFaults(t, replay)
+	again := steps(replay.Out)
+	want := decisions(steps(c.Out))
+	if got := decisions(again); len(got) == 0 || !reflect.DeepEqual(got, want[:len(got)]) {
+		t.Errorf("the replay took steps %+v, want a prefix of %+v", got, want)
+	}
+	landed(t, res, history.LeaseLost)
 }

@@ -64,7 +64,7 @@ func (t *tracker) observe(e history.Event) {
 		t.stats.faults++
 	case e.Kind == history.Stall:
 		t.stats.stalls++
-	case e.Kind == history.Stretch && e.Message == workload.StretchHolding:
+	case e.Kind == history.Stretch && (e.Message == workload.StretchHolding || e.Message == workload.StretchStopping):
 		t.waiting[e.Client] = e.Time
 	case e.Kind == history.Stretch:
 		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}

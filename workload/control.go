@@ -16,6 +16,7 @@ import (
 //	{config as JSON}     the first line
 //	go                   start the workload (the run's clock starts now)
 //	stretch KEY MAX      keep the holds of KEY begun from now on inside the critical section
+//	stretch KEY MAX stop the same, and the first one to get there waits for a pause (SIGSTOP)
 //	unstretch            let them go
 //	stop                 (or the end of input) finish the iteration and exit
 //
@@ -31,8 +32,12 @@ const (
 )
 
 // StretchHolding is the message of the stretch event a worker writes when a
-// stretched hold reaches the end of its work and waits, before its write.
-const StretchHolding = "holding"
+// stretched hold reaches the end of its work and waits, before its write;
+// StretchStopping, when it waits there for a pause.
+const (
+	StretchHolding  = "holding"
+	StretchStopping = "stopping"
+)
 
 // Ready is the kind of the one line a worker writes when it has built its
 // lock and waits for go. The coordinator consumes it; it is not history.
@@ -43,8 +48,18 @@ const Ready history.Kind = "ready"
 // invoke of the acquire that began it. The bound is the worker's own: a
 // nemesis that asks for less than the lease can never, however late it or
 // the coordinator runs, make a hold outlive its lease by stretching it.
-func StretchCommand(key string, max time.Duration) string {
-	return fmt.Sprintf("%s %s %d", CmdStretch, key, max.Nanoseconds())
+//
+// With stop, the first such hold to reach the end of its work says so and
+// waits there, without the bound, until the stretch is withdrawn: the
+// nemesis stops the process (SIGSTOP) while it waits, so that the pause
+// lands exactly between the client's check and its write whatever the
+// coordinator's speed, and withdraws the stretch before resuming it.
+func StretchCommand(key string, max time.Duration, stop bool) string {
+	cmd := fmt.Sprintf("%s %s %d", CmdStretch, key, max.Nanoseconds())
+	if stop {
+		cmd += " stop"
+	}
+	return cmd
 }
 
 // stretch is the state the control lines set: which key's holds stay in
@@ -56,16 +71,17 @@ type stretch struct {
 	key     string
 	max     time.Duration
 	since   int64
+	stop    bool          // wait for a pause at the wait, once
 	changed chan struct{} // closed and replaced on every change
 }
 
 func newStretch() *stretch { return &stretch{changed: make(chan struct{})} }
 
 // set takes a stretch (or, with key "", drops it) and returns when.
-func (s *stretch) set(key string, max time.Duration) int64 {
+func (s *stretch) set(key string, max time.Duration, stop bool) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.key, s.max, s.since = key, max, history.Now()
+	s.key, s.max, s.since, s.stop = key, max, history.Now(), stop
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return s.since
@@ -80,6 +96,16 @@ func (s *stretch) current(key string, invoked int64) (time.Duration, <-chan stru
 		return 0, s.changed
 	}
 	return s.max, s.changed
+}
+
+// takeStop says whether the hold that just reached its wait must wait for a
+// pause, and spends the stop: it happens once per stretch.
+func (s *stretch) takeStop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stop := s.stop
+	s.stop = false
+	return stop
 }
 
 // control reads the coordinator's lines after the config: it returns when
@@ -101,7 +127,7 @@ func (w *worker) control(in *bufio.Reader) bool {
 			line, err := in.ReadString('\n')
 			f := strings.Fields(line)
 			switch {
-			case len(f) == 3 && f[0] == CmdStretch:
+			case (len(f) == 3 || len(f) == 4 && f[3] == "stop") && f[0] == CmdStretch:
 				ns, perr := strconv.ParseInt(f[2], 10, 64)
 				if perr != nil || ns <= 0 {
 					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
@@ -109,14 +135,14 @@ func (w *worker) control(in *bufio.Reader) bool {
 				}
 				// The event's time is after the stretch was taken: every
 				// acquire invoked after it is stretched.
-				w.stretch.set(f[1], time.Duration(ns))
+				w.stretch.set(f[1], time.Duration(ns), len(f) == 4)
 				w.emit(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
 			case len(f) == 1 && f[0] == CmdUnstretch:
-				w.stretch.set("", 0)
+				w.stretch.set("", 0, false)
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})
 			case err != nil || (len(f) == 1 && f[0] == CmdStop):
 				w.stop.Store(true)
-				w.stretch.set("", 0) // a held client must not wait for a nemesis that is gone
+				w.stretch.set("", 0, false) // a held client must not wait for a nemesis that is gone
 				return
 			case len(f) > 0:
 				fmt.Fprintf(w.log, "worker %d: unknown control line %q\n", w.cfg.Client, line)
@@ -146,8 +172,20 @@ func (w *worker) stretchHold(h *heldLock) bool {
 			// A nemesis may want to act exactly here: past the hold's
 			// work, before its write (a GC pause between a check and a
 			// write).
-			w.emit(history.Event{Kind: history.Stretch, Key: h.key, Message: StretchHolding})
 			said = true
+			if w.stretch.takeStop() {
+				// The nemesis stops this process here: wait for it, and
+				// for its resume, however late it comes (the wait is the
+				// pause's, from now on).
+				w.emit(history.Event{Kind: history.Stretch, Key: h.key, Message: StretchStopping})
+				select {
+				case <-h.lostCh:
+					return false
+				case <-changed:
+				}
+				continue
+			}
+			w.emit(history.Event{Kind: history.Stretch, Key: h.key, Message: StretchHolding})
 		}
 		t := time.NewTimer(left)
 		select {

@@ -222,9 +222,9 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 10 * time.Second, Hold: 20 * ms})
-			w.stretch.set(tc.key, tc.max)
+			w.stretch.set(tc.key, tc.max, false)
 			if tc.withdraw > 0 {
-				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0) }()
+				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0, false) }()
 			}
 			holdOnce(t, w)
 			var all []history.Event // the hold's operations
@@ -303,7 +303,7 @@ func TestStretchSparesTheHoldUnderWay(t *testing.T) {
 	if !ok {
 		t.Fatal("acquire failed")
 	}
-	w.stretch.set(KeyName(0), 5*time.Second)
+	w.stretch.set(KeyName(0), 5*time.Second, false)
 	w.hold(ctx, lease, invoked)
 	all := waitEvents(ev, 8)
 	if held := time.Duration(all[6].Time - all[0].Time); len(all) != 8 || held > 2*time.Second {
