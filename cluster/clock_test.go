@@ -73,15 +73,16 @@ func TestClockShimShiftsRedisExpiry(t *testing.T) {
 
 	set("a", 10*time.Second)
 	set("b", 3*time.Second)
-	before := pttl("a")
+	before, asked := pttl("a"), time.Now()
 	if err := clock.Set(5*time.Second, 1); err != nil {
 		t.Fatal(err)
 	}
 	settle()
 	after := pttl("a")
+	elapsed := time.Since(asked) // real time between the two questions
 	t.Logf("jump +5s: PTTL of a 10 s key went from %v to %v; the 3 s key b: %v", before, after, pttl("b"))
-	if jumped := before - after; jumped < 4900*time.Millisecond || jumped > 5200*time.Millisecond {
-		t.Errorf("PTTL fell by %v after a 5 s jump, want about 5 s", jumped)
+	if jumped := before - after; jumped < 5*time.Second-2*time.Millisecond || jumped > 5*time.Second+elapsed+2*time.Millisecond {
+		t.Errorf("PTTL fell by %v after a 5 s jump and %v of real time, want 5 s more than the real time", jumped, elapsed)
 	}
 	if n, _ := rdb.Exists(ctx, "b").Result(); n != 0 {
 		t.Error("a key whose TTL the jump passed still exists")
@@ -115,8 +116,12 @@ func TestClockShimShiftsRedisExpiry(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// It cannot have gone sooner than a tenth of its TTL (less a little for
+	// the rounding of the clock's reads); how much later it went depends on
+	// how busy the machine is, and only the 900 ms above says the clock was
+	// not sped up at all.
 	t.Logf("rate 10: a 1 s key expired after %v of real time", time.Since(start).Round(time.Millisecond))
-	if lived := time.Since(start); lived < 60*time.Millisecond || lived > 250*time.Millisecond {
+	if lived := time.Since(start); lived < 60*time.Millisecond {
 		t.Errorf("at rate 10 a 1 s key lived %v, want about 100 ms", lived)
 	}
 }

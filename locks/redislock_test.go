@@ -13,40 +13,43 @@ import (
 // A blocking acquire follows the configured redislock retry strategy.
 func TestRedislockRetryStrategies(t *testing.T) {
 	ctx := context.Background()
+	// The holder releases after a second, well inside the 5 s wait: a
+	// strategy that keeps retrying gets the lock then; one that does not
+	// retry, or gives up after two retries 20 ms apart, has given up long
+	// before — what they do, not how fast the machine is, tells them apart.
 	for _, tc := range []struct {
 		opts    map[string]string
 		ok      bool
-		atLeast time.Duration // how long a failing wait takes
-		atMost  time.Duration
+		atLeast time.Duration // how long a failing wait takes at least
 	}{
 		{opts: map[string]string{"retry": "linear", "backoff": "20ms"}, ok: true},
 		{opts: map[string]string{"retry": "exponential", "min-backoff": "10ms", "backoff": "40ms"}, ok: true},
-		{opts: map[string]string{"retry": "none"}, atMost: 50 * ms},
-		{opts: map[string]string{"retry": "linear", "backoff": "20ms", "limit": "2"}, atLeast: 40 * ms, atMost: 100 * ms},
+		{opts: map[string]string{"retry": "none"}},
+		{opts: map[string]string{"retry": "linear", "backoff": "20ms", "limit": "2"}, atLeast: 40 * ms},
 	} {
 		t.Run(tc.opts["retry"]+"/limit="+tc.opts["limit"], func(t *testing.T) {
 			rdb := node(t)
-			a := newLock(t, "redislock", rdb, "a", time.Second, tc.opts)
-			b := newLock(t, "redislock", rdb, "bb", time.Second, tc.opts)
+			a := newLock(t, "redislock", rdb, "a", 10*time.Second, tc.opts)
+			b := newLock(t, "redislock", rdb, "bb", 10*time.Second, tc.opts)
 			la, err := a.Acquire(ctx, "k")
 			if err != nil {
 				t.Fatal(err)
 			}
 			go func() {
-				time.Sleep(150 * ms)
+				time.Sleep(time.Second)
 				a.Release(ctx, la)
 			}()
 			start := time.Now()
-			_, err = b.(locks.Waiter).AcquireWait(ctx, "k", 500*ms)
+			_, err = b.(locks.Waiter).AcquireWait(ctx, "k", 5*time.Second)
 			took := time.Since(start)
 			if tc.ok {
-				if err != nil || took < 150*ms || took > 300*ms {
-					t.Errorf("waiting for a lock freed after 150ms: %v after %v", err, took)
+				if err != nil || took < time.Second {
+					t.Errorf("waiting for a lock freed after 1s: %v after %v", err, took)
 				}
 				return
 			}
-			if !errors.Is(err, locks.ErrNotAcquired) || took < tc.atLeast || took > tc.atMost {
-				t.Errorf("got %v after %v, want ErrNotAcquired after %v to %v", err, took, tc.atLeast, tc.atMost)
+			if !errors.Is(err, locks.ErrNotAcquired) || took < tc.atLeast {
+				t.Errorf("got %v after %v, want ErrNotAcquired after at least %v", err, took, tc.atLeast)
 			}
 		})
 	}

@@ -76,8 +76,8 @@ func TestGroupReplicatesThroughRelaysAndPromotes(t *testing.T) {
 			if v, _ := rc.Get(ctx, "k").Result(); v == "1" {
 				break
 			}
-			if time.Since(start) > 2*time.Second {
-				t.Fatalf("replica %s did not get the write within 2 s (offsets: primary %s, replica %s)", members[m].Name(),
+			if time.Since(start) > 10*time.Second {
+				t.Fatalf("replica %s did not get the write within 10 s (offsets: primary %s, replica %s)", members[m].Name(),
 					replOffset(ctx, primary.Addr(), "master_repl_offset"), replOffset(ctx, members[m].Addr(), "slave_repl_offset"))
 			}
 			time.Sleep(time.Millisecond)
