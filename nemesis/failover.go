@@ -298,10 +298,11 @@ func liveKeyChecker(nodes []cluster.Node) keyChecker {
 	return k
 }
 
-// live counts the lock leases the replicas would serve: keys with a TTL
-// still running (a replica hides keys whose TTL passed, even before its
-// primary deletes them; keys without a TTL, such as a fencing counter, are
-// not leases); -1 when one cannot be asked.
+// live counts the lock keys the replicas would serve: keys with a TTL still
+// running (a replica hides keys whose TTL passed, even before its primary
+// deletes them), and keys with no TTL but a fencing counter's — a two-step
+// lock's key caught between its SETNX and its EXPIRE would never expire
+// there; -1 when one cannot be asked.
 func (k keyChecker) live(ctx context.Context) int {
 	n := 0
 	for _, c := range k {
@@ -321,8 +322,9 @@ func (k keyChecker) live(ctx context.Context) int {
 		if err != nil {
 			return -1
 		}
-		for _, cmd := range cmds {
-			if d, _ := cmd.(*redis.DurationCmd).Result(); d > 0 {
+		for i, cmd := range cmds {
+			d, err := cmd.(*redis.DurationCmd).Result()
+			if err == nil && (d > 0 || d == -1 && !strings.HasSuffix(keys[i], ":fencing-token")) {
 				n++
 			}
 		}
