@@ -87,7 +87,17 @@ func (e *env) worker(c int) (*workerProc, error) {
 	return e.r.workers[c], nil
 }
 
-func (e *env) Pause(c int) error  { return e.sig(c, syscall.SIGSTOP, true) }
+// Pause stops client c and returns once it is stopped: kill(2) returns
+// before every thread of the process has stopped, and a thread that still
+// ran could act on a line sent after the pause (the stretch's withdrawal).
+func (e *env) Pause(c int) error {
+	if err := e.sig(c, syscall.SIGSTOP, true); err != nil {
+		return err
+	}
+	w, _ := e.worker(c)
+	return w.awaitStopped(2 * time.Second)
+}
+
 func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT, false) }
 
 // sig signals client c. A client that exited is no target for a fault that

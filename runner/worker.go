@@ -2,14 +2,17 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/workload"
@@ -141,6 +144,36 @@ func (w *workerProc) signal(sig syscall.Signal) error {
 }
 
 var errExited = fmt.Errorf("worker already exited")
+
+// awaitStopped waits until every thread of the worker's process is stopped
+// (state T in /proc), or the process has exited, for at most d.
+func (w *workerProc) awaitStopped(d time.Duration) error {
+	tasks := fmt.Sprintf("/proc/%d/task", w.cmd.Process.Pid)
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Microsecond) {
+		ids, err := os.ReadDir(tasks)
+		if err != nil {
+			return nil // gone: nothing runs
+		}
+		stopped := true
+		for _, id := range ids {
+			b, err := os.ReadFile(filepath.Join(tasks, id.Name(), "stat"))
+			if err != nil {
+				continue // that thread ended
+			}
+			// The state follows the command name, which is in parentheses.
+			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && !strings.ContainsRune("TtZX", rune(b[i+2])) {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("worker %d did not stop within %v of SIGSTOP", w.client, d)
+		}
+	}
+}
 
 // send writes one control line to the worker (workload/control.go).
 func (w *workerProc) send(line string) error {
