@@ -46,6 +46,22 @@ func TestOverlapCauses(t *testing.T) {
 			cause: CauseStall,
 		},
 		{
+			name: "a reply late with no fault and no stall measured",
+			// The server, a proxy or the client itself was held up, and
+			// nothing said so; the other holds' acquires took 1 ms.
+			h: new(hist).start().hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 25).
+				acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause:   CauseStall,
+			summary: "client 0's acquire took 270 ms with no fault active",
+		},
+		{
+			name: "a reply late under a fault is the fault's",
+			h: new(hist).start().fault(1, "slow-reply", []int{0}, 25, 400).hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 22).
+				acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
 			name: "a stall shorter than the overlap explains nothing",
 			// A hold far longer than the lease: the lock's own failure.
 			h:       new(hist).start().stall(0, 50, 70).hold(0, k0, 10, 600).hold(1, k0, 310, 620),

@@ -1,5 +1,7 @@
 package checker
 
+import "fmt"
+
 // Verdict is the checker's answer about mutual exclusion.
 type Verdict string
 
@@ -244,4 +246,24 @@ type AimedHold struct {
 	Client  int     `json:"client"`
 	Key     string  `json:"key"`
 	SinceMs float64 `json:"since_ms"`
+}
+
+// StallOnly says whether every overlap the run found was a stall of the
+// harness (and there was at least one).
+func (r Result) StallOnly() bool {
+	return r.Mutex.OverlapCount > 0 && r.Evidence.Overlaps[CauseStall] == r.Mutex.OverlapCount
+}
+
+// NoEvidence says why the run is no evidence about the lock either way, or
+// "" when it is: every overlap it found was a stall of the harness, or it
+// had faults and none of them landed. Such a run says something about the
+// machine, not the lock; a matrix (and a test) runs it again.
+func (r Result) NoEvidence() string {
+	switch {
+	case r.StallOnly():
+		return "every overlap came from a stall of the harness"
+	case len(r.Nemesis) > 0 && r.Evidence.Landed == 0:
+		return fmt.Sprintf("none of the %d faults landed", r.Evidence.Faults)
+	}
+	return ""
 }

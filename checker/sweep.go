@@ -18,6 +18,7 @@ import (
 // byLanded those a fault in landed caused.
 func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap) {
 	byCause = map[string]int{}
+	typical := typicalAcquire(holds)
 	order := make([]int, len(holds))
 	for i := range order {
 		order[i] = i
@@ -54,7 +55,7 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 			}
 			count++
 			end := min(a.end, b.end)
-			cause, causes, st := attribute(a, b.start, end, faults, stalls)
+			cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
 			byCause[cause]++
 			if cause == CauseFault && slices.ContainsFunc(causes, func(id int) bool { return landed[id] }) {
 				byLanded++
@@ -83,6 +84,19 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 		overlaps = append(overlaps, f.o)
 	}
 	return count, byCause, byLanded, overlaps
+}
+
+// typicalAcquire is the median time the holds' acquires took, in ns.
+func typicalAcquire(holds []hold) int64 {
+	if len(holds) == 0 {
+		return 0
+	}
+	lat := make([]int64, len(holds))
+	for i, h := range holds {
+		lat[i] = h.start - h.invoked
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2]
 }
 
 func span(h *hold, tl timeline) HoldSpan {

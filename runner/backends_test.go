@@ -46,7 +46,7 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 					TTL: 300 * ms, Hold: sc.hold, Duration: 5 * time.Second, Think: 10 * ms, Seed: 11,
 					Out: t.TempDir(), Backend: backend,
 				}
-				res, err := Run(context.Background(), c)
+				res, err := runEvidence(t, &c)
 				if err != nil {
 					t.Fatalf("%s backend: %v", backend, err)
 				}
@@ -107,7 +107,7 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 			}
 		}
 	}()
-	res, _ := runFaults(t, c)
+	res, _ := runFaults(t, &c)
 	close(stop)
 	<-watched
 	verdict(t, res, checker.Violation)

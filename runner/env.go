@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"syscall"
 	"time"
 
@@ -109,6 +110,9 @@ func (e *env) sig(c int, s syscall.Signal, starts bool) error {
 		return err
 	}
 	if err := w.signal(s); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			err = errExited // it exited, and its exit is not read yet
+		}
 		if errors.Is(err, errExited) && starts {
 			return nemesis.ErrNoTarget // it exited between seeing it and aiming
 		}

@@ -53,9 +53,9 @@ func faultCfg(t *testing.T, lock string, nemeses []string, opts ...string) Confi
 // window closed, no heal that failed, and no redis-server or redis-sentinel
 // of ours left running. (It counts only this process's children: other
 // runs on the machine start and stop their own.)
-func runFaults(t *testing.T, c Config) (checker.Result, []history.Event) {
+func runFaults(t *testing.T, c *Config) (checker.Result, []history.Event) {
 	t.Helper()
-	res, err := Run(context.Background(), c)
+	res, err := runEvidence(t, c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -162,7 +162,7 @@ func TestLinkAndNodeFaultsHealAndStaySafe(t *testing.T) {
 			opts := append([]string{tc.nemesis + ".schedule=at=300ms", tc.nemesis + ".duration=2ttl"}, tc.opts...)
 			c := faultCfg(t, "token-lua", []string{tc.nemesis}, opts...)
 			c.Hold, c.Duration = 20*ms, 2500*ms
-			res, events := runFaults(t, c)
+			res, events := runFaults(t, &c)
 			verdict(t, res, checker.Safe)
 			if len(res.Faults) != 1 {
 				t.Errorf("schedule at=300ms injected %d faults, want 1", len(res.Faults))
@@ -196,7 +196,7 @@ func TestCrashRestartForgetsLocksUnlessPersistedOrDelayed(t *testing.T) {
 			// A restart takes up to a few hundred ms on a busy machine:
 			// the lease must outlast it for the node to forget a live one.
 			c.TTL, c.Hold, c.Persistence, c.Duration, c.FaultInterval = time.Second, 200*ms, tc.persistence, 6*time.Second, 500*ms
-			res, events := runFaults(t, c)
+			res, events := runFaults(t, &c)
 			verdict(t, res, tc.want)
 			landed(t, res, tc.lease)
 			if p := res.Faults[0].Params["persistence"]; p != tc.persistence {
@@ -222,7 +222,7 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 		t.Run("cut="+tc.cut, func(t *testing.T) {
 			c := faultCfg(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut)
 			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 5*time.Second
-			res, events := runFaults(t, c)
+			res, events := runFaults(t, &c)
 			verdict(t, res, tc.want)
 			landed(t, res, tc.lease)
 			p := res.Faults[0].Params
@@ -248,7 +248,7 @@ func TestClockJumpExpiresAHeldLock(t *testing.T) {
 	} {
 		t.Run(tc.nemesis, func(t *testing.T) {
 			c := faultCfg(t, "token-lua", []string{tc.nemesis})
-			res, _ := runFaults(t, c)
+			res, _ := runFaults(t, &c)
 			verdict(t, res, checker.Violation)
 			landed(t, res, history.LeaseLost)
 			if v := res.Faults[0].Params["variant"]; v != tc.variant {
@@ -277,7 +277,7 @@ func TestSlowHoldBreaksLeasesButNotWatchdogsAndPausesBreakBoth(t *testing.T) {
 	} {
 		t.Run(tc.lock+"+"+tc.nemesis, func(t *testing.T) {
 			c := faultCfg(t, tc.lock, []string{tc.nemesis})
-			res, _ := runFaults(t, c)
+			res, _ := runFaults(t, &c)
 			verdict(t, res, tc.want)
 			landed(t, res, tc.lease)
 		})
@@ -291,7 +291,7 @@ func TestSlowHoldBreaksLeasesButNotWatchdogsAndPausesBreakBoth(t *testing.T) {
 func TestPauseDuringAcquireActsOnAStaleGrant(t *testing.T) {
 	c := faultCfg(t, "token-lua", []string{"pause-client"}, "pause-client.phase=acquire")
 	c.OpTimeout, c.Think, c.Duration = 3*time.Second, 50*ms, 4*time.Second
-	res, _ := runFaults(t, c)
+	res, _ := runFaults(t, &c)
 	verdict(t, res, checker.Violation)
 	if res.Acquire.Maxms < float64(c.TTL/ms) {
 		t.Errorf("no acquire returned after its lease could have expired (slowest %.0f ms)", res.Acquire.Maxms)
@@ -329,7 +329,7 @@ func TestRedlockSplitIsSafeUntilTheSharedNodeClockJumps(t *testing.T) {
 			// side takes the lock, within its lease: on a loaded machine
 			// the two sides race for n2 for a while.
 			c.TTL, c.Hold, c.Duration = time.Second, 150*ms, duration
-			res, _ := runFaults(t, c)
+			res, _ := runFaults(t, &c)
 			verdict(t, res, tc.want)
 			if len(tc.nemeses) > 1 {
 				landed(t, res, history.LeaseLost)
@@ -354,7 +354,7 @@ func TestWaitProtectsOnlyIfThePromotedReplicaAcknowledged(t *testing.T) {
 	t.Run("one replica, cut", func(t *testing.T) {
 		c := faultCfg(t, "token-lua-wait", []string{"failover"}, "token-lua-wait.numreplicas=1", "failover.cut=all")
 		c.Hold, c.Replicas = 100*ms, 1
-		res, _ := runFaults(t, c)
+		res, _ := runFaults(t, &c)
 		verdict(t, res, checker.Safe)
 		// Nobody could take the lock while the replica was cut: the
 		// failover found no hold to fail over, and the cut did not land.
@@ -366,7 +366,7 @@ func TestWaitProtectsOnlyIfThePromotedReplicaAcknowledged(t *testing.T) {
 		c := faultCfg(t, "token-lua-wait", []string{"failover"}, "token-lua-wait.numreplicas=1", "failover.cut=promoted")
 		c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 3*time.Second, 200*ms, 100*ms, 300*ms, 6*time.Second
 		c.Replicas = 2
-		res, _ := runFaults(t, c)
+		res, _ := runFaults(t, &c)
 		verdict(t, res, checker.Violation)
 		landed(t, res, history.LeaseLost)
 	})
@@ -381,7 +381,7 @@ func TestFencedResourceSurvivesPausesAndClockJumpsButNotLostCounters(t *testing.
 	shimForTest(t)
 	for _, nemesis := range []string{"pause-client", "clock-jump"} {
 		t.Run(nemesis, func(t *testing.T) {
-			res, _ := runFaults(t, faultCfg(t, "fenced", []string{nemesis}))
+			res, _ := runFaultsCfg(t, faultCfg(t, "fenced", []string{nemesis}))
 			if res.Mutex.OverlapCount == 0 {
 				t.Fatalf("no overlap: the fault did not hit a held lock: %s", res.Summary)
 			}
@@ -393,7 +393,7 @@ func TestFencedResourceSurvivesPausesAndClockJumpsButNotLostCounters(t *testing.
 	t.Run("failover", func(t *testing.T) {
 		c := faultCfg(t, "fenced", []string{"failover"})
 		c.Hold, c.Replicas = 100*ms, 1
-		res, events := runFaults(t, c)
+		res, events := runFaults(t, &c)
 		holders := map[int64]map[int]bool{} // fence → clients that acquired with it
 		for _, e := range events {
 			if e.F == history.Acquire && e.Kind == history.OK {
@@ -432,7 +432,7 @@ func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
 	// then, which is when the nemesis cuts replication.
 	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 4*time.Second, 200*ms, 100*ms, 300*ms, 8*time.Second
 	c.Replicas, c.Sentinels = 1, 3
-	res, _ := runFaults(t, c)
+	res, _ := runFaults(t, &c)
 	verdict(t, res, checker.Violation)
 	landed(t, res, history.LeaseLost)
 	p := res.Faults[0].Params
@@ -546,7 +546,7 @@ func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 	for range 2 {
 		c := faultCfg(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
 		c.Seed = 42
-		runFaults(t, c)
+		runFaults(t, &c)
 		runs = append(runs, steps(c.Out))
 	}
 	n := min(len(runs[0]), len(runs[1]))
@@ -567,18 +567,24 @@ func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 	// A replay takes those steps, and no more.
 	c := faultCfg(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
 	c.Seed = 42
-	runFaults(t, c)
+	runFaults(t, &c)
 	replay, err := LoadReplay(c.Out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	replay.Out = t.TempDir()
 	replay.Seed = 43 // the recorded steps win over the seed's
-	res, _ := runFaults(t, replay)
+	res, _ := runFaults(t, &replay)
 	again := steps(replay.Out)
 	want := decisions(steps(c.Out))
 	if got := decisions(again); len(got) == 0 || !reflect.DeepEqual(got, want[:len(got)]) {
 		t.Errorf("the replay took steps %+v, want a prefix of %+v", got, want)
 	}
 	landed(t, res, history.LeaseLost)
+}
+
+// runFaultsCfg is runFaults of a configuration the caller keeps no hold of.
+func runFaultsCfg(t *testing.T, c Config) (checker.Result, []history.Event) {
+	t.Helper()
+	return runFaults(t, &c)
 }

@@ -115,7 +115,7 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, why string) {
 	ev := res.Evidence
 	overlaps := res.Mutex.OverlapCount
-	stallOnly := overlaps > 0 && ev.Overlaps[checker.CauseStall] == overlaps
+	stallOnly := res.StallOnly()
 	stallWhy := ""
 	if stallOnly && len(res.Mutex.Overlaps) > 0 && res.Mutex.Overlaps[0].Stall != nil {
 		stallWhy = ": " + res.Mutex.Overlaps[0].Stall.Text
