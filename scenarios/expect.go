@@ -111,7 +111,8 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 //     overlap in it was a stall of the harness.
 //   - Safe where a violation was expected is a mismatch when the faults
 //     landed and the leases they hit survived; when a lease was lost and
-//     only no second client came for it in time, the run is no evidence.
+//     only no second client came for it in time, or only faults aimed at
+//     no lease landed, the run is no evidence.
 func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, why string) {
 	ev := res.Evidence
 	overlaps := res.Mutex.OverlapCount
@@ -120,17 +121,21 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 	if stallOnly && len(res.Mutex.Overlaps) > 0 && res.Mutex.Overlaps[0].Stall != nil {
 		stallWhy = ": " + res.Mutex.Overlaps[0].Stall.Text
 	}
+	// unlanded says why a fault did not land, in the words of the first
+	// that did not.
+	unlanded := func() string {
+		for _, f := range res.Faults {
+			if !f.Landed && f.Effect != "" {
+				return " (" + f.Effect + ")"
+			}
+		}
+		return ""
+	}
 	noneLanded := func() string {
 		if ev.Faults == 0 {
 			return "no fault was injected: no step's target came in time"
 		}
-		s := fmt.Sprintf("none of the %d faults landed", ev.Faults)
-		for _, f := range res.Faults {
-			if f.Effect != "" {
-				return s + " (" + f.Effect + ")"
-			}
-		}
-		return s
+		return fmt.Sprintf("none of the %d faults landed%s", ev.Faults, unlanded())
 	}
 	switch res.Verdict {
 	case checker.Violation:
@@ -159,6 +164,11 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 			// it before the holder was let go: the race the fault opened
 			// was not run to its end, which says nothing about the lock.
 			return false, true, fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", ev.LeasesLost, ev.Faults)
+		}
+		if e.Verdict == checker.Violation && faulty && ev.LeasesKept+ev.LeasesUnknown == 0 {
+			// Only faults that aim at no lease landed (a standing
+			// partition): the one meant to take a lease away never did.
+			return false, true, fmt.Sprintf("of the %d faults only ones aimed at no lease landed%s", ev.Faults, unlanded())
 		}
 	}
 	ok, diffs := e.Met(res)

@@ -38,6 +38,7 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	byLock := map[string]int{checker.CauseNone: 2}
 	violation := evidence(checker.Violation, 1, 2, byFault)
 	safe := evidence(checker.Safe, 1, 1, nil)
+	safe.Evidence.LeasesKept = 1 // the fault hit a lease, which survived
 	deadlocked := safe
 	deadlocked.Liveness.DeadlockedKeys = []string{"lock:0"}
 	fenced := violation
@@ -64,6 +65,7 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"faults never landed: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 3, nil), nil, StatusInconclusive, "safe", true},
 		{"no fault injected: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 0, 0, nil), nil, StatusInconclusive, "safe", true},
 		{"a lost lease nobody came for: no evidence", Expectation{Verdict: checker.Violation}, true, lostLease, nil, StatusInconclusive, "safe", true},
+		{"only a fault aimed at no lease landed: no evidence", Expectation{Verdict: checker.Violation}, true, evidence(checker.Safe, 1, 2, nil), nil, StatusInconclusive, "safe", true},
 		{"safe needs a landed fault", Expectation{Verdict: checker.Safe}, true, evidence(checker.Safe, 0, 2, nil), nil, StatusInconclusive, "safe", true},
 		{"safe without faults needs none", Expectation{Verdict: checker.Safe}, false, evidence(checker.Safe, 0, 0, nil), nil, StatusMatch, "safe", false},
 		{"a stall broke a safe lock", Expectation{Verdict: checker.Safe}, true, evidence(checker.Violation, 1, 1, byStall), nil, StatusInconclusive, "violation", true},
