@@ -75,7 +75,7 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 	c := faultCfg(t, "token-lua", []string{"failover-sentinel"})
 	// As TestFailoverDecidedBySentinelsLosesTheLock: the lease outlasts
 	// Sentinel's decision, and the nemesis keeps the holder inside.
-	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 4*time.Second, 200*ms, 100*ms, 300*ms, 8*time.Second
+	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 10*time.Second, 200*ms, 100*ms, 300*ms, 14*time.Second
 	c.Replicas, c.Sentinels, c.Backend = 1, 3, "docker"
 	seen := map[string]bool{}
 	var mu sync.Mutex

@@ -426,11 +426,11 @@ func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
 		t.Fatal("redis-sentinel is not installed: run make setup as root, or apt-get install -y redis-sentinel")
 	}
 	c := faultCfg(t, "token-lua", []string{"failover-sentinel"})
-	// Sentinel needs a second or two to agree; the lease must outlast that
-	// (the nemesis keeps the holder inside until the promotion, within its
-	// lease). Thinking 100 ms between attempts leaves the lock free now and
+	// Sentinel needs two to seven seconds to agree on a busy machine; the
+	// lease must outlast that (the nemesis keeps the holder inside until
+	// the promotion, within its lease). Thinking 100 ms between attempts leaves the lock free now and
 	// then, which is when the nemesis cuts replication.
-	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 4*time.Second, 200*ms, 100*ms, 300*ms, 8*time.Second
+	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 10*time.Second, 200*ms, 100*ms, 300*ms, 14*time.Second
 	c.Replicas, c.Sentinels = 1, 3
 	res, _ := runFaults(t, &c)
 	verdict(t, res, checker.Violation)

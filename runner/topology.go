@@ -193,8 +193,13 @@ func (r *run) startSentinels(ctx context.Context, backend cluster.Backend) error
 }
 
 // sentinelDownAfter: how long a primary must be silent before a sentinel
-// calls it down. Short, so a failover fits in a short run.
-const sentinelDownAfter = 250 * time.Millisecond
+// calls it down. Short, so a failover fits in a short run; not shorter,
+// because Sentinel will not promote a replica that has been cut off from
+// its primary for more than ten times this (plus the time the primary has
+// been down), and the failover nemeses cut replication first, then wait
+// for the step's client to acquire: with 250 ms, a cut of three seconds
+// delayed the promotion by seconds.
+const sentinelDownAfter = time.Second
 
 func awaitSentinel(ctx context.Context, s cluster.Sentinel, name string, replicas, others int) error {
 	var got string
