@@ -58,7 +58,7 @@ type LocalNode struct {
 }
 
 func (l *Local) start(ctx context.Context, spec NodeSpec, port int) (*LocalNode, error) {
-	dir, err := os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
+	dir, err := mkScratch(spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("make a directory for redis node %s: %w", spec.Name, err)
 	}

@@ -92,7 +92,7 @@ func sentinelConf(spec SentinelSpec, port int, dir, myid string) (string, error)
 // the directory as dir, or as confDir when the sentinel sees it elsewhere
 // (a container's /data). It returns the directory and the sentinel's id.
 func newSentinelDir(spec SentinelSpec, port int, confDir string) (dir, myid string, err error) {
-	dir, err = os.MkdirTemp("", "lockchaos-"+spec.Name+"-")
+	dir, err = mkScratch(spec.Name)
 	if err != nil {
 		return "", "", fmt.Errorf("make a directory for sentinel %s: %w", spec.Name, err)
 	}

@@ -172,14 +172,8 @@ func (a *aimed) expiryIn() time.Duration {
 // the overlap that a lost lease lets happen — or the stretch's bound
 // passes, then lets it go. It returns who took the key, or -1.
 func (a *aimed) untilTaken(ctx context.Context) (int, error) {
-	return a.takenBy(ctx, a.Invoked+a.bound.Nanoseconds())
-}
-
-// takenBy is untilTaken with its own deadline (history time), which must be
-// no later than the stretch's bound.
-func (a *aimed) takenBy(ctx context.Context, deadline int64) (int, error) {
 	taker := -1
-	if left := time.Duration(deadline - history.Now()); left > 0 {
+	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
 			for _, h := range v.Holders {

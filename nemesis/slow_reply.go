@@ -120,9 +120,13 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		err = a.release()
 	} else {
 		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had at most %s left, less than its %s hold", c, key, round(took), lease-delay, hold)}
+		// The others may be between attempts (a failed wait, then think
+		// time): keep c inside until one takes the key or the bound passes.
 		var taker int
-		if taker, err = a.takenBy(ctx, h.OK+(hold+lease/2).Nanoseconds()); taker >= 0 {
+		if taker, err = a.untilTaken(ctx); taker >= 0 {
 			f.Effect.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, key, c)
+		} else {
+			f.Effect.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", key, c)
 		}
 	}
 	f.Duration = time.Until(timeOf(start).Add(duration))
