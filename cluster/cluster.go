@@ -65,6 +65,9 @@ type Node interface {
 	// Restart starts the node again at the same address after it was
 	// killed (its data survives only as far as its persistence allows).
 	Restart(ctx context.Context) error
+	// Log is the host path of the node's log, every start of it appended
+	// (the runner keeps a copy before Stop removes it).
+	Log() string
 	// Stop ends the node and removes what it left on disk.
 	Stop() error
 }

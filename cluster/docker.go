@@ -344,6 +344,7 @@ func (c *dockerCtr) logTail() string {
 }
 
 func (c *dockerCtr) Name() string { return c.name }
+func (c *dockerCtr) Log() string  { return filepath.Join(c.dir, c.log) }
 func (c *dockerCtr) Addr() string { return "127.0.0.1:" + strconv.Itoa(c.port) }
 
 // ContainerID is the container's id.
@@ -475,7 +476,6 @@ func (d *Docker) startSentinel(ctx context.Context, spec SentinelSpec, port int)
 }
 
 // Log is the host path of the sentinel's log file.
-func (s *DockerSentinel) Log() string { return filepath.Join(s.dir, s.log) }
 
 func short(id string) string {
 	if len(id) > 12 {

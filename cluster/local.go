@@ -86,7 +86,7 @@ func (n *LocalNode) args() []string {
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--dir", n.dir,
-		"--logfile", filepath.Join(n.dir, "redis.log"),
+		"--logfile", n.Log(),
 		"--save", "",
 		// A name unique to this node, so waitReady can tell our server from
 		// whatever else might answer on its port.
@@ -130,8 +130,10 @@ func (n *LocalNode) launch(ctx context.Context) error {
 	return nil
 }
 
+func (n *LocalNode) Log() string { return filepath.Join(n.dir, "redis.log") }
+
 func (n *LocalNode) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(n.dir, "redis.log"))
+	b, _ := os.ReadFile(n.Log())
 	return tail(b)
 }
 

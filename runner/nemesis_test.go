@@ -203,6 +203,15 @@ func TestCrashRestartForgetsLocksUnlessPersistedOrDelayed(t *testing.T) {
 				t.Errorf("fault params say persistence %q, want %q", p, tc.persistence)
 			}
 			answeredAfterFirstFault(t, c, events)
+			// The node's log, kept in the run's directory, shows the crash
+			// and the restart: two starts of the server.
+			b, err := os.ReadFile(filepath.Join(c.Out, "nodes", "n0.log"))
+			if err != nil {
+				t.Fatalf("the run kept no log of lock node n0: %v", err)
+			}
+			if n := strings.Count(string(b), "Ready to accept connections"); n < 2 {
+				t.Errorf("nodes/n0.log shows %d starts of the server, want at least 2 (start and restart)", n)
+			}
 		})
 	}
 }

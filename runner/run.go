@@ -183,7 +183,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	defer backend.Close()
 	defer func() {
 		for _, n := range r.nodes {
-			if serr := n.Stop(); serr != nil {
+			if serr := errors.Join(r.keepLog(n.Log(), "nodes", n.Name()), n.Stop()); serr != nil {
 				err = errors.Join(err, fmt.Errorf("stop node %s: %w", n.Name(), serr))
 			}
 		}

@@ -253,8 +253,26 @@ func redisDo(ctx context.Context, addr string, args ...any) (any, error) {
 
 // sentinelLog is where a sentinel's log is kept after the run: in the run's
 // directory, since the sentinel's own goes with it.
-func (r *run) sentinelLog(s cluster.Sentinel) string {
-	return filepath.Join(r.cfg.Out, "sentinels", s.Name()+".log")
+func (r *run) sentinelLog(s cluster.Sentinel) string { return r.keptLog("sentinels", s.Name()) }
+
+// keptLog is where keepLog puts a log: OUT/kind/name.log.
+func (r *run) keptLog(kind, name string) string {
+	return filepath.Join(r.cfg.Out, kind, name+".log")
+}
+
+// keepLog copies a node's or sentinel's log into the run's directory
+// before the process and its directory go: how it saw the run (a restart,
+// a failover) stays with the run. A process that wrote no log is no error.
+func (r *run) keepLog(src, kind, name string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil
+	}
+	dst := r.keptLog(kind, name)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 // stopTopology keeps the sentinels' logs (how each saw the failover), stops
@@ -263,11 +281,7 @@ func (r *run) sentinelLog(s cluster.Sentinel) string {
 func (r *run) stopTopology() error {
 	var errs []error
 	for _, s := range r.topo.sentinels {
-		if b, err := os.ReadFile(s.Log()); err == nil {
-			dst := r.sentinelLog(s)
-			errs = append(errs, os.MkdirAll(filepath.Dir(dst), 0o755), os.WriteFile(dst, b, 0o644))
-		}
-		errs = append(errs, s.Stop())
+		errs = append(errs, r.keepLog(s.Log(), "sentinels", s.Name()), s.Stop())
 	}
 	if r.topo.clockDir != "" {
 		errs = append(errs, os.RemoveAll(r.topo.clockDir))
