@@ -12,9 +12,11 @@ import (
 
 const cleanUsage = `Usage: lockchaos clean [--run ID] [--live]
 
-Removes the containers that docker-backend runs left behind (a coordinator
-killed before it could remove them): every container labelled lockchaos, and
-the host directories they used. Containers of a run whose coordinator is still
+Removes what runs whose coordinator was killed before it could clean up left
+behind: the containers of docker-backend runs (every container labelled
+lockchaos, and the host directories they used) and the nodes' directories in
+the scratch directory (/dev/shm, else the temp directory; every run also
+removes these as it starts). Containers of a run whose coordinator is still
 running are left alone unless --live is given.
 `
 
@@ -29,6 +31,13 @@ func cmdClean(args []string) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos clean: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
+	}
+	dirs, derr := cluster.RemoveOrphanDirs()
+	for _, d := range dirs {
+		fmt.Println("removed directory", d)
+	}
+	if derr != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos clean:", derr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 var bin string
@@ -183,6 +185,10 @@ func TestKilledCoordinatorTakesItsChildrenAndLeavesACheckablePrefix(t *testing.T
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
+	dirs := scratchDirsOf(t, cmd.Process.Pid)
+	if len(dirs) < 2 {
+		t.Errorf("the run's scratch directories (lock node, resource) do not name their coordinator: found %v", dirs)
+	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if left := waitGone(t, cmd.Process.Pid); len(left) > 0 {
@@ -192,4 +198,26 @@ func TestKilledCoordinatorTakesItsChildrenAndLeavesACheckablePrefix(t *testing.T
 	if code != ExitInconclusive {
 		t.Errorf("check of a crashed run: exit %d (%s), want inconclusive: its history has no end", code, out)
 	}
+	// The nodes died with it; their directories go with the next run or
+	// with clean (whose exit status depends on Docker, not asserted here).
+	lockchaos(t, "clean")
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("clean left the killed run's directory %s (%v)", d, err)
+		}
+	}
+}
+
+// scratchDirsOf lists the node and sentinel directories the coordinator pid
+// made (their owner file names it).
+func scratchDirsOf(t *testing.T, pid int) []string {
+	t.Helper()
+	all, _ := filepath.Glob(filepath.Join(cluster.ScratchDir(), "lockchaos-*"))
+	var mine []string
+	for _, d := range all {
+		if b, err := os.ReadFile(filepath.Join(d, "lockchaos.owner")); err == nil && strings.HasPrefix(string(b), strconv.Itoa(pid)+":") {
+			mine = append(mine, d)
+		}
+	}
+	return mine
 }

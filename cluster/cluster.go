@@ -40,8 +40,11 @@ func RegisterBackend(name string, open func(BackendOptions) (Backend, error)) {
 	backends[name] = open
 }
 
-// Open returns the backend called name; the error lists the known ones.
+// Open returns the backend called name; the error lists the known ones. It
+// first removes what coordinators killed outright left in the scratch
+// directory (RemoveOrphanDirs): a failure there costs this run nothing.
 func Open(name string, opts BackendOptions) (Backend, error) {
+	_, _ = RemoveOrphanDirs()
 	open, ok := backends[name]
 	if !ok {
 		var names []string

@@ -527,7 +527,7 @@ func removeContainers(ctx context.Context, api client.APIClient, run string, liv
 		}
 		removed = append(removed, name)
 		// Only a directory this backend made: lockchaos-* in the scratch directory.
-		if dir := c.Labels[LabelDir]; filepath.Dir(dir) == filepath.Clean(scratchDir()) && strings.HasPrefix(filepath.Base(dir), "lockchaos-") {
+		if dir := c.Labels[LabelDir]; filepath.Dir(dir) == filepath.Clean(ScratchDir()) && strings.HasPrefix(filepath.Base(dir), "lockchaos-") {
 			if err := os.RemoveAll(dir); err != nil {
 				errs = append(errs, err)
 			}
@@ -582,7 +582,7 @@ for id in $("$0" ps -aq --filter label=` + LabelRun + `="$1"); do
   "$0" rm -f "$id" >/dev/null 2>&1
   case "$dir" in "$2"/lockchaos-*) rm -rf "$dir" ;; esac
 done`
-	cmd := exec.Command("/bin/sh", "-c", script, docker, run, filepath.Clean(scratchDir()))
+	cmd := exec.Command("/bin/sh", "-c", script, docker, run, filepath.Clean(ScratchDir()))
 	cmd.Stdin = r
 	// Its own session: a terminal's Ctrl-C must not end it before it cleans up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

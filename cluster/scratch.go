@@ -1,13 +1,16 @@
 package cluster
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// scratchDir is where nodes and sentinels keep their directories: memory
+// ScratchDir is where nodes and sentinels keep their directories: memory
 // (/dev/shm) where the machine has it, else the temp directory. A sentinel
 // fsyncs its configuration at every epoch, and a redis node with
 // appendfsync always fsyncs every write; on a shared disk one fsync can
@@ -15,7 +18,7 @@ import (
 // skip the failover a cell waits for. Memory makes fsync free and changes
 // nothing a crash of a process shows (the kernel keeps what it was
 // written either way).
-var scratchDir = sync.OnceValue(func() string {
+var ScratchDir = sync.OnceValue(func() string {
 	const shm = "/dev/shm"
 	if st, err := os.Stat(shm); err == nil && st.IsDir() && unix.Access(shm, unix.W_OK) == nil {
 		return shm
@@ -23,7 +26,46 @@ var scratchDir = sync.OnceValue(func() string {
 	return os.TempDir()
 })
 
+// ownerFile, in each scratch directory, names the coordinator that made it
+// ("pid:start-time"), so that the directories of one killed outright can
+// be told from those of a run still going.
+const ownerFile = "lockchaos.owner"
+
 // mkScratch makes a directory for one node or sentinel named name.
 func mkScratch(name string) (string, error) {
-	return os.MkdirTemp(scratchDir(), "lockchaos-"+name+"-")
+	dir, err := os.MkdirTemp(ScratchDir(), "lockchaos-"+name+"-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(processOwner(os.Getpid())), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// RemoveOrphanDirs removes the scratch directories whose coordinator is
+// gone (killed before it could remove them; its nodes died with it) and
+// returns them. A directory whose owner is still running, or that names
+// none yet, is left alone. Every run calls it as it starts, and so does
+// `lockchaos clean`.
+func RemoveOrphanDirs() (removed []string, err error) {
+	dirs, err := filepath.Glob(filepath.Join(ScratchDir(), "lockchaos-*"))
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, dir := range dirs {
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		owner := strings.TrimSpace(string(b))
+		if err != nil || owner == "" || ownerAlive(owner) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, errors.Join(errs...)
 }
