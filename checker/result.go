@@ -265,5 +265,16 @@ func (r Result) NoEvidence() string {
 	case len(r.Nemesis) > 0 && r.Evidence.Landed == 0:
 		return fmt.Sprintf("none of the %d faults landed", r.Evidence.Faults)
 	}
-	return ""
+	return r.RaceNotRun()
+}
+
+// RaceNotRun says, of a safe run in which a fault took a live lease away
+// but no other client acquired the key before its holder was let go, that
+// the race the fault opened was not run to its end: the lock lost the lease
+// all the same, so "safe" is no evidence that it protects one. "" otherwise.
+func (r Result) RaceNotRun() string {
+	if r.Verdict != Safe || r.Evidence.LeasesLost == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", r.Evidence.LeasesLost, r.Evidence.Faults)
 }

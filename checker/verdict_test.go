@@ -104,3 +104,32 @@ func TestNilProbeValueIsNoReading(t *testing.T) {
 		t.Errorf("%s: %s", r.Verdict, r.Summary)
 	}
 }
+
+// A run is evidence about the lock unless it says something only about the
+// machine: no fault landed, every overlap was a stall, or a fault took a
+// lease away and nobody came for the key (safe, but the race never ran).
+func TestNoEvidence(t *testing.T) {
+	faulty := []string{"crash-restart"}
+	for _, tc := range []struct {
+		name string
+		res  Result
+		want string // a part of the reason; "" for evidence
+	}{
+		{"no faults planned", Result{Verdict: Safe}, ""},
+		{"none landed", Result{Verdict: Safe, Nemesis: faulty, Evidence: Evidence{Faults: 2}}, "none of the 2 faults landed"},
+		{"landed, lease kept", Result{Verdict: Safe, Nemesis: faulty, Evidence: Evidence{Faults: 2, Landed: 1, LeasesKept: 1}}, ""},
+		{"landed, lease lost, nobody came", Result{Verdict: Safe, Nemesis: faulty, Evidence: Evidence{Faults: 2, Landed: 1, LeasesLost: 1}},
+			"1 of 2 faults took a live lease away, but no other client acquired the key"},
+		{"landed, lease lost, taken", Result{Verdict: Violation, Nemesis: faulty, Mutex: MutexResult{OverlapCount: 1},
+			Evidence: Evidence{Faults: 1, Landed: 1, LeasesLost: 1, FaultOverlaps: 1, Overlaps: map[string]int{CauseFault: 1}}}, ""},
+		{"only stalls overlapped", Result{Verdict: Violation, Mutex: MutexResult{OverlapCount: 2}, Evidence: Evidence{Overlaps: map[string]int{CauseStall: 2}}},
+			"stall of the harness"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.res.NoEvidence()
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("NoEvidence() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -159,11 +159,8 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 		if faulty && ev.Landed == 0 {
 			return false, true, noneLanded()
 		}
-		if e.Verdict == checker.Violation && ev.LeasesLost > 0 {
-			// The lock lost a live lease, but no second client came for
-			// it before the holder was let go: the race the fault opened
-			// was not run to its end, which says nothing about the lock.
-			return false, true, fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", ev.LeasesLost, ev.Faults)
+		if why := res.RaceNotRun(); e.Verdict == checker.Violation && why != "" {
+			return false, true, why
 		}
 		if e.Verdict == checker.Violation && faulty && ev.LeasesKept+ev.LeasesUnknown == 0 {
 			// Only faults that aim at no lease landed (a standing
