@@ -57,6 +57,8 @@ image:
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: the files above need formatting" >&2; exit 1; }
+	@# -e: a test-only dependency of redsync cannot be fetched from the proxy.
+	@$(GO) mod tidy -e -diff >/dev/null 2>&1 || { $(GO) mod tidy -e -diff; echo "go.mod/go.sum are not tidy: run go mod tidy -e" >&2; exit 1; }
 
 test: setup shim vet
 	$(GO) test -count=1 -timeout 15m ./...

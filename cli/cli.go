@@ -129,17 +129,18 @@ func cmdRun(args []string) int {
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas per lock node, each replicating through its own proxy (failover nemeses)")
 	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)")
-	fs.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "lock lease time")
-	fs.DurationVar(&cfg.Hold, "hold", 100*time.Millisecond, "time spent inside each critical section")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the workload runs")
-	fs.DurationVar(&cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
-	fs.DurationVar(&cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
-	fs.DurationVar(&cfg.Think, "think", 10*time.Millisecond, "most a client sleeps between attempts")
+	var spans spanFlags
+	spans.DurationVar(fs, &cfg.TTL, "ttl", 500*time.Millisecond, "lock lease time")
+	spans.Var(fs, &cfg.Hold, "hold", 100*time.Millisecond, "time spent inside each critical section")
+	spans.Var(fs, &cfg.Duration, "duration", 10*time.Second, "how long the workload runs")
+	spans.Var(fs, &cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
+	spans.Var(fs, &cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
+	spans.Var(fs, &cfg.Think, "think", 10*time.Millisecond, "most a client sleeps between attempts")
 	fs.BoolVar(&cfg.Renew, "renew", false, "renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)")
 	fs.Float64Var(&cfg.Reentry, "reentry", 0, "probability that a hold acquires its lock again inside and releases it twice (reentrant locks)")
-	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
-	fs.DurationVar(&cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
-	fs.DurationVar(&cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
+	spans.Var(fs, &cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
+	spans.Var(fs, &cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
+	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
 	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
@@ -186,6 +187,9 @@ func cmdRun(args []string) int {
 		delete(split, cfg.Lock)
 		cfg.NemesisOptions = split
 		cfg.Seed = *seed
+	}
+	if *replay == "" {
+		spans.resolve(cfg.TTL)
 	}
 	if *replay != "" && filepath.Clean(cfg.Out) == filepath.Clean(*replay) {
 		fmt.Fprintln(os.Stderr, "lockchaos run: --replay: give --out another folder than the run it replays")

@@ -73,6 +73,10 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		{[]string{"run", "--lock", "token-lua", "--opt", "broken", "--out", t.TempDir()}, "NAME.KEY=VALUE"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"check"}, "usage: lockchaos check DIR"},
+		{[]string{"run", "--lock", "token-lua", "--ttl", "300"}, "a number needs a unit: 300ms"},
+		{[]string{"run", "--lock", "token-lua", "--hold", "2,5ttl"}, "a multiple of the TTL such as 2ttl"},
+		{[]string{"run", "--lock", "token-lua", "--ttl", "2ttl"}, "not a multiple of the TTL"},
+		{[]string{"run", "--lock", "token-lua", "--opt", "pause-client.schedule=every=2,5ttl", "--nemesis", "pause-client", "--out", t.TempDir()}, "option pause-client.schedule"},
 	} {
 		_, stderr, code := lockchaos(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
@@ -175,6 +179,28 @@ func TestSIGINTStopsInOrderAndLeavesNothingBehind(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "history.jsonl"))
 	if !bytes.Contains(b, []byte(`"kind":"run-end"`)) || !bytes.Contains(b, []byte("interrupted")) {
 		t.Error("the history does not end with a run-end that says the run was interrupted")
+	}
+}
+
+// Times given as multiples of the TTL are resolved against the run's final
+// TTL, wherever the TTL was given (flag or scenario).
+func TestTimesInTTLs(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--hold", "0.4ttl", "--ttl", "400ms", "--duration", "2ttl",
+		"--nemesis", "pause-client", "--opt", "pause-client.schedule=every=1ttl", "--out", dir)
+	if code != 0 && code != ExitViolation {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var cfg struct{ TTL, Hold, Duration time.Duration }
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TTL != 400*time.Millisecond || cfg.Hold != 160*time.Millisecond || cfg.Duration != 800*time.Millisecond {
+		t.Errorf("config %+v: want TTL 400ms, hold 0.4ttl = 160ms, duration 2ttl = 800ms", cfg)
 	}
 }
 

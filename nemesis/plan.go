@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/option"
 )
 
 // Plan says when one nemesis injects its faults: the option
@@ -33,21 +35,26 @@ type Plan struct {
 }
 
 // ParsePlan reads a schedule option: "every", "every=500ms", "at=1s,3s",
-// "random" or "random=100ms-2s". runSeed and name seed the nemesis's own
-// random source, so one nemesis's draws do not depend on another's.
-func ParsePlan(s string, runSeed int64, name string) (Plan, error) {
+// "random" or "random=100ms-2s"; every time is an option.Span, so "every=2ttl"
+// means twice ttl. runSeed and name seed the nemesis's own random source, so
+// one nemesis's draws do not depend on another's.
+func ParsePlan(s string, ttl time.Duration, runSeed int64, name string) (Plan, error) {
 	h := fnv.New64a()
 	h.Write([]byte(name))
 	p := Plan{Seed: uint64(runSeed) ^ h.Sum64()}
 	mode, arg, hasArg := strings.Cut(strings.TrimSpace(s), "=")
 	bad := func(why string) (Plan, error) {
-		return Plan{}, fmt.Errorf("option %s.schedule=%q: %s; want every, every=DUR, at=DUR,DUR,… or random[=MIN-MAX]", name, s, why)
+		return Plan{}, fmt.Errorf("option %s.schedule=%q: %s; want every, every=DUR, at=DUR,DUR,… or random[=MIN-MAX] (DUR: %s)", name, s, why, option.SpanHint)
+	}
+	span := func(s string) (time.Duration, error) {
+		v, err := option.ParseSpan(s)
+		return v.Resolve(ttl), err
 	}
 	switch mode {
 	case "", "every":
 		p.Mode = "every"
 		if hasArg {
-			d, err := time.ParseDuration(arg)
+			d, err := span(arg)
 			if err != nil || d <= 0 {
 				return bad("every= needs a positive duration")
 			}
@@ -59,7 +66,7 @@ func ParsePlan(s string, runSeed int64, name string) (Plan, error) {
 			return bad("at= needs times")
 		}
 		for _, f := range strings.Split(arg, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(f))
+			d, err := span(f)
 			if err != nil || d < 0 {
 				return bad(fmt.Sprintf("%q is not a time since the start", f))
 			}
@@ -70,8 +77,8 @@ func ParsePlan(s string, runSeed int64, name string) (Plan, error) {
 		p.Mode = "random"
 		if hasArg {
 			lo, hi, ok := strings.Cut(arg, "-")
-			a, err1 := time.ParseDuration(lo)
-			b, err2 := time.ParseDuration(hi)
+			a, err1 := span(lo)
+			b, err2 := span(hi)
 			if !ok || err1 != nil || err2 != nil || a < 0 || b < a || b == 0 {
 				return bad("random= needs MIN-MAX, e.g. 100ms-2s")
 			}

@@ -29,7 +29,7 @@ func TestParsePlan(t *testing.T) {
 		{"random=2s-1s", "", true},
 		{"sometimes", "", true},
 	} {
-		p, err := ParsePlan(tc.in, 1, "x")
+		p, err := ParsePlan(tc.in, 0, 1, "x")
 		if (err != nil) != tc.bad {
 			t.Errorf("ParsePlan(%q): error %v", tc.in, err)
 			continue
@@ -46,7 +46,7 @@ func TestParsePlan(t *testing.T) {
 func TestStepsAreRepeatableFromTheSeed(t *testing.T) {
 	shape := Shape{Clients: 4, Keys: 3, LockNodes: 5, KeyName: func(i int) string { return fmt.Sprintf("k%d", i) }}
 	steps := func(seed int64, name, mode string) []Step {
-		p, err := ParsePlan(mode, seed, name)
+		p, err := ParsePlan(mode, 0, seed, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestStepsAreRepeatableFromTheSeed(t *testing.T) {
 			t.Errorf("%s: 20 steps chose clients %v, keys %v, nodes %v: want every one of each", mode, clients, keys, nodes)
 		}
 	}
-	p, _ := ParsePlan("at=1s,3s", 42, "x")
+	p, _ := ParsePlan("at=1s,3s", 0, 42, "x")
 	got := p.Steps("x", shape, time.Second, 5)
 	if len(got) != 2 || got[0].Gap != time.Second || got[1].Gap != 3*time.Second {
 		t.Errorf("at=1s,3s gives %v", got)
@@ -128,7 +128,7 @@ func recorder() (func(history.Event), func() []history.Event) {
 // is done.
 func TestAtPlanInjectsAtTheGivenTimes(t *testing.T) {
 	n := &countNemesis{}
-	plan, _ := ParsePlan("at=50ms,150ms", 1, "count")
+	plan, _ := ParsePlan("at=50ms,150ms", 0, 1, "count")
 	record, events := recorder()
 	start := time.Now()
 	var done []Executed
@@ -154,7 +154,7 @@ func TestAtPlanInjectsAtTheGivenTimes(t *testing.T) {
 // A fault that failed halfway is still recorded, healed, and reported.
 func TestPartialFaultIsRecordedHealedAndReported(t *testing.T) {
 	n := &countNemesis{partial: true}
-	plan, _ := ParsePlan("at=0s", 1, "count")
+	plan, _ := ParsePlan("at=0s", 0, 1, "count")
 	record, events := recorder()
 	err := Schedule(context.Background(), newFakeEnv(), []Scheduled{{Name: "count", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
 	if err == nil {
@@ -166,5 +166,26 @@ func TestPartialFaultIsRecordedHealedAndReported(t *testing.T) {
 	}
 	if n.healed != 1 {
 		t.Errorf("healed %d times, want 1", n.healed)
+	}
+}
+
+// Schedule times are spans like every other duration: a multiple of the TTL
+// works, and the parser is strict about the whole value.
+func TestParsePlanTakesMultiplesOfTheTTL(t *testing.T) {
+	ttl := 500 * time.Millisecond
+	for in, want := range map[string]string{
+		"every=2ttl":           "every=1s",
+		"at=1ttl,0.5ttl":       "at=250ms,500ms",
+		"random=0.2ttl-1.5ttl": "random=100ms-750ms",
+	} {
+		p, err := ParsePlan(in, ttl, 1, "x")
+		if err != nil || p.String() != want {
+			t.Errorf("ParsePlan(%q) = %v, %v; want %s", in, p, err, want)
+		}
+	}
+	for _, in := range []string{"every=2,5ttl", "every=2 ttl", "at=1ttlx", "every=300"} {
+		if _, err := ParsePlan(in, ttl, 1, "x"); err == nil {
+			t.Errorf("ParsePlan(%q) took a malformed time", in)
+		}
 	}
 }

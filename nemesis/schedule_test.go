@@ -116,7 +116,7 @@ func TestScheduleAimsAtTheStepsHoldAndHealsOnStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := ParsePlan("every", 7, "pause-client")
+	plan, _ := ParsePlan("every", 0, 7, "pause-client")
 	victim := plan.Steps("pause-client", testShape, 10*time.Millisecond, 1)[0].Client
 	var mu sync.Mutex
 	var events []history.Event
@@ -176,7 +176,7 @@ func TestStepOfAnExitedClientIsMissed(t *testing.T) {
 		env.exited[c] = true
 	}
 	n, _ := (&PauseClient{}).withDuration(t, "40ms")
-	plan, _ := ParsePlan("at=0s,10ms", 1, "pause-client")
+	plan, _ := ParsePlan("at=0s,10ms", 0, 1, "pause-client")
 	var done []Executed
 	record, events := recorder()
 	if err := Schedule(context.Background(), env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(e Executed) { done = append(done, e) }); err != nil {
@@ -205,7 +205,7 @@ func (p *PauseClient) withDuration(t *testing.T, d string) (Nemesis, error) {
 func TestStopHealsTheFaultInProgress(t *testing.T) {
 	env := newFakeEnv()
 	n, _ := (&PauseClient{}).withDuration(t, "1h")
-	plan, _ := ParsePlan("at=0s", 3, "pause-client")
+	plan, _ := ParsePlan("at=0s", 0, 3, "pause-client")
 	victim := plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
 	record, events := recorder()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -72,19 +72,11 @@ func (v Values) String(key string) string { return v.m[key] }
 // Duration parses key as a Go duration ("300ms") or a multiple of the TTL
 // ("2.5ttl").
 func (v Values) Duration(key string) (time.Duration, error) {
-	s := strings.TrimSpace(v.m[key])
-	if strings.HasSuffix(s, "ttl") {
-		f, err := strconv.ParseFloat(strings.TrimSuffix(s, "ttl"), 64)
-		if err != nil || f < 0 {
-			return 0, v.bad(key, "a duration such as 300ms or a multiple of the TTL such as 2ttl")
-		}
-		return time.Duration(f * float64(v.ttl)), nil
+	s, err := ParseSpan(v.m[key])
+	if err != nil {
+		return 0, fmt.Errorf("option %s.%s=%q: %w", v.owner, key, v.m[key], err)
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, v.bad(key, "a duration such as 300ms or a multiple of the TTL such as 2ttl")
-	}
-	return d, nil
+	return s.Resolve(v.ttl), nil
 }
 
 // Int parses key as a whole number.

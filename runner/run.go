@@ -133,7 +133,7 @@ func resolve(cfg Config) (resolved, error) {
 				return rs, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
 			}
 		}
-		plan, err := nemesis.ParsePlan(nopts.String(nemesis.ScheduleKey), cfg.Seed, name)
+		plan, err := nemesis.ParsePlan(nopts.String(nemesis.ScheduleKey), cfg.TTL, cfg.Seed, name)
 		if err != nil {
 			return rs, UsageError{Err: err}
 		}

@@ -226,12 +226,12 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	if cfg.Seed == 0 {
 		cfg.Seed = DefaultSeed
 	}
-	if w.TTL.ttl != 0 {
+	if w.TTL.span.TTL != 0 {
 		errs = append(errs, bad("workload.ttl", "cannot be a multiple of itself: want a duration such as 300ms"))
 	}
 	cfg.TTL = DefaultTTL
 	if w.TTL.set {
-		cfg.TTL = w.TTL.d
+		cfg.TTL = w.TTL.span.D
 	}
 	cfg.Hold = DefaultHold
 	if w.Hold.set {
@@ -373,43 +373,28 @@ type fileNemesis struct {
 	Options map[string]string `yaml:"options"`
 }
 
-// Duration is a duration in a scenario file: a Go duration ("300ms", "2.5s")
-// or a multiple of the scenario's TTL ("2ttl"), as lock and nemesis options
-// accept.
+// Duration is a duration in a scenario file, read by option.ParseSpan as
+// everywhere else: a Go duration ("300ms", "2.5s") or a multiple of the
+// scenario's TTL ("2ttl"). set tells a field given as 0 from one left out.
 type Duration struct {
-	d   time.Duration
-	ttl float64 // multiple of the TTL when not 0
-	set bool
+	span option.Span
+	set  bool
 }
 
 // UnmarshalYAML parses "300ms" or "2ttl".
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return errors.New("want a duration such as 300ms or a multiple of the TTL such as 2ttl")
+		return errors.New("want " + option.SpanHint)
 	}
-	s := strings.TrimSpace(n.Value)
-	if f, ok := strings.CutSuffix(s, "ttl"); ok {
-		var x float64
-		if _, err := fmt.Sscanf(f, "%g", &x); err != nil || x < 0 || strings.TrimSpace(f) == "" {
-			return fmt.Errorf("%q: want a duration such as 300ms or a multiple of the TTL such as 2ttl", s)
-		}
-		*d = Duration{ttl: x, set: true}
-		return nil
+	s, err := option.ParseSpan(n.Value)
+	if err != nil {
+		return fmt.Errorf("%q: %w", strings.TrimSpace(n.Value), err)
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("%q: want a duration such as 300ms or a multiple of the TTL such as 2ttl", s)
-	}
-	*d = Duration{d: v, set: true}
+	*d = Duration{span: s, set: true}
 	return nil
 }
 
-func (d Duration) resolve(ttl time.Duration) time.Duration {
-	if d.ttl != 0 {
-		return time.Duration(d.ttl * float64(ttl))
-	}
-	return d.d
-}
+func (d Duration) resolve(ttl time.Duration) time.Duration { return d.span.Resolve(ttl) }
 
 // Quick is a scenario's duration under `chaos --quick`, or "skip" to leave
 // it out of the quick run.
