@@ -256,7 +256,10 @@ func tally(s scenarios.Summary) string {
 		}
 	}
 	verdict := "PASSED: every verdict as expected"
-	if !s.Passed {
+	switch {
+	case s.Ran() == 0:
+		verdict = "FAILED: no cell ran"
+	case !s.Passed:
 		verdict = "FAILED"
 	}
 	return verdict + " (" + strings.Join(parts, ", ") + ")"

@@ -64,6 +64,10 @@ func TestListShowsEveryLockAndNemesis(t *testing.T) {
 }
 
 func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
+	nolock := filepath.Join(t.TempDir(), "nolock.yaml")
+	if err := os.WriteFile(nolock, []byte("shows: something\nexpect:\n  verdict: safe\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -74,6 +78,9 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"check"}, "usage: lockchaos check DIR"},
 		{[]string{"run", "--lock", "token-lua", "--ttl", "300"}, "a number needs a unit: 300ms"},
+		{[]string{"run", "--lock", "token-lua", "--backend", "nope", "--out", t.TempDir()}, "known backends: docker, local"},
+		{[]string{"run", "--scenario", nolock, "--out", t.TempDir()}, "nolock.yaml: lock.name: missing"},
+		{[]string{"chaos", "--scenarios", nolock, "--out", t.TempDir()}, "nolock.yaml: lock.name: missing"},
 		{[]string{"run", "--lock", "token-lua", "--hold", "2,5ttl"}, "a multiple of the TTL such as 2ttl"},
 		{[]string{"run", "--lock", "token-lua", "--ttl", "2ttl"}, "not a multiple of the TTL"},
 		{[]string{"run", "--lock", "token-lua", "--opt", "pause-client.schedule=every=2,5ttl", "--nemesis", "pause-client", "--out", t.TempDir()}, "option pause-client.schedule"},

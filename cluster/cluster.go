@@ -40,21 +40,29 @@ func RegisterBackend(name string, open func(BackendOptions) (Backend, error)) {
 	backends[name] = open
 }
 
+// Known says whether a backend called name is registered; the error lists
+// the known ones.
+func Known(name string) error {
+	if _, ok := backends[name]; ok {
+		return nil
+	}
+	var names []string
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("unknown backend %q; known backends: %s", name, strings.Join(names, ", "))
+}
+
 // Open returns the backend called name; the error lists the known ones. It
 // first removes what coordinators killed outright left in the scratch
 // directory (RemoveOrphanDirs): a failure there costs this run nothing.
 func Open(name string, opts BackendOptions) (Backend, error) {
 	_, _ = RemoveOrphanDirs()
-	open, ok := backends[name]
-	if !ok {
-		var names []string
-		for n := range backends {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("unknown backend %q; known backends: %s", name, strings.Join(names, ", "))
+	if err := Known(name); err != nil {
+		return nil, err
 	}
-	return open(opts)
+	return backends[name](opts)
 }
 
 // Node is one running redis-server.

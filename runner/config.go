@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/option"
 )
@@ -127,6 +128,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Backend == "" {
 		c.Backend = "local"
+	}
+	if err := cluster.Known(c.Backend); err != nil {
+		errs = append(errs, usage("--backend: %v", err))
 	}
 	if c.Replicas < 0 || c.Replicas > 5 {
 		errs = append(errs, usage("--replicas %d: want 0 to 5 per lock node", c.Replicas))

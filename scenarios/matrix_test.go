@@ -105,6 +105,21 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	}
 }
 
+// A matrix in which no cell ran (all skipped or n/a) proves nothing: it
+// does not pass.
+func TestAMatrixWhereNothingRanDoesNotPass(t *testing.T) {
+	s := Summary{Cells: []CellResult{{Name: "a", Status: StatusSkipped}, {Name: "b", Status: StatusNA}}}
+	s.tally()
+	if s.Passed || s.Ran() != 0 {
+		t.Errorf("passed %v with %d cells run, want a failed matrix", s.Passed, s.Ran())
+	}
+	s.Cells = append(s.Cells, CellResult{Name: "c", Status: StatusMatch})
+	s.tally()
+	if !s.Passed || s.Ran() != 1 {
+		t.Errorf("passed %v with %d cells run, want passed", s.Passed, s.Ran())
+	}
+}
+
 func TestStatusFails(t *testing.T) {
 	for st, fails := range map[Status]bool{
 		StatusMatch: false, StatusNA: false, StatusSkipped: false,

@@ -190,6 +190,9 @@ func Parse(name string, b []byte) (Scenario, error) {
 
 	cfg, cerrs := f.config(name, lines)
 	errs = append(errs, cerrs...)
+	if cfg.Lock == "" {
+		errs = append(errs, bad("lock.name", "missing: want the lock this scenario tests (see `lockchaos list`)"))
+	}
 	s.Config = cfg
 	switch {
 	case f.Quick.skip:

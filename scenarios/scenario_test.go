@@ -122,6 +122,7 @@ func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
 		{"unknown top-level field", "duration: 6s", "duraton: 6s", []string{"bad.yaml:", "duraton: unknown field; allowed here: shows, source, expect"}},
 		{"not a number", "  ttl: 300ms", "  ttl: 300ms\n  clients: four", []string{"workload.clients: \"four\": want a whole number"}},
 		{"bad duration", "  hold: 2ttl", "  hold: soon", []string{"bad.yaml:10: workload.hold:", "want a duration such as 300ms or a multiple of the TTL such as 2ttl"}},
+		{"no lock", "lock:\n  name: token-lua\n", "", []string{"bad.yaml: lock.name: missing: want the lock this scenario tests"}},
 		{"decimal comma", "  hold: 2ttl", "  hold: 2,5ttl", []string{"bad.yaml:10: workload.hold: \"2,5ttl\": want a duration such as 300ms"}},
 		{"number without unit", "  hold: 2ttl", "  hold: 300", []string{"bad.yaml:10: workload.hold:", "a number needs a unit: 300ms"}},
 		{"ttl in ttls", "  ttl: 300ms", "  ttl: 2ttl", []string{"workload.ttl: cannot be a multiple of itself"}},

@@ -19,7 +19,8 @@ type Summary struct {
 	Seconds           float64 `json:"seconds,omitempty"`
 	Quick             bool    `json:"quick"`
 	AllowInconclusive bool    `json:"allow_inconclusive"`
-	// Passed is true when no cell's status fails the matrix.
+	// Passed is true when at least one cell ran and no cell's status fails
+	// the matrix: a matrix whose every cell was skipped proves nothing.
 	Passed bool `json:"passed"`
 	// Counts is the number of cells of each status.
 	Counts map[Status]int `json:"counts"`
@@ -64,13 +65,26 @@ type CellResult struct {
 
 func (s *Summary) tally() {
 	s.Counts = map[Status]int{}
-	s.Passed = true
+	s.Passed = s.Ran() > 0
 	for _, c := range s.Cells {
 		s.Counts[c.Status]++
 		if c.Status.Fails(s.AllowInconclusive) {
 			s.Passed = false
 		}
 	}
+}
+
+// Ran is the number of cells that ran to an outcome (not skipped, n/a or
+// left unrun).
+func (s Summary) Ran() int {
+	n := 0
+	for _, c := range s.Cells {
+		switch c.Status {
+		case StatusMatch, StatusMismatch, StatusInconclusive, StatusError:
+			n++
+		}
+	}
+	return n
 }
 
 // Failed returns the cells that make the matrix fail.
