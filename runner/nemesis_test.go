@@ -466,6 +466,16 @@ func sentinelsSawTheFailover(t *testing.T, c Config) {
 
 // A nemesis that cannot apply to the run's shape is a usage error from
 // Validate, which says what to change; a matrix skips such cells.
+// foreignBackend is a backend that is neither local nor docker: it is
+// registered (so the run's configuration names a known one) but never opened.
+const foreignBackend = "elsewhere"
+
+func init() {
+	cluster.RegisterBackend(foreignBackend, func(cluster.BackendOptions) (cluster.Backend, error) {
+		return nil, errors.New("the test backend elsewhere is never opened")
+	})
+}
+
 func TestInapplicableNemesisIsAUsageError(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -481,7 +491,8 @@ func TestInapplicableNemesisIsAUsageError(t *testing.T) {
 		{"node out of range", func(c *Config) {
 			c.Nemeses, c.NemesisOptions = []string{"pause-node"}, map[string]map[string]string{"pause-node": {"node": "3"}}
 		}, "lock nodes 0 to 0"},
-		{"clock shim on a foreign backend", func(c *Config) { c.Nemeses, c.Backend = []string{"clock-jump"}, "elsewhere" }, "clock-jump-ttl"},
+		{"clock shim on a foreign backend", func(c *Config) { c.Nemeses, c.Backend = []string{"clock-jump"}, foreignBackend }, "clock-jump-ttl"},
+		{"unknown backend", func(c *Config) { c.Backend = "nope" }, "known backends: "},
 		{"bad schedule", func(c *Config) {
 			c.Nemeses, c.NemesisOptions = []string{"jitter"}, map[string]map[string]string{"jitter": {"schedule": "sometimes"}}
 		}, "jitter.schedule"},
