@@ -14,7 +14,7 @@ export PATH := $(PATH):/usr/local/go/bin
 all: build
 
 build: shim
-	$(GO) build -o $(BIN) ./cmd/lockchaos
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockchaos
 
 # shim builds the clock faults' LD_PRELOAD library (cluster/clockshim) with the
 # system C compiler; the clock nemeses find it beside the binary, in bin/.

@@ -25,8 +25,15 @@ const DefaultBaseline = "results/baseline/summary.json"
 // verdict with its expectation, and writes every run, summary.json and an
 // HTML index. It exits 0 only when no cell differs from its expectation
 // (nor errs, nor — unless allowed — ends inconclusive).
+const chaosUsage = `Usage: lockchaos chaos [--quick] [--scenarios GLOB[,GLOB...]] [flags]
+
+Runs the catalogue of scenarios and the lock × fault grid, compares every
+verdict with its expectation, and writes every run, summary.json and an HTML
+index. Exits 0 only when every cell that ran matched (and at least one ran).
+`
+
 func cmdChaos(args []string) int {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs := newFlags("chaos")
 	quick := fs.Bool("quick", false, "run each catalogue scenario's short version and leave out the grid (unless --grid)")
 	grid := fs.Bool("grid", true, "run the lock × fault grid too (under --quick only when given)")
 	pattern := fs.String("scenarios", "", "only the cells whose names match `GLOB[,GLOB...]` (grid cells are LOCK+NEMESIS); a GLOB ending in .yaml loads those scenario files instead of the catalogue")
@@ -39,8 +46,8 @@ func cmdChaos(args []string) int {
 	backend := fs.String("backend", "", "run every cell on this backend (local, docker), overriding the scenario files")
 	image := fs.String("image", "", "container image for --backend docker (default: the backend's)")
 	updateBaseline := fs.Bool("update-baseline", false, "write this matrix's outcomes to --baseline (the full matrix only)")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	if code, ok := parse(fs, chaosUsage, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos chaos: unexpected argument %q (to choose scenarios use --scenarios GLOB)\n", fs.Arg(0))

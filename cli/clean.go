@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -21,12 +20,11 @@ running are left alone unless --live is given.
 `
 
 func cmdClean(args []string) int {
-	fs := flag.NewFlagSet("clean", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), cleanUsage); fs.PrintDefaults() }
+	fs := newFlags("clean")
 	run := fs.String("run", "", "only the containers of this run (their "+cluster.LabelRun+" label)")
 	live := fs.Bool("live", false, "also remove the containers of runs that are still going")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	if code, ok := parse(fs, cleanUsage, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos clean: unexpected argument %q\n", fs.Arg(0))

@@ -46,13 +46,15 @@ Usage:
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
-  lockchaos clean [--run ID]                                       remove containers a crashed docker run left
+  lockchaos clean [--run ID]                                       remove what a killed run left behind
+  lockchaos version                                                this build and its lock libraries
+  lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
 
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos exits 0 only when every verdict matched
 its expectation.
 
-Run 'lockchaos run -h' for the flags of run.
+Run 'lockchaos help run' for the flags of run.
 `
 
 // Main runs the command line and returns the exit code.
@@ -76,10 +78,26 @@ func Main(args []string) int {
 	case "clean":
 		return cmdClean(args[1:])
 	case "list":
+		if code, ok := parse(newFlags("list"), listUsage, args[1:]); !ok {
+			return code
+		}
+		if len(args) > 1 {
+			fmt.Fprintf(os.Stderr, "lockchaos list: unexpected argument %q\n", args[1])
+			return ExitUsage
+		}
 		return cmdList(os.Stdout)
+	case "version", "--version":
+		return cmdVersion(os.Stdout)
 	case "worker":
 		return workload.Main()
 	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			if args[1] == "help" || args[1] == "worker" {
+				fmt.Print(usageText)
+				return 0
+			}
+			return Main([]string{args[1], "-h"})
+		}
 		fmt.Print(usageText)
 		return 0
 	}
@@ -111,8 +129,19 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
+const runUsage = `Usage: lockchaos run --lock NAME [--nemesis NAME[,NAME...]] [flags]
+       lockchaos run --scenario FILE [flags]    (flags given override the file)
+       lockchaos run --replay DIR [--out DIR]   (the stored run again, step by step)
+
+Runs one experiment: clients contend for the lock while the nemeses inject
+faults, and the recorded history is checked. Exit status: 0 safe,
+1 violation, 2 inconclusive, 3 usage error, 4 setup error.
+Times are durations (300ms, 2s) or, where a SPAN is taken, multiples of the
+TTL (1.5ttl).
+`
+
 func cmdRun(args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlags("run")
 	var (
 		cfg     runner.Config
 		nemeses string
@@ -121,7 +150,7 @@ func cmdRun(args []string) int {
 		scen    = fs.String("scenario", "", "run the scenario `FILE` (YAML, see scenarios/); the flags given explicitly override its fields")
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
-	fs.StringVar(&cfg.Lock, "lock", "", "lock to test (see `lockchaos list`)")
+	fs.StringVar(&cfg.Lock, "lock", "", "the lock to test, a `NAME` from lockchaos list")
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
 	fs.IntVar(&cfg.Clients, "clients", 4, "client processes")
 	fs.IntVar(&cfg.Keys, "keys", 1, "lock keys the clients contend for")
@@ -144,9 +173,9 @@ func cmdRun(args []string) int {
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
 	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
-	fs.Var(&opts, "opt", "option NAME.KEY=VALUE of the lock or a nemesis, repeatable (see `lockchaos list`)")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
+	if code, ok := parse(fs, runUsage, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos run: unexpected argument %q\n", fs.Arg(0))
@@ -252,18 +281,26 @@ func verdictCode(v checker.Verdict) int {
 	return ExitInconclusive
 }
 
+const checkUsage = `Usage: lockchaos check [--check-timeout DURATION] DIR
+
+Checks a stored run again from its history (DIR holds history.jsonl) and
+rewrites DIR/result.json. Exit status as for run.
+`
+
 func cmdCheck(args []string) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	timeout := fs.Duration("check-timeout", 0, "porcupine time limit (0: 60s)")
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	fs := newFlags("check")
+	var timeout time.Duration
+	var spans spanFlags
+	spans.DurationVar(fs, &timeout, "check-timeout", 0, "porcupine time limit (0: 60s)")
+	if code, ok := parse(fs, checkUsage, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lockchaos check DIR   (DIR holds history.jsonl)")
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
-	res, err := runner.CheckDir(dir, *timeout)
+	res, err := runner.CheckDir(dir, timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
 		return ExitSetup
@@ -272,6 +309,12 @@ func cmdCheck(args []string) int {
 	afterRun(os.Stdout, dir, res, nil)
 	return code
 }
+
+const listUsage = `Usage: lockchaos list
+
+Lists the locks and nemeses of this build, each with its options and their
+defaults (--opt NAME.KEY=VALUE sets one).
+`
 
 func cmdList(w io.Writer) int {
 	fmt.Fprintln(w, "Locks (--lock NAME):")

@@ -254,3 +254,35 @@ func scratchDirsOf(t *testing.T, pid int) []string {
 	}
 	return mine
 }
+
+// Every command's -h, --help and `help COMMAND` print its usage and flags
+// on stdout and exit 0; a bad flag gets one line naming it, and where to
+// look, on stderr.
+func TestHelpAndBadFlags(t *testing.T) {
+	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list"} {
+		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
+			out, stderr, code := lockchaos(t, args...)
+			if code != 0 || !strings.Contains(out, "Usage: lockchaos "+cmd) || stderr != "" {
+				t.Errorf("lockchaos %v: exit %d, stdout %q, stderr %q; want the usage on stdout and exit 0", args, code, out, stderr)
+			}
+		}
+		_, stderr, code := lockchaos(t, cmd, "--no-such-flag")
+		if code != ExitUsage || strings.Count(strings.TrimSpace(stderr), "\n") > 1 || !strings.Contains(stderr, "-no-such-flag") {
+			t.Errorf("lockchaos %s --no-such-flag: exit %d, stderr %q; want exit %d and one line naming the flag", cmd, code, stderr, ExitUsage)
+		}
+	}
+	out, _, _ := lockchaos(t, "run", "-h")
+	if strings.Contains(out, "-lock lockchaos") || !strings.Contains(out, "-lock NAME") || !strings.Contains(out, "-hold SPAN") {
+		t.Errorf("run -h names the flags' arguments badly:\n%s", out)
+	}
+}
+
+func TestVersionNamesTheLockLibraries(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		out, _, code := lockchaos(t, arg)
+		if code != 0 || !strings.HasPrefix(out, "lockchaos ") || !strings.Contains(out, "go1.") ||
+			!strings.Contains(out, "github.com/go-redsync/redsync/v4") || !strings.Contains(out, "github.com/bsm/redislock") {
+			t.Errorf("lockchaos %s: exit %d:\n%s", arg, code, out)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,12 +11,18 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
+const reportUsage = `Usage: lockchaos report DIR
+
+Renders the HTML of a stored run (DIR holds history.jsonl) or of a whole
+matrix (DIR holds summary.json) again, from the files alone.
+`
+
 // cmdReport renders the HTML of a stored run (DIR holds history.jsonl) or of
 // a whole matrix (DIR holds summary.json) again, from the files alone.
 func cmdReport(args []string) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return ExitUsage
+	fs := newFlags("report")
+	if code, ok := parse(fs, reportUsage, args); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: lockchaos report DIR   (DIR holds a run's history.jsonl, or a matrix's summary.json)")
