@@ -23,7 +23,11 @@ type Options struct {
 	// Timeout bounds porcupine's search; when it runs out the mutex answer is
 	// unknown and the verdict at best inconclusive. Zero means DefaultTimeout.
 	Timeout time.Duration
-	_       struct{}
+	// CutOff says the history file's last line was cut off in the middle
+	// (history.ReadFile dropped it): the file is not whole, whether or not
+	// a run-end came before the cut, so the run cannot be called safe.
+	CutOff bool
+	_      struct{}
 }
 
 // Check decides the verdict of one run from its events, given in any order.
@@ -35,6 +39,7 @@ func Check(events []history.Event, opts Options) Result {
 	sorted := sortByTime(events)
 	tl := newTimeline(sorted)
 	tr := replay(sorted)
+	tr.cutOff = opts.CutOff
 	fillLatencies(tr)
 	faults, spans := faultWindows(sorted, tl, tr.holds)
 
@@ -66,7 +71,7 @@ func Check(events []history.Event, opts Options) Result {
 		Faults:   faults,
 		// Beyond a cut or a death, a history is not whole when it breaks its
 		// own rules or the coordinator says it lost part of it.
-		Complete: tr.runEnd != nil && len(tr.unexpectedExits) == 0 &&
+		Complete: tr.runEnd != nil && !tr.cutOff && len(tr.unexpectedExits) == 0 &&
 			tr.malformed.reason() == "" && len(tr.runEndErrors) == 0,
 	}
 	if len(sorted) > 0 {

@@ -627,3 +627,21 @@ func TestOriginWithoutRunStart(t *testing.T) {
 		t.Errorf("overlap %+v duration %v", o, r.DurationMs)
 	}
 }
+
+// A history file whose last line was cut off is not whole, even when a
+// run-end came before the cut: such a run is never safe, though a violation
+// in what was recorded stays a violation.
+func TestCutOffHistoryIsNeverSafe(t *testing.T) {
+	safe := new(hist).start().hold(0, k0, 10, 25).hold(1, k0, 30, 40).exit(0, 200, true).exit(1, 200, true).end(210)
+	if r := Check(safe.events, Options{}); r.Verdict != Safe {
+		t.Fatalf("whole: %s, want safe", r.Summary)
+	}
+	r := Check(safe.events, Options{CutOff: true})
+	if r.Verdict != Inconclusive || r.Complete || !strings.Contains(r.Summary, "last line was cut off") {
+		t.Errorf("cut off: %s (complete %v), want inconclusive and not complete", r.Summary, r.Complete)
+	}
+	broken := new(hist).start().hold(0, k0, 10, 25).hold(1, k0, 20, 40).exit(0, 200, true).exit(1, 200, true).end(210)
+	if r := Check(broken.events, Options{CutOff: true}); r.Verdict != Violation {
+		t.Errorf("cut off after an overlap: %s, want violation", r.Summary)
+	}
+}

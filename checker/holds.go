@@ -44,8 +44,9 @@ type resourceOp struct {
 
 // trace is what one pass over the time-ordered events reconstructs.
 type trace struct {
-	holds []hold
-	ops   []porcupine.Operation // the mutex history given to porcupine
+	cutOff bool // the file's last line was cut off (Options.CutOff)
+	holds  []hold
+	ops    []porcupine.Operation // the mutex history given to porcupine
 
 	acquire         AcquireStats
 	release         ReleaseStats

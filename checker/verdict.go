@@ -94,6 +94,9 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 		}
 		gaps = append(gaps, g+": what it did last may be missing from the history")
 	}
+	if tr.cutOff {
+		gaps = append(gaps, "the history's last line was cut off in the middle: the file is not whole, and what was written after may be missing")
+	}
 	if g := tr.malformed.reason(); g != "" {
 		gaps = append(gaps, g)
 	}

@@ -286,3 +286,22 @@ func TestVersionNamesTheLockLibraries(t *testing.T) {
 		}
 	}
 }
+
+// A stored history with a half-written line after its run-end is not whole:
+// check says inconclusive, not safe.
+func TestCheckOfACutOffHistoryIsInconclusive(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "history.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(`{"time":1,"kind":"ok","cli`)
+	f.Close()
+	out, _, code := lockchaos(t, "check", dir)
+	if code != ExitInconclusive || !strings.Contains(out, "last line was cut off") {
+		t.Errorf("check: exit %d, %q; want inconclusive because the last line was cut off", code, out)
+	}
+}

@@ -432,10 +432,7 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 	if err != nil {
 		return checker.Result{}, err
 	}
-	res := checker.Check(events, checker.Options{Timeout: timeout})
-	if truncated {
-		res.Reasons = append(res.Reasons, "the history's last line was cut off in the middle")
-	}
+	res := checker.Check(events, checker.Options{Timeout: timeout, CutOff: truncated})
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return res, err
