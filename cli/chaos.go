@@ -46,6 +46,7 @@ func cmdChaos(args []string) int {
 	backend := fs.String("backend", "", "run every cell on this backend (local, docker), overriding the scenario files")
 	image := fs.String("image", "", "container image for --backend docker (default: the backend's)")
 	updateBaseline := fs.Bool("update-baseline", false, "write this matrix's outcomes to --baseline (the full matrix only)")
+	force := fs.Bool("force", false, "let --out replace the matrix it holds")
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code
 	}
@@ -97,6 +98,10 @@ func cmdChaos(args []string) int {
 	if *out == "" {
 		*out = filepath.Join("results", time.Now().Format("20060102-150405"))
 	}
+	if _, err := os.Stat(filepath.Join(*out, scenarios.SummaryFile)); err == nil && !*force {
+		fmt.Fprintf(os.Stderr, "lockchaos chaos: --out %s already holds a matrix (%s): choose another folder, or give --force to replace it\n", *out, scenarios.SummaryFile)
+		return ExitUsage
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "lockchaos chaos: create %s: %v\n", *out, err)
 		return ExitSetup
@@ -106,7 +111,7 @@ func cmdChaos(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	sum := scenarios.Execute(ctx, cells, scenarios.ExecOptions{
-		Out: *out, Parallel: *parallel, AllowInconclusive: *allowInconclusive, Quick: *quick,
+		Out: *out, Force: *force, Parallel: *parallel, AllowInconclusive: *allowInconclusive, Quick: *quick,
 		Progress: os.Stderr,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})

@@ -172,7 +172,8 @@ func cmdRun(args []string) int {
 	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
 	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
-	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>)")
+	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>); one that holds a run is refused")
+	force := fs.Bool("force", false, "let --out replace the run it holds")
 	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
 	if code, ok := parse(fs, runUsage, args); !ok {
 		return code
@@ -191,8 +192,8 @@ func cmdRun(args []string) int {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		for name := range given {
-			if name != "replay" && name != "out" {
-				fmt.Fprintf(os.Stderr, "lockchaos run: --replay takes the stored run as it was: drop --%s (only --out may be given)\n", name)
+			if name != "replay" && name != "out" && name != "force" {
+				fmt.Fprintf(os.Stderr, "lockchaos run: --replay takes the stored run as it was: drop --%s (only --out and --force may be given)\n", name)
 				return ExitUsage
 			}
 		}
@@ -230,6 +231,7 @@ func cmdRun(args []string) int {
 	if cfg.Out == "" {
 		cfg.Out = fmt.Sprintf("results/run-%s", time.Now().Format("20060102-150405"))
 	}
+	cfg.Force = *force
 	cfg.Progress = os.Stderr
 	ctx, stop := signalContext()
 	defer stop()

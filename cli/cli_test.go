@@ -305,3 +305,38 @@ func TestCheckOfACutOffHistoryIsInconclusive(t *testing.T) {
 		t.Errorf("check: exit %d, %q; want inconclusive because the last line was cut off", code, out)
 	}
 }
+
+// --out never overwrites a run's evidence by accident: a folder holding a
+// run is refused; --force replaces it, and a replacement that fails at setup
+// leaves no verdict of the old run behind.
+func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
+	dir := t.TempDir()
+	if _, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	_, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir)
+	if code != ExitUsage || !strings.Contains(stderr, "already holds a run") || !strings.Contains(stderr, "--force") {
+		t.Errorf("second run into the same --out: exit %d, %q; want a usage error pointing at --force", code, stderr)
+	}
+	// A forced run that cannot start (no redis-server on its PATH).
+	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir, "--force")
+	cmd.Env = append(os.Environ(), "PATH=/nonexistent")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != ExitSetup {
+		t.Fatalf("forced run without redis-server: exit %d, want %d (setup):\n%s", cmd.ProcessState.ExitCode(), ExitSetup, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "result.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failed forced run left the earlier result.json behind (%v)", err)
+	}
+	if _, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir, "--force"); code != 0 {
+		t.Errorf("forced run: exit %d: %s", code, stderr)
+	}
+	matrix := t.TempDir()
+	if err := os.WriteFile(filepath.Join(matrix, "summary.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = lockchaos(t, "chaos", "--quick", "--scenarios", "reentrant-lock-reentry", "--out", matrix)
+	if code != ExitUsage || !strings.Contains(stderr, "already holds a matrix") {
+		t.Errorf("chaos into a folder holding a matrix: exit %d, %q; want a usage error", code, stderr)
+	}
+}

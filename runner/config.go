@@ -61,6 +61,9 @@ type Config struct {
 
 	Seed int64
 	Out  string
+	// Force lets a run replace an earlier run in Out; without it a folder
+	// that holds one is refused (its evidence would be overwritten).
+	Force bool `json:"-"`
 
 	// Direct connects clients straight to the lock nodes, bypassing the
 	// per-link proxies: only to measure what the proxies cost (make bench).

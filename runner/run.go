@@ -43,6 +43,9 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = rs.lock.Nodes
 	}
+	if err := claimOut(cfg.Out, cfg.Force); err != nil {
+		return checker.Result{}, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
 		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
 	}

@@ -266,6 +266,8 @@ func gridCells(g Grid) []Cell {
 type ExecOptions struct {
 	// Out is the matrix's folder; each run writes Out/<cell name>/.
 	Out string
+	// Force lets the runs replace those of an earlier matrix in Out.
+	Force bool
 	// Parallel is how many runs go at once (runs mostly sleep).
 	Parallel int
 	// AllowInconclusive keeps inconclusive cells from failing the matrix.
@@ -383,7 +385,7 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run func(context.Con
 			if try > 1 {
 				dir += fmt.Sprintf(".attempt%d", try)
 			}
-			cfg.Out = filepath.Join(opts.Out, dir)
+			cfg.Out, cfg.Force = filepath.Join(opts.Out, dir), opts.Force
 			res, err := run(ctx, cfg)
 			attempts++
 			var spoiled bool
