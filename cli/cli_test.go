@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 )
 
 var bin string
@@ -338,5 +339,45 @@ func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
 	_, stderr, code = lockchaos(t, "chaos", "--quick", "--scenarios", "reentrant-lock-reentry", "--out", matrix)
 	if code != ExitUsage || !strings.Contains(stderr, "already holds a matrix") {
 		t.Errorf("chaos into a folder holding a matrix: exit %d, %q; want a usage error", code, stderr)
+	}
+}
+
+// One Ctrl-C ends a run whatever --hold says: the stop cuts the hold short
+// and the client releases at once.
+func TestSIGINTCutsALongHoldShort(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--clients", "2", "--hold", "10m", "--ttl", "20m", "--duration", "30m", "--out", dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	hist := filepath.Join(dir, "history.jsonl")
+	for i := 0; i < 300; i++ { // until a hold has begun
+		if b, _ := os.ReadFile(hist); bytes.Contains(b, []byte(`"kind":"ok","client":0,"f":"read"`)) || bytes.Contains(b, []byte(`"kind":"ok","client":1,"f":"read"`)) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // the hold alone would take 10 minutes
+		_ = cmd.Process.Kill()
+		t.Fatalf("one SIGINT did not end a run whose client was inside a 10-minute hold:\n%s", out.String())
+	}
+	events, _, err := history.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released, ended bool
+	for _, e := range events {
+		released = released || e.Kind == history.Invoke && e.F == history.Release
+		ended = ended || e.Kind == history.RunEnd
+	}
+	if !released || !ended {
+		t.Errorf("after SIGINT: release invoked %v, run-end %v; want the hold released and the run ended", released, ended)
 	}
 }

@@ -119,6 +119,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Hold < 0 || c.Duration <= 0 || c.Wait < 0 || c.Think < 0 || c.Retry < 0 || c.OpTimeout < 0 || c.FaultInterval < 0 {
 		errs = append(errs, usage("durations must not be negative, and --duration must be positive"))
+	} else if c.Hold >= c.Duration {
+		errs = append(errs, usage("--hold %v is not shorter than --duration %v: no hold would finish; shorten the hold or lengthen the run", c.Hold, c.Duration))
 	}
 	if c.Reentry < 0 || c.Reentry > 1 {
 		errs = append(errs, usage("--reentry %v: want a probability from 0 to 1", c.Reentry))

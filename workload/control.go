@@ -142,6 +142,7 @@ func (w *worker) control(in *bufio.Reader) bool {
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})
 			case err != nil || (len(f) == 1 && f[0] == CmdStop):
 				w.stop.Store(true)
+				close(w.stopped)
 				w.stretch.set("", 0, false) // a held client must not wait for a nemesis that is gone
 				return
 			case len(f) > 0:

@@ -69,6 +69,9 @@ type worker struct {
 	res    Resource
 	rng    *rand.Rand
 	stop   atomic.Bool
+	// stopped is closed with stop set: it cuts a hold short (a run ends
+	// when asked, whatever --hold says).
+	stopped chan struct{}
 	// stretch is what a nemesis asked for: holds of one key stay in their
 	// critical section (control.go).
 	stretch *stretch
@@ -91,7 +94,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client))), stretch: newStretch(), log: os.Stderr}
+	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client))), stretch: newStretch(), log: os.Stderr, stopped: make(chan struct{})}
 	for _, addr := range cfg.LockAddrs {
 		w.nodes = append(w.nodes, redis.NewClient(clientOptions(addr, cfg.OpTimeout)))
 	}
@@ -428,6 +431,9 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 	select {
 	case <-t.C:
 	case <-h.lostCh:
+		t.Stop()
+		return
+	case <-w.stopped: // the run is ending: no write, straight to the release
 		t.Stop()
 		return
 	}
