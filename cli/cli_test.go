@@ -342,8 +342,8 @@ func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
 	}
 }
 
-// One Ctrl-C ends a run whatever --hold says: the stop cuts the hold short
-// and the client releases at once.
+// One Ctrl-C ends a run whatever --hold says: the stop cuts the hold's work
+// short; the client writes and releases at once.
 func TestSIGINTCutsALongHoldShort(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--clients", "2", "--hold", "10m", "--ttl", "20m", "--duration", "30m", "--out", dir)

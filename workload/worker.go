@@ -433,9 +433,8 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 	case <-h.lostCh:
 		t.Stop()
 		return
-	case <-w.stopped: // the run is ending: no write, straight to the release
+	case <-w.stopped: // the run is ending: the work is cut short, the write still made
 		t.Stop()
-		return
 	}
 	// A hold that overran its planned time tells of a stall of this
 	// process, the coordinator's ticker of its own.
