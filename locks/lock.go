@@ -94,6 +94,17 @@ type NodeTimeouter interface {
 	NodeTimeout() time.Duration
 }
 
+// Preflighter is implemented by locks that can find a mistake in their own
+// input against a real server before the run starts (a Lua script that does
+// not compile). The coordinator calls Preflight once, after the nodes start
+// and before the workers do, with clients straight to the lock nodes. Any
+// error it returns is the user's to fix: the run ends at once as a usage
+// error, instead of running to "no client ever held a lock". Trouble
+// reaching a node is not such an error; Preflight leaves it to the run.
+type Preflighter interface {
+	Preflight(ctx context.Context, nodes []*redis.Client) error
+}
+
 // Config is what a lock gets to build one client's Locker.
 type Config struct {
 	// Nodes are go-redis clients for the lock's nodes, each through this

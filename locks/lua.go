@@ -46,6 +46,7 @@ import (
 // An error reply, or no reply, leaves the outcome unknown.
 type Lua struct {
 	cfg                     Config
+	path                    string
 	acquire, release, renew *redis.Script
 }
 
@@ -79,7 +80,7 @@ func newLua(cfg Config) (Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("option lua.file=%s: %w", path, err)
 	}
-	l := &Lua{cfg: cfg, acquire: redis.NewScript(scripts["acquire"]), release: redis.NewScript(scripts["release"])}
+	l := &Lua{cfg: cfg, path: path, acquire: redis.NewScript(scripts["acquire"]), release: redis.NewScript(scripts["release"])}
 	if scripts["renew"] == "" {
 		return l, nil
 	}
@@ -126,6 +127,27 @@ func ParseLuaLock(src string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Preflight loads every script on every node (SCRIPT LOAD): Redis compiles
+// it then, so a syntax error is reported before the run, with Redis's own
+// message, rather than as acquires that all failed.
+func (l *Lua) Preflight(ctx context.Context, nodes []*redis.Client) error {
+	for _, s := range []struct {
+		name string
+		s    *redis.Script
+	}{{"acquire", l.acquire}, {"release", l.release}, {"renew", l.renew}} {
+		if s.s == nil {
+			continue
+		}
+		for _, n := range nodes {
+			var rerr redis.Error
+			if err := s.s.Load(ctx, n).Err(); errors.As(err, &rerr) {
+				return fmt.Errorf("option lua.file=%s: Redis rejects the %s script: %v", l.path, s.name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (l *Lua) run(ctx context.Context, s *redis.Script, key, token string) (any, error) {

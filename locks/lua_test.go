@@ -159,3 +159,24 @@ func TestLuaTokenFileRuns(t *testing.T) {
 		wantVerdict(t, res, checker.Violation)
 	})
 }
+
+// A script Redis cannot compile ends the run before any worker starts, as
+// a usage error carrying Redis's message, and leaves --out free for the
+// corrected run.
+func TestLuaScriptThatDoesNotCompileIsAUsageError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.lua")
+	src := "-- @acquire\nreturn redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]\n-- @release\nreturn 1\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	_, err := runner.Run(context.Background(), runner.Config{Lock: "lua", LockOptions: map[string]string{"file": file}, Clients: 2, Keys: 1,
+		TTL: 300 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: 2 * time.Second, Seed: 1, Out: out})
+	var ue runner.UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Redis rejects the acquire script") || !strings.Contains(err.Error(), "compiling script") {
+		t.Fatalf("error %v, want a usage error with Redis's compile error", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "history.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused run left a history in --out (%v)", err)
+	}
+}

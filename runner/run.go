@@ -66,6 +66,12 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	}
 	if !r.begun {
 		// The workload never started: there is no history worth checking.
+		// A usage error found only now (a lock's preflight) leaves nothing
+		// behind either, so that the corrected run may use the same --out.
+		var ue UsageError
+		if errors.As(runErr, &ue) {
+			_ = claimOut(cfg.Out, true)
+		}
 		return checker.Result{}, runErr
 	}
 	res, cerr := CheckDir(cfg.Out, cfg.CheckTimeout)
@@ -207,6 +213,9 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	}
 	rtt, err := r.calibrate(ctx, addrs, rs)
 	if err != nil {
+		return err
+	}
+	if err := r.preflight(ctx, rs); err != nil {
 		return err
 	}
 

@@ -298,3 +298,31 @@ func (r *run) currentLockNodes() []cluster.Node {
 	}
 	return out
 }
+
+// preflight lets the lock find a mistake in its own input against the real
+// nodes before any worker starts (locks.Preflighter): a Lua script that
+// does not compile is a usage error now, not a run in which nothing was
+// ever held.
+func (r *run) preflight(ctx context.Context, rs resolved) error {
+	l, err := newForCheck(rs.lock, r.cfg.LockOptions, r.cfg.TTL)
+	if err != nil {
+		return err
+	}
+	p, ok := l.(locks.Preflighter)
+	if !ok {
+		return nil
+	}
+	var clients []*redis.Client
+	for _, n := range r.currentLockNodes() {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+			DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.Preflight(pctx, clients); err != nil {
+		return UsageError{Err: fmt.Errorf("lock %s: %w", rs.lock.Name, err)}
+	}
+	return nil
+}
