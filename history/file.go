@@ -13,10 +13,20 @@ import (
 // Writer appends events to a file, one write per event, so whatever was
 // recorded before a crash of the coordinator is on disk.
 type Writer struct {
-	mu   sync.Mutex
-	f    *os.File
-	err  error
-	path string
+	mu    sync.Mutex
+	f     *os.File
+	err   error
+	path  string
+	onErr func(error)
+}
+
+// OnError sets f to be called, once, with the first write error: a run
+// whose history has a hole is no evidence, so it should end at once rather
+// than go on for its whole duration.
+func (w *Writer) OnError(f func(error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onErr = f
 }
 
 // Create opens path for appending, truncating any previous history.
@@ -39,6 +49,9 @@ func (w *Writer) Append(e Event) {
 	}
 	if _, err := w.f.Write(line); err != nil {
 		w.err = fmt.Errorf("append to history %s: %w", w.path, err)
+		if w.onErr != nil {
+			w.onErr(w.err)
+		}
 	}
 }
 

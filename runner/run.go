@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -56,6 +55,11 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if err != nil {
 		return checker.Result{}, err
 	}
+	// A history that cannot be written (a full disk) ends the run at once,
+	// as an interruption does: what follows could not be evidence.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hist.OnError(func(error) { cancel() })
 	// The nonce keeps lock owners of different runs apart (a reentrant lock
 	// would let one run's client re-enter another's hold of the same name).
 	r := &run{cfg: cfg, hist: hist, trk: newTracker(), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
@@ -445,14 +449,7 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 		return checker.Result{}, err
 	}
 	res := checker.Check(events, checker.Options{Timeout: timeout, CutOff: truncated})
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
-		return res, fmt.Errorf("write result: %w", err)
-	}
-	return res, nil
+	return res, writeJSON(filepath.Join(dir, "result.json"), res)
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's

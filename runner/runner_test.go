@@ -2,11 +2,13 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,4 +275,41 @@ func runEvidence(t *testing.T, c *Config) (checker.Result, error) {
 		res, err = Run(context.Background(), *c)
 	}
 	return res, err
+}
+
+// A full disk ends the run at once, with the write error, rather than after
+// its whole duration; and leaves no half-written result.json behind.
+func TestFullDiskEndsTheRunAtOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+	c := cfg(t, "token-lua")
+	c.Out, c.Hold, c.Think, c.Duration = filepath.Join(dir, "run"), time.Millisecond, 0, 10*time.Minute
+	type outcome struct {
+		res checker.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() { res, err := Run(context.Background(), c); done <- outcome{res, err} }()
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(2 * time.Minute): // the run is 10 minutes long
+		t.Fatal("the run went on after its history could no longer be written")
+	}
+	t.Logf("error: %v; %s", o.err, o.res.Summary)
+	if o.err == nil || !strings.Contains(o.err.Error(), "no space left on device") {
+		t.Errorf("error %v, want the history's write error", o.err)
+	}
+	if o.res.Verdict == checker.Safe {
+		t.Errorf("verdict safe on a history with a hole: %s", o.res.Summary)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.Out, "result.json")); err == nil && !json.Valid(b) {
+		t.Errorf("a half-written result.json was left: %q", b)
+	}
 }

@@ -78,7 +78,15 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	// Whole or not at all: written beside, then renamed over path, so that
+	// a full disk leaves no half file for a reader to choke on.
+	tmp := path + ".tmp"
+	err = os.WriteFile(tmp, append(b, '\n'), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
