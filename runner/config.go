@@ -86,6 +86,22 @@ type Config struct {
 	WorkerCommand []string `json:"-"`
 }
 
+// Defaults of the run's settings that a user may leave out, for every way
+// of giving them (flags, scenario files); the ones for which 0 means
+// something (hold, think) apply where the setting was not given at all.
+// Those that follow from the TTL (retry, op timeout, fault interval) are
+// filled in by withDefaults. The seed has no default here: `lockchaos run`
+// picks one and prints it, a scenario file fixes one (scenarios.DefaultSeed)
+// so that the matrix is the same from run to run.
+const (
+	DefaultClients  = 4
+	DefaultKeys     = 1
+	DefaultTTL      = 500 * time.Millisecond
+	DefaultHold     = 100 * time.Millisecond
+	DefaultThink    = 10 * time.Millisecond
+	DefaultDuration = 10 * time.Second
+)
+
 // UsageError is a problem with the run's configuration that the user fixes.
 type UsageError struct{ Err error }
 

@@ -51,15 +51,12 @@ type Scenario struct {
 	Config runner.Config
 }
 
-// Defaults of a scenario file's optional fields: the same as `lockchaos run`.
+// Defaults of a scenario file's optional fields are the run's own
+// (runner.DefaultClients and the rest), except the seed: a scenario runs
+// with seed 1 unless its file says otherwise, so the matrix is the same
+// from run to run (`lockchaos run` picks a seed and prints it).
 const (
-	DefaultClients  = 4
-	DefaultKeys     = 1
-	DefaultTTL      = 500 * time.Millisecond
-	DefaultHold     = 100 * time.Millisecond
-	DefaultThink    = 10 * time.Millisecond
-	DefaultDuration = 10 * time.Second
-	DefaultSeed     = 1
+	DefaultSeed = 1
 	// MaxQuick caps a scenario's duration under --quick unless its file
 	// says otherwise.
 	MaxQuick = 3 * time.Second
@@ -219,8 +216,8 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	cfg := runner.Config{
 		Lock:        strings.TrimSpace(f.Lock.Name),
 		LockOptions: f.Lock.Options,
-		Clients:     orInt(w.Clients, DefaultClients),
-		Keys:        orInt(w.Keys, DefaultKeys),
+		Clients:     orInt(w.Clients, runner.DefaultClients),
+		Keys:        orInt(w.Keys, runner.DefaultKeys),
 		Nodes:       f.Topology.Nodes,
 		Backend:     f.Topology.Backend,
 		Image:       f.Topology.Image,
@@ -232,15 +229,15 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	if w.TTL.span.TTL != 0 {
 		errs = append(errs, bad("workload.ttl", "cannot be a multiple of itself: want a duration such as 300ms"))
 	}
-	cfg.TTL = DefaultTTL
+	cfg.TTL = runner.DefaultTTL
 	if w.TTL.set {
 		cfg.TTL = w.TTL.span.D
 	}
-	cfg.Hold = DefaultHold
+	cfg.Hold = runner.DefaultHold
 	if w.Hold.set {
 		cfg.Hold = w.Hold.resolve(cfg.TTL)
 	}
-	cfg.Think = DefaultThink
+	cfg.Think = runner.DefaultThink
 	if w.Think.set {
 		cfg.Think = w.Think.resolve(cfg.TTL)
 	}
@@ -248,7 +245,7 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	cfg.Retry = w.Retry.resolve(cfg.TTL)
 	cfg.OpTimeout = w.OpTimeout.resolve(cfg.TTL)
 	cfg.FaultInterval = f.Faults.Interval.resolve(cfg.TTL)
-	cfg.Duration = DefaultDuration
+	cfg.Duration = runner.DefaultDuration
 	if f.Duration.set {
 		cfg.Duration = f.Duration.resolve(cfg.TTL)
 	}

@@ -94,7 +94,7 @@ func TestParseFillsTheRun(t *testing.T) {
 	}
 	c := s.Config
 	if s.Name != "x" || c.Lock != "token-lua" || c.TTL != 300*time.Millisecond || c.Hold != 600*time.Millisecond ||
-		c.Duration != 6*time.Second || c.Clients != DefaultClients || c.Keys != DefaultKeys || c.Seed != DefaultSeed ||
+		c.Duration != 6*time.Second || c.Clients != runner.DefaultClients || c.Keys != runner.DefaultKeys || c.Seed != DefaultSeed ||
 		strings.Join(c.Nemeses, ",") != "pause-client" || c.NemesisOptions["pause-client"]["duration"] != "3ttl" {
 		t.Errorf("config %+v", c)
 	}
