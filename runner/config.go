@@ -102,6 +102,18 @@ const (
 	DefaultDuration = 10 * time.Second
 )
 
+// ParsePersistence reads the lock nodes' persistence: none (also ""),
+// everysec or always (AOF with that appendfsync).
+func ParsePersistence(s string) (string, error) {
+	switch s {
+	case "":
+		return "none", nil
+	case "none", "everysec", "always":
+		return s, nil
+	}
+	return "", fmt.Errorf("%q: want none, everysec or always (AOF with that appendfsync)", s)
+}
+
 // UsageError is a problem with the run's configuration that the user fixes.
 type UsageError struct{ Err error }
 
@@ -162,12 +174,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Sentinels > 0 && c.Replicas == 0 {
 		errs = append(errs, usage("--sentinels %d without replicas: sentinels promote a replica, so add --replicas 1 or more", c.Sentinels))
 	}
-	switch c.Persistence {
-	case "":
-		c.Persistence = "none"
-	case "none", "everysec", "always":
-	default:
-		errs = append(errs, usage("--persistence %q: want none, everysec or always", c.Persistence))
+	if p, err := ParsePersistence(c.Persistence); err != nil {
+		errs = append(errs, usage("--persistence %v", err))
+	} else {
+		c.Persistence = p
 	}
 	if c.OpTimeout == 0 {
 		c.OpTimeout = c.TTL

@@ -287,10 +287,8 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 		}
 	}
 
-	switch p := f.Topology.Persistence; p {
-	case "", "none", "everysec", "always":
-	default:
-		errs = append(errs, bad("topology.persistence", "%q: want none, everysec or always (AOF with that appendfsync)", p))
+	if _, err := runner.ParsePersistence(f.Topology.Persistence); err != nil {
+		errs = append(errs, bad("topology.persistence", "%v", err))
 	}
 	if f.Topology.Replicas < 0 || f.Topology.Sentinels < 0 {
 		errs = append(errs, bad("topology", "replicas and sentinels must not be negative"))
