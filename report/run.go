@@ -33,10 +33,6 @@ const (
 	PorcupineFile = "porcupine.html"
 )
 
-// PorcupineTimeout bounds the verbose porcupine check behind the
-// visualization; past it the visualization shows what was explored.
-var PorcupineTimeout = 20 * time.Second
-
 // Run is what a run page shows, read from one run's folder.
 type Run struct {
 	Dir    string
@@ -226,7 +222,7 @@ func WriteRun(dir string) (string, error) {
 // acted on, and on a row of its own.
 func (r *Run) writePorcupine(path string) error {
 	model := checker.MutexModel()
-	_, info := porcupine.CheckOperationsVerbose(model, checker.MutexOperations(r.events), PorcupineTimeout)
+	_, info := checker.Linearization(r.events, 0)
 	var notes []porcupine.Annotation
 	starts := map[int]history.Event{}
 	for _, e := range r.events {
