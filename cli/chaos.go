@@ -21,10 +21,6 @@ const DefaultParallel = 4
 // DefaultBaseline is the committed summary that `chaos` compares with.
 const DefaultBaseline = "results/baseline/summary.json"
 
-// cmdChaos runs the catalogue and the lock × fault grid, compares each
-// verdict with its expectation, and writes every run, summary.json and an
-// HTML index. It exits 0 only when no cell differs from its expectation
-// (nor errs, nor — unless allowed — ends inconclusive).
 const chaosUsage = `Usage: lockchaos chaos [--quick] [--scenarios GLOB[,GLOB...]] [flags]
 
 Runs the catalogue of scenarios and the lock × fault grid, compares every
@@ -32,6 +28,10 @@ verdict with its expectation, and writes every run, summary.json and an HTML
 index. Exits 0 only when every cell that ran matched (and at least one ran).
 `
 
+// cmdChaos runs the catalogue and the lock × fault grid, compares each
+// verdict with its expectation, and writes every run, summary.json and an
+// HTML index. It exits 0 only when no cell differs from its expectation
+// (nor errs, nor — unless allowed — ends inconclusive).
 func cmdChaos(args []string) int {
 	fs := newFlags("chaos")
 	quick := fs.Bool("quick", false, "run each catalogue scenario's short version and leave out the grid (unless --grid)")

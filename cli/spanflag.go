@@ -15,11 +15,10 @@ import (
 type spanFlags []*spanValue
 
 type spanValue struct {
-	dst    *time.Duration
-	span   option.Span
-	set    bool
-	noTTL  bool // a plain duration only
-	result time.Duration
+	dst   *time.Duration
+	span  option.Span
+	set   bool
+	noTTL bool // a plain duration only
 }
 
 // Var defines a span flag that writes to dst; def is its default.

@@ -475,8 +475,6 @@ func (d *Docker) startSentinel(ctx context.Context, spec SentinelSpec, port int)
 	return s, nil
 }
 
-// Log is the host path of the sentinel's log file.
-
 func short(id string) string {
 	if len(id) > 12 {
 		return id[:12]

@@ -2,6 +2,7 @@ package option
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ func ParseSpan(s string) (Span, error) {
 	s = strings.TrimSpace(s)
 	if f, ok := strings.CutSuffix(s, "ttl"); ok {
 		x, err := strconv.ParseFloat(f, 64)
-		if err != nil || x < 0 || f != strings.TrimSpace(f) {
+		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) || f != strings.TrimSpace(f) {
 			return Span{}, spanError(s)
 		}
 		return Span{TTL: x}, nil

@@ -33,6 +33,8 @@ func TestParseSpan(t *testing.T) {
 	for in, hint := range map[string]string{
 		"2,5ttl": SpanHint, // Sscanf("%g") used to read this as 2
 		"2 ttl":  SpanHint,
+		"infttl": SpanHint,
+		"NaNttl": SpanHint,
 		"ttl":    SpanHint,
 		"-1ttl":  SpanHint,
 		"-300ms": SpanHint,
