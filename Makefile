@@ -9,7 +9,7 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build shim setup image test chaos chaos-quick bench vet clean
+.PHONY: all build shim setup image test chaos chaos-quick bench vet docs clean
 
 all: build
 
@@ -59,6 +59,11 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: the files above need formatting" >&2; exit 1; }
 	@# -e: a test-only dependency of redsync cannot be fetched from the proxy.
 	@$(GO) mod tidy -e -diff >/dev/null 2>&1 || { $(GO) mod tidy -e -diff; echo "go.mod/go.sum are not tidy: run go mod tidy -e" >&2; exit 1; }
+
+# docs regenerates docs/OPTIONS.md from the options the locks and nemeses
+# declare (a test fails when it is stale).
+docs:
+	$(GO) run ./cmd/lockchaos list --markdown > docs/OPTIONS.md
 
 test: setup shim vet
 	$(GO) test -count=1 -timeout 15m ./...

@@ -120,7 +120,7 @@ func BenchmarkCheck(b *testing.B) {
 func BenchmarkPorcupine(b *testing.B) {
 	for _, s := range benchSizes {
 		events := simulate(s.ops, 16, s.keys, 1)
-		ops := MutexOperations(events)
+		ops := replay(sortByTime(events)).ops
 		holds := len(replay(sortByTime(events)).holds)
 		b.Run(fmt.Sprintf("ops=%d/keys=%d", s.ops, s.keys), func(b *testing.B) {
 			b.ReportAllocs()

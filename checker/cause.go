@@ -68,14 +68,14 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, typical i
 		delay = late
 		st = &StallNote{Client: a.client, Ms: float64(a.start-a.invoked) / 1e6, TotalMs: float64(delay) / 1e6,
 			Text: fmt.Sprintf("client %d's acquire took %s with no fault active (the run's typical acquire: %s): its reply came late on a busy machine",
-				a.client, millis(float64(a.start-a.invoked)/1e6), millis(float64(typical)/1e6))}
+				a.client, Millis(float64(a.start-a.invoked)/1e6), Millis(float64(typical)/1e6))}
 	} else if delay > 0 {
 		who := fmt.Sprintf("client %d", worst.client)
 		if worst.client < 0 {
 			who = "the coordinator (which forwards every request through its proxies)"
 		}
 		st = &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6,
-			Text: fmt.Sprintf("%s could not run for %s", who, millis(float64(worst.end-worst.start)/1e6))}
+			Text: fmt.Sprintf("%s could not run for %s", who, Millis(float64(worst.end-worst.start)/1e6))}
 	}
 	switch {
 	case delay > 0 && delay >= e-s:

@@ -103,24 +103,6 @@ func Check(events []history.Event, opts Options) Result {
 	return r
 }
 
-// Linearization is porcupine's answer with what it explored, for a
-// visualization (porcupine.Visualize with MutexModel): the very check that
-// Check makes — same model, operations and time limit (0: DefaultTimeout) —
-// so that the picture never disagrees with the verdict's mutex answer.
-func Linearization(events []history.Event, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	return porcupine.CheckOperationsVerbose(MutexModel(), MutexOperations(events), timeout)
-}
-
-// MutexOperations returns the operations Check gives porcupine, for a
-// visualization of the mutex history (porcupine.CheckOperationsVerbose with
-// MutexModel, then porcupine.Visualize).
-func MutexOperations(events []history.Event) []porcupine.Operation {
-	return replay(sortByTime(events)).ops
-}
-
 // sortByTime returns a copy of events in time order. Events arrive in the
 // file in order of arrival, not of time; among events of one instant the
 // file order is kept (a client writes its own events in order), except that

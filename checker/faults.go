@@ -44,7 +44,7 @@ func faultWindows(sorted []history.Event, tl timeline, holds []hold) ([]FaultWin
 		if w == nil {
 			f := e.Fault
 			w = &faultRecord{start: tl.origin, end: tl.end, fault: f,
-				w: FaultWindow{ID: f.ID, Name: f.Name, Target: f.Target, Params: f.Params, Clients: f.Clients,
+				w: FaultWindow{ID: f.ID, Name: f.Name, Action: f.Action, Target: f.Target, Params: f.Params, Clients: f.Clients,
 					Stopped: f.Stopped, Nodes: f.Nodes, Step: f.Step}}
 			byID[f.ID] = w
 			all = append(all, w)
@@ -127,11 +127,11 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 	switch {
 	case aimed == nil:
 		w.Landed, w.Lease = false, ""
-		w.Effect = fmt.Sprintf("the history has no hold of %s by client %d from t=%s, the hold the fault aimed at", a.Key, a.Client, seconds(tl.ms(a.Since)))
+		w.Effect = fmt.Sprintf("the history has no hold of %s by client %d from t=%s, the hold the fault aimed at", a.Key, a.Client, Seconds(tl.ms(a.Since)))
 		return
 	case aimed.end <= r.start:
 		w.Landed, w.Lease = false, ""
-		w.Effect = fmt.Sprintf("client %d's hold of %s had ended at t=%s, before the fault began", a.Client, a.Key, seconds(tl.ms(aimed.end)))
+		w.Effect = fmt.Sprintf("client %d's hold of %s had ended at t=%s, before the fault began", a.Client, a.Key, Seconds(tl.ms(aimed.end)))
 		return
 	case e == nil:
 		w.Landed = false
@@ -144,10 +144,10 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 	switch {
 	case takenDuring(aimed, holds):
 		w.Lease = history.LeaseLost
-	case aimed.how == endLost || aimed.how == endReleaseNotHeld:
+	case aimed.how == EndLost || aimed.how == EndReleaseNotHeld:
 		w.Lease = history.LeaseLost
 	case w.Lease != "":
-	case aimed.how == endRelease:
+	case aimed.how == EndRelease:
 		w.Lease = history.LeaseKept
 	default:
 		w.Lease = history.LeaseUnknown

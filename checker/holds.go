@@ -10,14 +10,16 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// How a hold ended (HoldSpan.End).
+// HoldEnd is how a hold ended (HoldSpan.End).
+type HoldEnd string
+
 const (
-	endRelease        = "release"
-	endReleaseNotHeld = "release-not-held"
-	endReleaseUnknown = "release-unknown"
-	endLost           = "lost"
-	endExit           = "exit"
-	endOpen           = "open"
+	EndRelease        HoldEnd = "release"          // its release answered ok
+	EndReleaseNotHeld HoldEnd = "release-not-held" // its release found the lease gone
+	EndReleaseUnknown HoldEnd = "release-unknown"  // its release failed or got no answer
+	EndLost           HoldEnd = "lost"             // the client learned it lost the lock
+	EndExit           HoldEnd = "exit"             // the process died
+	EndOpen           HoldEnd = "open"             // still held when the history ends
 )
 
 // hold is one critical section in nanoseconds of the monotonic clock.
@@ -27,7 +29,7 @@ type hold struct {
 	invoked int64 // the outermost acquire's invoke
 	start   int64 // the outermost acquire's ok
 	end     int64 // release invoke, lost, exit, or the end of the history
-	how     string
+	how     HoldEnd
 }
 
 // resourceOp is one completed or abandoned read or write of the resource.
@@ -177,13 +179,13 @@ func replay(events []history.Event) *trace {
 			tr.complete(cs, e)
 		case history.Lost:
 			if oh := cs.open[e.Key]; oh != nil {
-				tr.drop(cs, e.Key, oh, e.Time, endLost)
+				tr.drop(cs, e.Key, oh, e.Time, EndLost)
 			}
 		case history.WorkerExit:
 			// A dead process touches nothing: its holds end here, and its
 			// pending operation will never complete.
 			for _, k := range sortedKeys(cs.open) {
-				tr.drop(cs, k, cs.open[k], e.Time, endExit)
+				tr.drop(cs, k, cs.open[k], e.Time, EndExit)
 			}
 			tr.abandon(cs)
 			if !e.Expected {
@@ -203,7 +205,7 @@ func replay(events []history.Event) *trace {
 		}
 		for _, k := range sortedKeys(cs.open) {
 			oh := cs.open[k]
-			tr.drop(cs, k, oh, max(end, tr.holds[oh.hold].start), endOpen)
+			tr.drop(cs, k, oh, max(end, tr.holds[oh.hold].start), EndOpen)
 		}
 	}
 	return tr
@@ -228,7 +230,7 @@ func (tr *trace) invoke(cs *clientState, e history.Event) {
 			oh.depth--
 			if oh.depth == 0 {
 				h := &tr.holds[oh.hold]
-				h.end, h.how = e.Time, endReleaseUnknown
+				h.end, h.how = e.Time, EndReleaseUnknown
 				p.hold = oh.hold
 				delete(cs.open, e.Key)
 			}
@@ -273,14 +275,14 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 			tr.acquire.Unknown++
 		}
 	case history.Release:
-		how := endReleaseUnknown
+		how := EndReleaseUnknown
 		switch {
 		case e.Kind == history.OK:
 			tr.release.OK++
-			how = endRelease
+			how = EndRelease
 		case e.Kind == history.Fail && e.Error == history.ErrNotHeld:
 			tr.release.NotHeld++
-			how = endReleaseNotHeld
+			how = EndReleaseNotHeld
 		default:
 			tr.release.Unknown++
 		}
@@ -320,7 +322,7 @@ func (tr *trace) abandon(cs *clientState) {
 }
 
 // drop ends an open hold at t, however deep, as a point operation.
-func (tr *trace) drop(cs *clientState, key string, oh *openHold, t int64, how string) {
+func (tr *trace) drop(cs *clientState, key string, oh *openHold, t int64, how HoldEnd) {
 	h := &tr.holds[oh.hold]
 	h.end, h.how = t, how
 	tr.ops = append(tr.ops, porcupine.Operation{

@@ -16,7 +16,7 @@ type truthHold struct {
 	key        string
 	client     int
 	start, end int64
-	how        string
+	how        HoldEnd
 }
 
 // generated is a random history with the ground truth the checker must
@@ -57,7 +57,7 @@ func genHistory(t *rapid.T) generated {
 		}
 		mine := map[string]*open{}
 		held[c] = mine
-		closeHold := func(key string, end int64, how string) {
+		closeHold := func(key string, end int64, how HoldEnd) {
 			g.holds = append(g.holds, truthHold{key: key, client: c, start: mine[key].start, end: end, how: how})
 			delete(mine, key)
 		}
@@ -68,7 +68,7 @@ func genHistory(t *rapid.T) generated {
 				tick()
 				emit(history.Event{Kind: history.Lost, Key: key})
 				g.ops++
-				closeHold(key, now, endLost)
+				closeHold(key, now, EndLost)
 			}
 		}
 		for life := 0; ; life++ {
@@ -113,9 +113,9 @@ func genHistory(t *rapid.T) generated {
 					}
 					at := now
 					answer := rapid.SampledFrom([]string{"ok", history.ErrNotHeld, "ok", "info", "ok", "error", "ok", ""}).Draw(t, "released")
-					how := map[string]string{"ok": endRelease, history.ErrNotHeld: endReleaseNotHeld}[answer]
+					how := map[string]HoldEnd{"ok": EndRelease, history.ErrNotHeld: EndReleaseNotHeld}[answer]
 					if how == "" {
-						how = endReleaseUnknown
+						how = EndReleaseUnknown
 					}
 					if ended {
 						closeHold(key, at, how)
@@ -138,7 +138,7 @@ func genHistory(t *rapid.T) generated {
 					tick()
 					emit(history.Event{Kind: history.Lost, Key: key})
 					g.ops++
-					closeHold(key, now, endLost)
+					closeHold(key, now, EndLost)
 				}
 				if stuck {
 					break
@@ -154,7 +154,7 @@ func genHistory(t *rapid.T) generated {
 			g.unexpectedExit = g.unexpectedExit || exit == "unexpected"
 			for _, k := range sortedKeys(mine) {
 				g.ops++
-				closeHold(k, now, endExit)
+				closeHold(k, now, EndExit)
 			}
 			if life > 0 || !rapid.Bool().Draw(t, "restart") {
 				break
@@ -188,7 +188,7 @@ func genHistory(t *rapid.T) generated {
 				at = end
 			}
 			g.ops++
-			g.holds = append(g.holds, truthHold{key: k, client: c, start: held[c][k].start, end: at, how: endOpen})
+			g.holds = append(g.holds, truthHold{key: k, client: c, start: held[c][k].start, end: at, how: EndOpen})
 		}
 	}
 	return g

@@ -119,7 +119,18 @@ func checkResource(ops []resourceOp, events []history.Event) (ResourceResult, []
 		}
 	}
 
-	res.Safe = res.LostUpdates == 0 && res.StaleReads == 0 && res.StaleAccepted == 0 && res.FenceReused == 0 && len(incomplete) == 0
+	damaged := res.LostUpdates > 0 || res.StaleReads > 0 || res.StaleAccepted > 0 || res.FenceReused > 0
+	res.Safe = !damaged && len(incomplete) == 0
+	switch {
+	case damaged:
+		res.State = ResourceDamaged
+	case !res.Safe:
+		res.State = ResourceUnknown
+	case res.StaleRejected > 0:
+		res.State = ResourceFenced
+	default:
+		res.State = ResourceIntact
+	}
 	res.Summary = resourceSummary(res, rejectedReads, len(incomplete) > 0)
 	return res, incomplete
 }

@@ -1,6 +1,10 @@
 package checker
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lockchaos/lockchaos/history"
+)
 
 // Verdict is the checker's answer about mutual exclusion.
 type Verdict string
@@ -151,11 +155,8 @@ type HoldSpan struct {
 	Client  int     `json:"client"`
 	StartMs float64 `json:"start_ms"`
 	EndMs   float64 `json:"end_ms"`
-	// End says what ended the hold: "release", "release-not-held" (the
-	// release found the lease gone), "release-unknown", "lost" (the client
-	// learned it lost the lock), "exit" (the process died), "open" (still held
-	// when the history ends).
-	End string `json:"end"`
+	// End says what ended the hold.
+	End HoldEnd `json:"end"`
 }
 
 // ResourceResult is the resource oracle: what overlapping holds did to the
@@ -180,9 +181,29 @@ type ResourceResult struct {
 	// Safe is true when none of the above shows damage and the final
 	// counters were read.
 	Safe bool `json:"safe"`
+	// State sums it up: damaged, unknown, fenced or intact.
+	State ResourceState `json:"state"`
 	// Summary says in words what happened to the resource.
 	Summary string `json:"summary"`
 }
+
+// ResourceState is what the protected resource shows (ResourceResult.State).
+type ResourceState string
+
+const (
+	// ResourceDamaged: an update was lost, a read was stale, or a stale or
+	// reused fencing token was accepted.
+	ResourceDamaged ResourceState = "damaged"
+	// ResourceUnknown: no damage seen, but the evidence is incomplete (the
+	// final counters were not read).
+	ResourceUnknown ResourceState = "unknown"
+	// ResourceFenced: intact, and at least one operation with a stale
+	// fencing token was rejected — fencing did the work.
+	ResourceFenced ResourceState = "fenced"
+	// ResourceIntact: no lost update, no stale read, no stale fenced
+	// operation accepted, and the final counters were read.
+	ResourceIntact ResourceState = "intact"
+)
 
 // AcquireStats counts acquire operations (a blocking acquire is one).
 type AcquireStats struct {
@@ -215,8 +236,10 @@ type LivenessResult struct {
 
 // FaultWindow is one fault, in ms since the run started.
 type FaultWindow struct {
-	ID      int               `json:"id"`
-	Name    string            `json:"name"`
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	// Action is what kind of thing it did ("" in older histories).
+	Action  history.Action    `json:"action,omitempty"`
 	Target  string            `json:"target"`
 	Params  map[string]string `json:"params,omitempty"`
 	Clients []int             `json:"clients,omitempty"`

@@ -59,10 +59,10 @@ func simulateLeaseLock(seed uint64, clients, rounds int, pauses bool) ([]history
 		if owner == c && leaseEnd > rel {
 			emit(done, history.OK, c, history.Release, "")
 			owner, lastRelease = -1, rel
-			truth = append(truth, truthHold{key: k0, client: c, start: ok * 1e5, end: rel * 1e5, how: endRelease})
+			truth = append(truth, truthHold{key: k0, client: c, start: ok * 1e5, end: rel * 1e5, how: EndRelease})
 		} else {
 			emit(done, history.Fail, c, history.Release, history.ErrNotHeld)
-			truth = append(truth, truthHold{key: k0, client: c, start: ok * 1e5, end: rel * 1e5, how: endReleaseNotHeld})
+			truth = append(truth, truthHold{key: k0, client: c, start: ok * 1e5, end: rel * 1e5, how: EndReleaseNotHeld})
 		}
 		next[c] = done + rng.Int64N(10)
 	}

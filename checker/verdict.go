@@ -60,7 +60,7 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	if n := r.Mutex.OverlapCount; n > 0 {
 		o := r.Mutex.Overlaps[0]
 		violations = append(violations, fmt.Sprintf("%s of different clients overlapped; the first: clients %d and %d on %s at t=%s",
-			plural(n, "pair of holds", "pairs of holds"), o.Clients[0], o.Clients[1], o.Key, seconds(o.StartMs)))
+			plural(n, "pair of holds", "pairs of holds"), o.Clients[0], o.Clients[1], o.Key, Seconds(o.StartMs)))
 	}
 	res := r.Resource
 	if res.LostUpdates > 0 {
@@ -88,7 +88,7 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(a.Client, b.Client))
 	})
 	for _, e := range tr.unexpectedExits {
-		g := fmt.Sprintf("worker %d exited unexpectedly at t=%s", e.Client, seconds(tl.ms(e.Time)))
+		g := fmt.Sprintf("worker %d exited unexpectedly at t=%s", e.Client, Seconds(tl.ms(e.Time)))
 		if e.Message != "" {
 			g += " (" + e.Message + ")"
 		}
@@ -140,7 +140,7 @@ func violationSummary(r *Result, first string) string {
 	}
 	o := r.Mutex.Overlaps[0]
 	s := fmt.Sprintf("clients %d and %d both held %s for %s from t=%s; %s",
-		o.Clients[0], o.Clients[1], o.Key, millis(o.EndMs-o.StartMs), seconds(o.StartMs), OverlapCause(o, r.Faults))
+		o.Clients[0], o.Clients[1], o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs), OverlapCause(o, r.Faults))
 	if n := r.Mutex.OverlapCount; n > 1 {
 		s += fmt.Sprintf(" (%d overlaps in all", n)
 		if c := r.Evidence.Overlaps; len(c) > 1 {
@@ -182,7 +182,7 @@ func causedBy(all []FaultWindow, ids []int) string {
 	for _, id := range ids {
 		for _, f := range all {
 			if f.ID == id {
-				names = append(names, describeFault(f))
+				names = append(names, f.Label())
 				break
 			}
 		}
@@ -196,7 +196,8 @@ func causedBy(all []FaultWindow, ids []int) string {
 	return "caused by faults " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
-func describeFault(f FaultWindow) string {
+// Label names a fault and what it acted on: "pause-client (client 2)".
+func (f FaultWindow) Label() string {
 	switch {
 	case len(f.Clients) == 1:
 		return fmt.Sprintf("%s (client %d)", f.Name, f.Clients[0])
@@ -212,11 +213,19 @@ func describeFault(f FaultWindow) string {
 	return f.Name
 }
 
-func seconds(ms float64) string { return fmt.Sprintf("%.2f s", ms/1e3) }
+// Seconds writes a time of the run: "3.41 s".
+func Seconds(ms float64) string { return fmt.Sprintf("%.2f s", ms/1e3) }
 
-func millis(ms float64) string {
-	if ms < 1 {
+// Millis says how long ms lasted: "0.412 ms", "4.2 ms", "312 ms", "1.2 s".
+func Millis(ms float64) string {
+	switch {
+	case ms < 1:
 		return fmt.Sprintf("%.3f ms", ms)
+	case ms >= 1000:
+		s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", ms/1e3), "0"), ".")
+		return s + " s"
+	case ms < 10:
+		return fmt.Sprintf("%.1f ms", ms)
 	}
 	return fmt.Sprintf("%.0f ms", ms)
 }

@@ -64,6 +64,27 @@ func TestListShowsEveryLockAndNemesis(t *testing.T) {
 	}
 }
 
+// docs/OPTIONS.md is what `lockchaos list --markdown` writes: the docs say
+// what the code declares (make docs regenerates it).
+func TestOptionsDocIsGenerated(t *testing.T) {
+	out, _, code := lockchaos(t, "list", "--markdown")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	doc, err := os.ReadFile("../docs/OPTIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(doc) != out {
+		t.Errorf("docs/OPTIONS.md is stale: run make docs")
+	}
+	for _, want := range []string{"### `redlock`", "| `drift-factor` | `0.01` |", "### `pause-client`", "| `schedule` | `every` |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the reference lacks %q", want)
+		}
+	}
+}
+
 func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 	nolock := filepath.Join(t.TempDir(), "nolock.yaml")
 	if err := os.WriteFile(nolock, []byte("shows: something\nexpect:\n  verdict: safe\n"), 0o644); err != nil {

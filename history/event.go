@@ -107,8 +107,10 @@ const NoClient = -1
 
 // Fault describes one fault window; start and end events carry the same ID.
 type Fault struct {
-	ID     int               `json:"id"`
-	Name   string            `json:"name"`
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	// Action is what kind of thing the fault did (older histories: "").
+	Action Action            `json:"action,omitempty"`
 	Target string            `json:"target"`
 	Params map[string]string `json:"params,omitempty"`
 	// Clients the fault acted on directly (a paused or killed worker, a
@@ -127,6 +129,20 @@ type Fault struct {
 	// Step is the fault's place in its nemesis's schedule (1, 2, …).
 	Step int `json:"step,omitempty"`
 }
+
+// Action is what kind of thing a fault did, so that a report can draw and
+// describe it without knowing any nemesis by name.
+type Action string
+
+const (
+	ActionPause    Action = "pause"    // stopped processes (SIGSTOP) for a while: Fault.Stopped, or Nodes
+	ActionKill     Action = "kill"     // ended client processes (SIGKILL): Fault.Clients
+	ActionCrash    Action = "crash"    // killed lock nodes, restarted later: Fault.Nodes
+	ActionFailover Action = "failover" // killed a primary and promoted a replica: Fault.Nodes
+	ActionNetwork  Action = "network"  // slowed, cut or reset links
+	ActionClock    Action = "clock"    // moved lock nodes' clocks: Fault.Nodes
+	ActionSlow     Action = "slow"     // made clients' work slow: Fault.Clients
+)
 
 // Aim names the hold a fault was aimed at.
 type Aim struct {

@@ -112,8 +112,10 @@ type Config struct {
 	Nodes []*redis.Client
 	TTL   time.Duration
 	// Owner identifies this client process uniquely within the run.
-	Owner   string
-	Options option.Values
+	Owner string
+	// Options points to the lock's decoded options: a *T for a Spec whose
+	// Options is a T.
+	Options any
 	Rand    *rand.Rand
 }
 
@@ -128,9 +130,24 @@ type Spec struct {
 	Reentrant bool
 	// Quorum locks hold a key when a majority of their nodes granted it
 	// (Redlock); the others need their one node.
-	Quorum  bool
-	Options []option.Spec
+	Quorum bool
+	// Options is the lock's config struct, its zero value: tagged fields
+	// that declare its options (package option); nil for none. New gets a
+	// decoded copy in Config.Options.
+	Options any
 	New     func(cfg Config) (Locker, error)
+}
+
+// OptionSpecs lists the lock's options.
+func (s Spec) OptionSpecs() []option.Spec { return option.Specs(s.Options) }
+
+// Decode decodes the options given against the lock's config struct,
+// durations in TTLs resolved against ttl: the value for Config.Options, and
+// the values used, defaults included, for the record.
+func (s Spec) Decode(given map[string]string, ttl time.Duration) (any, map[string]string, error) {
+	cfg := option.Fresh(s.Options)
+	used, err := option.Decode(s.Name, cfg, given, ttl)
+	return cfg, used, err
 }
 
 var (
@@ -146,6 +163,7 @@ func Register(s Spec) {
 	if s.Name == "" || s.New == nil || s.Nodes < 1 {
 		panic(fmt.Sprintf("locks.Register: spec %q needs a Name, a New function and Nodes >= 1", s.Name))
 	}
+	s.OptionSpecs() // a malformed option declaration panics here, at start-up
 	if _, dup := registry[s.Name]; dup {
 		panic("locks.Register: duplicate lock " + s.Name)
 	}

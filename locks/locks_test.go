@@ -3,6 +3,7 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,15 +55,23 @@ func newLockOn(t *testing.T, name string, rdbs []*redis.Client, owner string, tt
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := option.Resolve(name, spec.Options, given, ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := decode(t, spec, given, ttl)
 	l, err := spec.New(locks.Config{Nodes: rdbs, TTL: ttl, Owner: owner, Options: opts, Rand: rand.New(rand.NewPCG(1, uint64(len(owner))))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// decode decodes the options given to spec's lock, as a run does: the value
+// for Config.Options.
+func decode(t *testing.T, spec locks.Spec, given map[string]string, ttl time.Duration) any {
+	t.Helper()
+	opts, _, err := spec.Decode(given, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }
 
 // contractOptions are the options under which each lock is checked against
@@ -191,4 +199,87 @@ func TestLookupListsKnownLocks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `unknown lock "nope"; known locks: `) || !strings.Contains(err.Error(), "token-lua") {
 		t.Errorf("Lookup error = %v", err)
 	}
+}
+
+// Every lock's defaults decode into what its New takes; a bad value is
+// refused by decoding, with an error that names the lock and the key.
+func TestLockOptions(t *testing.T) {
+	ttl := time.Second
+	for _, spec := range locks.All() {
+		opts, used, err := spec.Decode(nil, ttl)
+		if err != nil {
+			t.Errorf("%s: defaults: %v", spec.Name, err)
+			continue
+		}
+		if len(used) != len(spec.OptionSpecs()) {
+			t.Errorf("%s: defaults used %v, want one value for each of %v", spec.Name, used, spec.OptionSpecs())
+		}
+		_, err = spec.New(locks.Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
+		if spec.Name == "lua" { // its file has no default
+			if err == nil || !strings.Contains(err.Error(), "lua.file is required") {
+				t.Errorf("lua without a file: %v", err)
+			}
+		} else if err != nil {
+			t.Errorf("%s with its defaults: %v", spec.Name, err)
+		}
+	}
+	for _, tc := range []struct {
+		lock, key, value string
+		want             string // in the error; by default the decoder's LOCK.KEY="VALUE"
+	}{
+		{lock: "redlock", key: "drift-factor", value: "2"},
+		{lock: "redlock", key: "parallel", value: "maybe"},
+		{lock: "redlock", key: "node-timeout", value: "soon"},
+		{lock: "redlock", key: "node-timeout", value: "0s", want: "redlock: node-timeout: want a positive duration"},
+		{lock: "redsync", key: "tries", value: "x"},
+		{lock: "redsync", key: "tries", value: "0"},
+		{lock: "redsync", key: "retry-delay", value: "soon"},
+		{lock: "redsync", key: "drift-factor", value: "-0.1"},
+		{lock: "redsync", key: "timeout-factor", value: "1"},
+		{lock: "redsync", key: "setnx-on-extend", value: "yes please"},
+		{lock: "redsync", key: "expiry", value: "1e300ttl"},
+		{lock: "redsync", key: "expiry", value: "500us", want: "redsync: expiry: want at least 1ms"},
+		{lock: "redislock", key: "retry", value: "nope"},
+		{lock: "redislock", key: "limit", value: "-1"},
+		{lock: "redislock", key: "min-backoff", value: "x"},
+		{lock: "redislock", key: "backoff", value: "0s", want: "redislock: backoff: a linear strategy needs a positive interval"},
+		{lock: "token-lua-wait", key: "numreplicas", value: "-1"},
+		{lock: "token-lua-wait", key: "timeout", value: "x"},
+		{lock: "setnx-expire", key: "gap", value: "x"},
+		{lock: "reentrant-watchdog", key: "watchdog-timeout", value: "2ms", want: "reentrant-watchdog: watchdog-timeout: lease 2ms is too short"},
+		{lock: "reentrant-watchdog", key: "lease-time", value: "1ms", want: "reentrant-watchdog: lease-time: lease 1ms is too short"},
+		{lock: "reentrant-watchdog", key: "lease-time", value: "-1s"},
+		{lock: "token-lua", key: "nope", value: "1", want: `token-lua has no option "nope"`},
+	} {
+		t.Run(tc.lock+"."+tc.key+"="+tc.value, func(t *testing.T) {
+			spec, err := locks.Lookup(tc.lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == "" {
+				want = fmt.Sprintf("option %s.%s=%q: ", tc.lock, tc.key, tc.value)
+			}
+			if _, _, err := spec.Decode(map[string]string{tc.key: tc.value}, ttl); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("error %v, want one with %q", err, want)
+			}
+		})
+	}
+	// Values that decode become the fields New reads.
+	opts := decode(t, mustLookup(t, "redsync"), map[string]string{"retry-delay": "0.02ttl", "tries": "3", "timeout-factor": "0.5"}, ttl)
+	if o := opts.(*locks.RedsyncOptions); o.RetryDelay == nil || *o.RetryDelay != 20*ms || o.Tries != 3 || o.TimeoutFactor != 0.5 || o.Expiry != ttl {
+		t.Errorf("redsync options %+v", o)
+	}
+	if o := decode(t, mustLookup(t, "redsync"), nil, ttl).(*locks.RedsyncOptions); o.RetryDelay != nil {
+		t.Errorf("redsync's retry-delay is %v by default, want nil (the library's own)", *o.RetryDelay)
+	}
+}
+
+func mustLookup(t *testing.T, name string) locks.Spec {
+	t.Helper()
+	spec, err := locks.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }

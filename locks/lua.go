@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,17 +57,24 @@ func init() {
 		Name:        "lua",
 		Description: "acquire / release / renew Lua scripts read from a file (see locks/lua/token.lua for the conventions)",
 		Nodes:       1,
-		Options: []option.Spec{
-			{Key: "file", Default: "", Help: "the scripts' file, sections marked by lines `-- @acquire`, `-- @release`, `-- @renew` (optional)"},
-		},
-		New: newLua,
+		Options:     LuaOptions{},
+		New:         newLua,
 	})
 }
 
+// LuaOptions are Lua's options.
+type LuaOptions struct {
+	// The help mentions the markers in backquotes, so the tag is an
+	// interpreted string.
+	File string "opt:\"file\" default:\"\" help:\"the scripts' file, sections marked by lines `-- @acquire`, `-- @release`, `-- @renew` (optional)\""
+}
+
 // newLua reads and splits the file (a local read, so that a missing file is
-// a usage error before anything starts).
+// a usage error before anything starts). The file is required, but checked
+// here rather than by a Validate method, so that lua's defaults decode like
+// every other lock's.
 func newLua(cfg Config) (Locker, error) {
-	path := cfg.Options.String("file")
+	path := cfg.Options.(*LuaOptions).File
 	if path == "" {
 		return nil, errors.New("option lua.file is required: --opt lua.file=PATH (for example locks/lua/token.lua)")
 	}

@@ -126,8 +126,8 @@ return 0
 			t.Fatal(err)
 		}
 	}
-	spec, _ := locks.Lookup("lua")
-	if _, err := spec.New(locks.Config{}); err == nil || !strings.Contains(err.Error(), "lua.file is required") {
+	spec := mustLookup(t, "lua")
+	if _, err := spec.New(locks.Config{Options: decode(t, spec, nil, time.Second)}); err == nil || !strings.Contains(err.Error(), "lua.file is required") {
 		t.Errorf("lua without a file: %v", err)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
-
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // RedisLock is github.com/bsm/redislock: a token lock on one node (Obtain,
@@ -22,54 +20,48 @@ type RedisLock struct {
 	strategy func() redislock.RetryStrategy
 }
 
+// RedisLockOptions are RedisLock's options.
+type RedisLockOptions struct {
+	Retry      string        `opt:"retry" default:"linear" oneof:"linear,exponential,none" help:"blocking acquire's strategy: linear (LinearBackoff), exponential (ExponentialBackoff) or none (NoRetry)"`
+	Backoff    time.Duration `opt:"backoff" default:"0.1ttl" help:"linear: the interval; exponential: the longest wait"`
+	MinBackoff time.Duration `opt:"min-backoff" default:"16ms" help:"exponential: the shortest wait"`
+	Limit      Count         `opt:"limit" default:"0" help:"LimitRetry: at most this many retries (0: until the wait runs out)"`
+}
+
+// Validate implements option.Validator.
+func (o *RedisLockOptions) Validate() error {
+	if o.Retry == "linear" && o.Backoff <= 0 {
+		return errors.New("backoff: a linear strategy needs a positive interval")
+	}
+	return nil
+}
+
 func init() {
 	Register(Spec{
 		Name:        "redislock",
 		Description: "github.com/bsm/redislock: Obtain / Refresh / Release on one node, blocking acquires use its retry strategies",
 		Nodes:       1,
-		Options: []option.Spec{
-			{Key: "retry", Default: "linear", Help: "blocking acquire's strategy: linear (LinearBackoff), exponential (ExponentialBackoff) or none (NoRetry)"},
-			{Key: "backoff", Default: "0.1ttl", Help: "linear: the interval; exponential: the longest wait"},
-			{Key: "min-backoff", Default: "16ms", Help: "exponential: the shortest wait"},
-			{Key: "limit", Default: "0", Help: "LimitRetry: at most this many retries (0: until the wait runs out)"},
-		},
-		New: newRedisLock,
+		Options:     RedisLockOptions{},
+		New:         newRedisLock,
 	})
 }
 
 func newRedisLock(cfg Config) (Locker, error) {
-	backoff, err := cfg.Options.Duration("backoff")
-	if err != nil {
-		return nil, err
-	}
-	minBackoff, err := cfg.Options.Duration("min-backoff")
-	if err != nil {
-		return nil, err
-	}
-	limit, err := cfg.Options.Int("limit")
-	if err != nil {
-		return nil, err
-	}
-	if limit < 0 {
-		return nil, fmt.Errorf("option redislock.limit=%d: want 0 or more", limit)
-	}
+	o := *cfg.Options.(*RedisLockOptions)
 	var base func() redislock.RetryStrategy
-	switch s := cfg.Options.String("retry"); s {
+	switch o.Retry {
 	case "linear":
-		if backoff <= 0 {
-			return nil, errors.New("option redislock.backoff: a linear strategy needs a positive interval")
-		}
-		base = func() redislock.RetryStrategy { return redislock.LinearBackoff(backoff) }
+		base = func() redislock.RetryStrategy { return redislock.LinearBackoff(o.Backoff) }
 	case "exponential":
-		base = func() redislock.RetryStrategy { return redislock.ExponentialBackoff(minBackoff, backoff) }
+		base = func() redislock.RetryStrategy { return redislock.ExponentialBackoff(o.MinBackoff, o.Backoff) }
 	case "none":
 		base = redislock.NoRetry
 	default:
-		return nil, fmt.Errorf("option redislock.retry=%q: want linear, exponential or none", s)
+		return nil, fmt.Errorf("redislock: unknown retry strategy %q", o.Retry) // decoding refuses it
 	}
 	l := &RedisLock{cfg: cfg, strategy: base}
-	if limit > 0 {
-		l.strategy = func() redislock.RetryStrategy { return redislock.LimitRetry(base(), limit) }
+	if o.Limit > 0 {
+		l.strategy = func() redislock.RetryStrategy { return redislock.LimitRetry(base(), int(o.Limit)) }
 	}
 	if len(cfg.Nodes) > 0 {
 		l.client = redislock.New(cfg.Nodes[0])

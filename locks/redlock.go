@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -24,11 +23,24 @@ import (
 // nodes' clocks run at the rate of ours and that the client is not paused
 // between checking it and acting: the two assumptions of the Redlock debate.
 type Redlock struct {
-	cfg         Config
-	nodeTimeout time.Duration
-	parallel    bool
-	driftFactor float64
-	retryDelay  time.Duration
+	cfg Config
+	o   RedlockOptions
+}
+
+// RedlockOptions are Redlock's options.
+type RedlockOptions struct {
+	NodeTimeout time.Duration   `opt:"node-timeout" default:"0.05ttl" help:"timeout of each node's request, much smaller than the TTL"`
+	Parallel    bool            `opt:"parallel" default:"false" help:"ask the nodes in parallel instead of one after another"`
+	DriftFactor option.Fraction `opt:"drift-factor" default:"0.01" help:"clock drift allowance as a fraction of the TTL (plus 2ms)"`
+	RetryDelay  time.Duration   `opt:"retry-delay" default:"0.2ttl" help:"blocking acquire: wait a random time up to this before retrying"`
+}
+
+// Validate implements option.Validator.
+func (o *RedlockOptions) Validate() error {
+	if o.NodeTimeout <= 0 {
+		return errors.New("node-timeout: want a positive duration")
+	}
+	return nil
 }
 
 func init() {
@@ -37,55 +49,22 @@ func init() {
 		Description: "Redlock over N independent masters: majority of SET NX PX within the TTL, validity TTL − elapsed − drift",
 		Nodes:       5,
 		Quorum:      true,
-		Options: []option.Spec{
-			{Key: "node-timeout", Default: "0.05ttl", Help: "timeout of each node's request, much smaller than the TTL"},
-			{Key: "parallel", Default: "false", Help: "ask the nodes in parallel instead of one after another"},
-			{Key: "drift-factor", Default: "0.01", Help: "clock drift allowance as a fraction of the TTL (plus 2ms)"},
-			{Key: "retry-delay", Default: "0.2ttl", Help: "blocking acquire: wait a random time up to this before retrying"},
+		Options:     RedlockOptions{},
+		New: func(cfg Config) (Locker, error) {
+			return &Redlock{cfg: cfg, o: *cfg.Options.(*RedlockOptions)}, nil
 		},
-		New: newRedlock,
 	})
-}
-
-func newRedlock(cfg Config) (Locker, error) {
-	l := &Redlock{cfg: cfg}
-	var err error
-	if l.nodeTimeout, err = cfg.Options.Duration("node-timeout"); err != nil {
-		return nil, err
-	}
-	if l.nodeTimeout <= 0 {
-		return nil, errors.New("option redlock.node-timeout: want a positive duration")
-	}
-	if l.parallel, err = cfg.Options.Bool("parallel"); err != nil {
-		return nil, err
-	}
-	if l.driftFactor, err = fraction(cfg.Options, "redlock", "drift-factor"); err != nil {
-		return nil, err
-	}
-	if l.retryDelay, err = cfg.Options.Duration("retry-delay"); err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// fraction parses an option as a number in [0, 1).
-func fraction(v option.Values, owner, key string) (float64, error) {
-	f, err := strconv.ParseFloat(v.String(key), 64)
-	if err != nil || f < 0 || f >= 1 {
-		return 0, fmt.Errorf("option %s.%s=%q: want a fraction such as 0.01", owner, key, v.String(key))
-	}
-	return f, nil
 }
 
 // drift is the Redlock reference's allowance: TTL × factor + 2 ms.
 func (l *Redlock) drift() time.Duration {
-	return time.Duration(float64(l.cfg.TTL)*l.driftFactor) + 2*time.Millisecond
+	return time.Duration(float64(l.cfg.TTL)*float64(l.o.DriftFactor)) + 2*time.Millisecond
 }
 
 func (l *Redlock) quorum() int { return len(l.cfg.Nodes)/2 + 1 }
 
 // NodeTimeout is the timeout of each node's request.
-func (l *Redlock) NodeTimeout() time.Duration { return l.nodeTimeout }
+func (l *Redlock) NodeTimeout() time.Duration { return l.o.NodeTimeout }
 
 // tally is what the nodes answered to one step.
 type tally struct {
@@ -103,7 +82,7 @@ func (l *Redlock) onAll(ctx context.Context, step func(ctx context.Context, rdb 
 		wg sync.WaitGroup
 	)
 	one := func(i int, rdb *redis.Client) {
-		nctx, cancel := context.WithTimeout(ctx, l.nodeTimeout)
+		nctx, cancel := context.WithTimeout(ctx, l.o.NodeTimeout)
 		ok, err := step(nctx, rdb)
 		cancel()
 		mu.Lock()
@@ -118,7 +97,7 @@ func (l *Redlock) onAll(ctx context.Context, step func(ctx context.Context, rdb 
 		}
 	}
 	for i, rdb := range l.cfg.Nodes {
-		if !l.parallel {
+		if !l.o.Parallel {
 			one(i, rdb)
 			continue
 		}
@@ -227,8 +206,8 @@ func (l *Redlock) AcquireWait(ctx context.Context, key string, wait time.Duratio
 			return Lease{}, err
 		}
 		var d time.Duration
-		if l.retryDelay > 0 {
-			d = time.Duration(l.cfg.Rand.Int64N(int64(l.retryDelay)))
+		if l.o.RetryDelay > 0 {
+			d = time.Duration(l.cfg.Rand.Int64N(int64(l.o.RetryDelay)))
 		}
 		time.Sleep(min(left, d))
 	}

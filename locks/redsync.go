@@ -19,11 +19,29 @@ import (
 // except where an option says otherwise. The expiry follows --ttl unless set.
 // The lease's Deadline is the library's Until(): the validity it computed.
 type Redsync struct {
-	cfg           Config
-	rs            *redsync.Redsync
-	opts          []redsync.Option
-	expiry        time.Duration
-	timeoutFactor float64
+	cfg  Config
+	rs   *redsync.Redsync
+	opts []redsync.Option
+	o    RedsyncOptions
+}
+
+// RedsyncOptions are Redsync's options.
+type RedsyncOptions struct {
+	Expiry time.Duration `opt:"expiry" default:"1ttl" help:"the lock's expiry (redsync's own default is 8s)"`
+	Tries  PositiveCount `opt:"tries" default:"32" help:"blocking acquire: attempts (redsync's default 32)"`
+	// RetryDelay is nil for redsync's own random delay.
+	RetryDelay    *time.Duration  `opt:"retry-delay" default:"" help:"blocking acquire: fixed delay between attempts (default: redsync's random 50-250ms)"`
+	DriftFactor   option.Fraction `opt:"drift-factor" default:"0.01" help:"clock drift factor (redsync's default 0.01)"`
+	TimeoutFactor option.Fraction `opt:"timeout-factor" default:"0.05" help:"each node's request times out after this fraction of the expiry (redsync's default 0.05)"`
+	SetNXOnExtend bool            `opt:"setnx-on-extend" default:"false" help:"WithSetNXOnExtend: an extend re-creates an expired lock (hiding that someone else held it)"`
+}
+
+// Validate implements option.Validator.
+func (o *RedsyncOptions) Validate() error {
+	if o.Expiry < time.Millisecond {
+		return fmt.Errorf("expiry: want at least 1ms, not %v", o.Expiry)
+	}
+	return nil
 }
 
 func init() {
@@ -32,70 +50,35 @@ func init() {
 		Description: "github.com/go-redsync/redsync/v4 (Redlock in Go) over N nodes; Extend renews; optional WithSetNXOnExtend",
 		Nodes:       5,
 		Quorum:      true,
-		Options: []option.Spec{
-			{Key: "expiry", Default: "1ttl", Help: "the lock's expiry (redsync's own default is 8s)"},
-			{Key: "tries", Default: "32", Help: "blocking acquire: attempts (redsync's default 32)"},
-			{Key: "retry-delay", Default: "", Help: "blocking acquire: fixed delay between attempts (default: redsync's random 50-250ms)"},
-			{Key: "drift-factor", Default: "0.01", Help: "clock drift factor (redsync's default 0.01)"},
-			{Key: "timeout-factor", Default: "0.05", Help: "each node's request times out after this fraction of the expiry (redsync's default 0.05)"},
-			{Key: "setnx-on-extend", Default: "false", Help: "WithSetNXOnExtend: an extend re-creates an expired lock (hiding that someone else held it)"},
-		},
-		New: newRedsync,
+		Options:     RedsyncOptions{},
+		New:         newRedsync,
 	})
 }
 
 func newRedsync(cfg Config) (Locker, error) {
-	expiry, err := cfg.Options.Duration("expiry")
-	if err != nil {
-		return nil, err
+	o := *cfg.Options.(*RedsyncOptions)
+	opts := []redsync.Option{redsync.WithExpiry(o.Expiry), redsync.WithTries(int(o.Tries)),
+		redsync.WithDriftFactor(float64(o.DriftFactor)), redsync.WithTimeoutFactor(float64(o.TimeoutFactor))}
+	if o.RetryDelay != nil {
+		opts = append(opts, redsync.WithRetryDelay(*o.RetryDelay))
 	}
-	if expiry < time.Millisecond {
-		return nil, fmt.Errorf("option redsync.expiry=%v: want at least 1ms", expiry)
-	}
-	tries, err := cfg.Options.Int("tries")
-	if err != nil {
-		return nil, err
-	}
-	if tries < 1 {
-		return nil, fmt.Errorf("option redsync.tries=%d: want at least 1", tries)
-	}
-	drift, err := fraction(cfg.Options, "redsync", "drift-factor")
-	if err != nil {
-		return nil, err
-	}
-	timeoutFactor, err := fraction(cfg.Options, "redsync", "timeout-factor")
-	if err != nil {
-		return nil, err
-	}
-	setNX, err := cfg.Options.Bool("setnx-on-extend")
-	if err != nil {
-		return nil, err
-	}
-	opts := []redsync.Option{redsync.WithExpiry(expiry), redsync.WithTries(tries), redsync.WithDriftFactor(drift), redsync.WithTimeoutFactor(timeoutFactor)}
-	if cfg.Options.String("retry-delay") != "" {
-		d, err := cfg.Options.Duration("retry-delay")
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, redsync.WithRetryDelay(d))
-	}
-	if setNX {
+	if o.SetNXOnExtend {
 		opts = append(opts, redsync.WithSetNXOnExtend())
 	}
 	pools := make([]rsredis.Pool, len(cfg.Nodes))
 	for i, n := range cfg.Nodes {
 		pools[i] = goredis.NewPool(n)
 	}
-	return &Redsync{cfg: cfg, rs: redsync.New(pools...), opts: opts, expiry: expiry, timeoutFactor: timeoutFactor}, nil
+	return &Redsync{cfg: cfg, rs: redsync.New(pools...), opts: opts, o: o}, nil
 }
 
 // Lease is redsync's expiry (the TTL unless the expiry option sets it).
-func (l *Redsync) Lease() time.Duration { return l.expiry }
+func (l *Redsync) Lease() time.Duration { return l.o.Expiry }
 
 // NodeTimeout is redsync's per-node timeout: the expiry times its timeout
 // factor.
 func (l *Redsync) NodeTimeout() time.Duration {
-	return time.Duration(float64(l.expiry) * l.timeoutFactor)
+	return time.Duration(float64(l.o.Expiry) * float64(l.o.TimeoutFactor))
 }
 
 // Acquire is one attempt (TryLockContext).

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,38 +52,43 @@ type renewal struct {
 // redissonThreadID: see ReentrantWatchdog.field.
 const redissonThreadID = 1
 
+// ReentrantWatchdogOptions are ReentrantWatchdog's options.
+type ReentrantWatchdogOptions struct {
+	WatchdogTimeout time.Duration `opt:"watchdog-timeout" default:"1ttl" help:"lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout, whose default is 30s); follows --ttl unless set"`
+	LeaseTime       time.Duration `opt:"lease-time" default:"0s" help:"explicit lease time (Redisson's lock(leaseTime)): the lease just expires, no watchdog; 0 uses the watchdog"`
+}
+
+// lease is Redisson's internalLockLeaseTime, the key of the option that set
+// it, and whether a watchdog renews it.
+func (o *ReentrantWatchdogOptions) lease() (lease time.Duration, key string, watchdog bool) {
+	if o.LeaseTime == 0 {
+		return o.WatchdogTimeout, "watchdog-timeout", true
+	}
+	return o.LeaseTime, "lease-time", false
+}
+
+// Validate implements option.Validator.
+func (o *ReentrantWatchdogOptions) Validate() error {
+	if lease, key, _ := o.lease(); lease < 3*time.Millisecond {
+		return fmt.Errorf("%s: lease %v is too short to renew every third of it", key, lease)
+	}
+	return nil
+}
+
 func init() {
 	Register(Spec{
 		Name:        "reentrant-watchdog",
 		Description: "Redisson's RLock: reentrant hash lock, pub/sub wake-up of waiters, watchdog renewing the lease every third of it",
 		Nodes:       1,
 		Reentrant:   true,
-		Options: []option.Spec{
-			{Key: "watchdog-timeout", Default: "1ttl", Help: "lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout, whose default is 30s); follows --ttl unless set"},
-			{Key: "lease-time", Default: "0s", Help: "explicit lease time (Redisson's lock(leaseTime)): the lease just expires, no watchdog; 0 uses the watchdog"},
+		Options:     ReentrantWatchdogOptions{},
+		New: func(cfg Config) (Locker, error) {
+			l := &ReentrantWatchdog{cfg: cfg, renewals: map[string]*renewal{}}
+			l.lease, _, l.watchdog = cfg.Options.(*ReentrantWatchdogOptions).lease()
+			l.field = fmt.Sprintf("%s:%d", uuid4(cfg), redissonThreadID)
+			return l, nil
 		},
-		New: newReentrantWatchdog,
 	})
-}
-
-func newReentrantWatchdog(cfg Config) (Locker, error) {
-	timeout, err := cfg.Options.Duration("watchdog-timeout")
-	if err != nil {
-		return nil, err
-	}
-	leaseTime, err := cfg.Options.Duration("lease-time")
-	if err != nil {
-		return nil, err
-	}
-	l := &ReentrantWatchdog{cfg: cfg, lease: timeout, watchdog: leaseTime == 0, renewals: map[string]*renewal{}}
-	if !l.watchdog {
-		l.lease = leaseTime
-	}
-	if l.lease < 3*time.Millisecond {
-		return nil, fmt.Errorf("reentrant-watchdog: lease %v is too short to renew every third of it", l.lease)
-	}
-	l.field = fmt.Sprintf("%s:%d", uuid4(cfg), redissonThreadID)
-	return l, nil
 }
 
 // uuid4 formats 16 random bytes as a version-4 UUID, as Redisson names each

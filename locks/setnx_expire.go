@@ -3,29 +3,30 @@ package locks
 import (
 	"context"
 	"time"
-
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // SetnxExpire is the simplest lock of the seeds: SETNX, then a separate
 // EXPIRE, released with DEL. The two steps are not atomic: a client that
 // dies between them leaves a key that never expires, and nobody can take the
 // lock again. DEL also removes whoever's lock is there.
-type SetnxExpire struct{ cfg Config }
+type SetnxExpire struct {
+	cfg Config
+	o   SetnxExpireOptions
+}
+
+// SetnxExpireOptions are SetnxExpire's options.
+type SetnxExpireOptions struct {
+	Gap time.Duration `opt:"gap" default:"0s" help:"pause between SETNX and EXPIRE, widening the window a crash can hit"`
+}
 
 func init() {
 	Register(Spec{
 		Name:        "setnx-expire",
 		Description: "SETNX then a separate EXPIRE, release with DEL (non-atomic: a crash between them deadlocks the key)",
 		Nodes:       1,
-		Options: []option.Spec{
-			{Key: "gap", Default: "0s", Help: "pause between SETNX and EXPIRE, widening the window a crash can hit"},
-		},
+		Options:     SetnxExpireOptions{},
 		New: func(cfg Config) (Locker, error) {
-			if _, err := cfg.Options.Duration("gap"); err != nil {
-				return nil, err
-			}
-			return &SetnxExpire{cfg: cfg}, nil
+			return &SetnxExpire{cfg: cfg, o: *cfg.Options.(*SetnxExpireOptions)}, nil
 		},
 	})
 }
@@ -39,9 +40,8 @@ func (l *SetnxExpire) Acquire(ctx context.Context, key string) (Lease, error) {
 	if n == 0 {
 		return Lease{}, ErrNotAcquired
 	}
-	gap, _ := l.cfg.Options.Duration("gap")
-	if gap > 0 {
-		time.Sleep(gap)
+	if l.o.Gap > 0 {
+		time.Sleep(l.o.Gap)
 	}
 	if err := rdb.PExpire(ctx, key, l.cfg.TTL).Err(); err != nil {
 		// The key is set but may have no expiry: the outcome is unknown.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // TokenLuaWait is token-lua followed by WAIT numreplicas timeout after the
@@ -19,8 +17,13 @@ import (
 // token-lua's, without WAIT.
 type TokenLuaWait struct {
 	TokenLua
-	replicas int
-	timeout  time.Duration
+	o TokenLuaWaitOptions
+}
+
+// TokenLuaWaitOptions are TokenLuaWait's options.
+type TokenLuaWaitOptions struct {
+	NumReplicas Count         `opt:"numreplicas" default:"0" help:"replicas that must acknowledge the acquire (WAIT's numreplicas)"`
+	Timeout     time.Duration `opt:"timeout" default:"0.1ttl" help:"WAIT's timeout (Redisson waits up to 1s against a 30s lease)"`
 }
 
 func init() {
@@ -28,23 +31,9 @@ func init() {
 		Name:        "token-lua-wait",
 		Description: "token-lua, each acquire and release followed by WAIT numreplicas timeout; too few acknowledgements fail the acquire",
 		Nodes:       1,
-		Options: []option.Spec{
-			{Key: "numreplicas", Default: "0", Help: "replicas that must acknowledge the acquire (WAIT's numreplicas)"},
-			{Key: "timeout", Default: "0.1ttl", Help: "WAIT's timeout (Redisson waits up to 1s against a 30s lease)"},
-		},
+		Options:     TokenLuaWaitOptions{},
 		New: func(cfg Config) (Locker, error) {
-			n, err := cfg.Options.Int("numreplicas")
-			if err != nil {
-				return nil, err
-			}
-			if n < 0 {
-				return nil, fmt.Errorf("option token-lua-wait.numreplicas=%d: want 0 or more", n)
-			}
-			timeout, err := cfg.Options.Duration("timeout")
-			if err != nil {
-				return nil, err
-			}
-			return &TokenLuaWait{TokenLua: TokenLua{cfg: cfg}, replicas: n, timeout: timeout}, nil
+			return &TokenLuaWait{TokenLua: TokenLua{cfg: cfg}, o: *cfg.Options.(*TokenLuaWaitOptions)}, nil
 		},
 	})
 }
@@ -58,17 +47,17 @@ func (l *TokenLuaWait) Acquire(ctx context.Context, key string) (Lease, error) {
 	if err := setNXPX(ctx, conn, key, token, l.cfg.TTL); err != nil {
 		return Lease{}, err
 	}
-	acked, err := conn.Wait(ctx, l.replicas, l.timeout).Result()
+	acked, err := conn.Wait(ctx, int(l.o.NumReplicas), l.o.Timeout).Result()
 	if err != nil {
 		return Lease{}, fmt.Errorf("token-lua-wait: WAIT after the acquire (the key is set on the master): %w", err)
 	}
-	if int(acked) >= l.replicas {
+	if Count(acked) >= l.o.NumReplicas {
 		return Lease{Key: key, Owner: l.cfg.Owner, Token: token}, nil
 	}
 	if err := scriptOne(ctx, compareAndDelete, conn, key, token); err != nil {
-		return Lease{}, fmt.Errorf("token-lua-wait: %d of %d replicas acknowledged the acquire, and deleting the key again failed: %w", acked, l.replicas, err)
+		return Lease{}, fmt.Errorf("token-lua-wait: %d of %d replicas acknowledged the acquire, and deleting the key again failed: %w", acked, l.o.NumReplicas, err)
 	}
-	return Lease{}, fmt.Errorf("%w: %d of %d replicas acknowledged within %v; the key was deleted again", ErrNotAcquired, acked, l.replicas, l.timeout)
+	return Lease{}, fmt.Errorf("%w: %d of %d replicas acknowledged within %v; the key was deleted again", ErrNotAcquired, acked, l.o.NumReplicas, l.o.Timeout)
 }
 
 // Release deletes the key if it is still this lease's and WAITs for the
@@ -80,12 +69,12 @@ func (l *TokenLuaWait) Release(ctx context.Context, lease Lease) error {
 	if err := scriptOne(ctx, compareAndDelete, conn, lease.Key, lease.Token); err != nil {
 		return err
 	}
-	acked, err := conn.Wait(ctx, l.replicas, l.timeout).Result()
+	acked, err := conn.Wait(ctx, int(l.o.NumReplicas), l.o.Timeout).Result()
 	if err != nil {
 		return fmt.Errorf("token-lua-wait: WAIT after the release (the key is deleted on the master): %w", err)
 	}
-	if int(acked) < l.replicas {
-		return fmt.Errorf("token-lua-wait: released on the master, but %d of %d replicas acknowledged within %v", acked, l.replicas, l.timeout)
+	if Count(acked) < l.o.NumReplicas {
+		return fmt.Errorf("token-lua-wait: released on the master, but %d of %d replicas acknowledged within %v", acked, l.o.NumReplicas, l.o.Timeout)
 	}
 	return nil
 }

@@ -10,13 +10,12 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
 // Faults land by construction. A fault meant to hit a lease does not hope
 // to catch a holder: it asks its step's client to stay in its critical
-// section once its hold time is up (Env.Stretch), waits for that client's
+// section once its hold time is up (Processes.Stretch), waits for that client's
 // next hold of the step's key, and only then acts. The client is inside
 // its critical section when the fault begins, however slow the machine is,
 // and stays there until the fault's effect is certain (the lease was lost
@@ -27,7 +26,8 @@ import (
 
 // aimed is the hold a fault waits for and keeps inside.
 type aimed struct {
-	env Env
+	env  Env
+	proc Processes // keeps the client inside; nil when it was not asked
 	Holding
 	bound    time.Duration // the stretch's bound since the acquire's invoke
 	armed    int64         // when the client said it would stay inside
@@ -58,22 +58,27 @@ func aimAt(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed
 }
 
 // aimStop is aimAt whose client, with stop, stops its own process once the
-// aimed hold's work is done, before its write (Env.Stretch).
+// aimed hold's work is done, before its write (Processes.Stretch). Keeping
+// the client inside (bound > 0) needs the Processes capability.
 func aimStop(ctx context.Context, env Env, step Step, bound time.Duration, stop bool) (*aimed, error) {
 	ack := history.Now()
+	var proc Processes
 	if bound > 0 {
 		var err error
-		if ack, err = env.Stretch(ctx, step.Client, step.Key, bound, stop); err != nil {
+		if proc, err = processesOf(env); err != nil {
+			return nil, err
+		}
+		if ack, err = proc.Stretch(ctx, step.Client, step.Key, bound, stop); err != nil {
 			return nil, err
 		}
 	}
-	return awaitAimed(ctx, env, step, bound, ack, ack)
+	return awaitAimed(ctx, env, proc, step, bound, ack, ack)
 }
 
 // awaitAimed waits for the step's client to hold the step's key by an
 // acquire invoked at or after after; the client said at armed that it
-// would stay inside for bound (0: not asked).
-func awaitAimed(ctx context.Context, env Env, step Step, bound time.Duration, armed, after int64) (*aimed, error) {
+// would stay inside for bound (0: not asked; proc asked it otherwise).
+func awaitAimed(ctx context.Context, env Env, proc Processes, step Step, bound time.Duration, armed, after int64) (*aimed, error) {
 	wait := triggerWait(env)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -90,14 +95,14 @@ func awaitAimed(ctx context.Context, env Env, step Step, bound time.Duration, ar
 	if err != nil {
 		var uerr error
 		if bound > 0 {
-			uerr = env.Unstretch(step.Client)
+			uerr = proc.Unstretch(step.Client)
 		}
 		if ctx.Err() != nil {
 			return nil, errors.Join(ctx.Err(), uerr)
 		}
 		return nil, errors.Join(fmt.Errorf("%w: client %d did not hold %s within %v", ErrNoTarget, step.Client, step.Key, wait), uerr)
 	}
-	return &aimed{env: env, Holding: h, bound: bound, armed: armed, released: bound == 0}, nil
+	return &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed, released: bound == 0}, nil
 }
 
 // aimHolder aims at the step's hold like aimAt, and returns the lock nodes
@@ -131,20 +136,6 @@ func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, vot
 	}
 }
 
-// votesOption is the option of the faults that make one node forget a
-// lease: which holds they wait for.
-func votesOption() option.Spec {
-	return option.Spec{Key: "votes", Default: "any",
-		Help: "which hold of a quorum lock to hit: any (the step's client's next), bare (one on exactly the quorum of nodes: one node forgetting breaks it) or spare (one with a vote to spare: one node forgetting cannot)"}
-}
-
-func checkVotes(owner string, opts option.Values) error {
-	if v := opts.String("votes"); v != "bare" && v != "spare" && v != "any" {
-		return fmt.Errorf("option %s.votes=%q: want any, bare or spare", owner, v)
-	}
-	return nil
-}
-
 // aim is the hold as the history records it.
 func (a *aimed) aim() *history.Aim { return &history.Aim{Client: a.Client, Key: a.Key, Since: a.OK} }
 
@@ -154,7 +145,7 @@ func (a *aimed) release() error {
 		return nil
 	}
 	a.released = true
-	return a.env.Unstretch(a.Client)
+	return a.proc.Unstretch(a.Client)
 }
 
 // liveAt says whether the lease was certainly still live at t by its own

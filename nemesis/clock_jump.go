@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // ClockJump steps a lock node's wall clock forward (or back). Redis stores
@@ -23,50 +22,29 @@ import (
 // steps the clock back to the real time, as NTP would (keys set meanwhile
 // then live longer than their TTL: a liveness cost, not a safety one).
 type ClockJump struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	By        time.Duration `opt:"by" default:"1.5ttl" help:"how far the clock jumps"`
+	Direction string        `opt:"direction" default:"forward" oneof:"forward,backward" help:"forward (keys expire early) or backward (keys live longer)"`
+	onHold
+	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long the clock stays off before it is stepped back to the real time"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "clock-jump",
 		Description: "step a lock node's wall clock (clock shim, LD_PRELOAD): forward expires its keys early",
-		Options: []option.Spec{
-			nodeOption("the node whose clock jumps"),
-			{Key: "by", Default: "1.5ttl", Help: "how far the clock jumps"},
-			{Key: "direction", Default: "forward", Help: "forward (keys expire early) or backward (keys live longer)"},
-			whenOption(),
-			votesOption(),
-			{Key: "duration", Default: "3ttl", Help: "how long the clock stays off before it is stepped back to the real time"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "by", "duration"); err != nil {
-				return nil, err
-			}
-			if d := opts.String("direction"); d != "forward" && d != "backward" {
-				return nil, fmt.Errorf("option clock-jump.direction=%q: want forward or backward", d)
-			}
-			if err := checkWhen("clock-jump", opts); err != nil {
-				return nil, err
-			}
-			n, err := parseNode("clock-jump", opts.String("node"))
-			return &ClockJump{opts: opts, node: n}, err
-		},
-		Available: shimAvailable("clock-jump"),
-		NodeClock: true,
+		Action:      history.ActionClock,
+		New:         func() Nemesis { return new(ClockJump) },
+		NodeClock:   true,
 	})
 }
 
-func whenOption() option.Spec {
-	return option.Spec{Key: "when", Default: "hold", Help: "hold (while the step's client holds its key, kept inside until the effect is known) or any (whenever the schedule says)"}
-}
-
-// checkWhen checks the when and votes options.
-func checkWhen(owner string, opts option.Values) error {
-	if w := opts.String("when"); w != "hold" && w != "any" {
-		return fmt.Errorf("option %s.when=%q: want hold or any", owner, w)
+// Applies: the node must run under the clock shim, and a fixed node exist.
+func (j *ClockJump) Applies(t Topology) error {
+	if err := shimApplies("clock-jump", t); err != nil {
+		return err
 	}
-	return checkVotes(owner, opts)
+	return j.onNode.Applies(t)
 }
 
 // nodeFault is what the faults that make one node lose a lease share: the
@@ -83,11 +61,11 @@ type nodeFault struct {
 // any; with votes=bare, at a hold on exactly the lock's quorum of nodes),
 // keeping its client inside until the fault's effect is known, and picks
 // the node.
-func aimNode(ctx context.Context, env Env, step Step, opts option.Values, choice nodeChoice) (*nodeFault, error) {
+func aimNode(ctx context.Context, env Env, step Step, h onHold, choice nodeChoice) (*nodeFault, error) {
 	nf := &nodeFault{}
-	if opts.String("when") == "hold" {
+	if h.When == "hold" {
 		var err error
-		if nf.a, nf.held, err = aimHolder(ctx, env, step, stretchBound(env), opts.String("votes")); err != nil {
+		if nf.a, nf.held, err = aimHolder(ctx, env, step, stretchBound(env), h.Votes); err != nil {
 			return nil, err
 		}
 	}
@@ -139,21 +117,10 @@ func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
 	return history.Now()
 }
 
-// shimAvailable: the clock shim goes into processes that a backend starts
-// with LD_PRELOAD; the local and docker backends do.
-func shimAvailable(owner string) func(Topology, option.Values) error {
-	return func(t Topology, opts option.Values) error {
-		if t.Backend != "local" && t.Backend != "docker" {
-			return fmt.Errorf("%s needs the clock shim in redis-server, which the %s backend cannot load: use clock-jump-ttl, which works on any Redis", owner, t.Backend)
-		}
-		return nodeAvailable(owner)(t, opts)
-	}
-}
-
 // nodeClock finds the clock of lock node i.
-func nodeClock(env Env, owner string, i int) (cluster.Node, *cluster.Clock, error) {
+func nodeClock(env Env, clocks Clocks, owner string, i int) (cluster.Node, *cluster.Clock, error) {
 	node := env.LockNodes()[i]
-	c := env.Clock(node)
+	c := clocks.Clock(node)
 	if c == nil {
 		return nil, nil, fmt.Errorf("%s: lock node %d (%s) runs without the clock shim", owner, i, node.Name())
 	}
@@ -161,18 +128,21 @@ func nodeClock(env Env, owner string, i int) (cluster.Node, *cluster.Clock, erro
 }
 
 func (j *ClockJump) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	by, _ := j.opts.Duration("by")
-	d, _ := j.opts.Duration("duration")
-	nf, err := aimNode(ctx, env, step, j.opts, j.node)
+	by, d := j.By, j.Duration
+	clocks, err := clocksOf(env)
 	if err != nil {
 		return nil, err
 	}
-	clock := env.Clock(nf.node)
+	nf, err := aimNode(ctx, env, step, j.onHold, j.Node)
+	if err != nil {
+		return nil, err
+	}
+	clock := clocks.Clock(nf.node)
 	if clock == nil {
 		return nil, errors.Join(fmt.Errorf("clock-jump: lock node %d (%s) runs without the clock shim", nf.i, nf.node.Name()), nf.release())
 	}
 	step2 := by
-	if j.opts.String("direction") == "backward" {
+	if j.Direction == "backward" {
 		step2 = -by
 	}
 	start := history.Now()
@@ -180,13 +150,13 @@ func (j *ClockJump) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		return nil, errors.Join(err, nf.release())
 	}
 	f := nf.fault(&Fault{
-		Target: fmt.Sprintf("clock of lock node %d (%s) %s by %v", nf.i, nf.node.Name(), j.opts.String("direction"), by),
-		Params: map[string]string{"variant": "shim", "by": by.String(), "direction": j.opts.String("direction"), "duration": d.String(),
+		Target: fmt.Sprintf("clock of lock node %d (%s) %s by %v", nf.i, nf.node.Name(), j.Direction, by),
+		Params: map[string]string{"variant": "shim", "by": by.String(), "direction": j.Direction, "duration": d.String(),
 			"offset": clock.Offset().Round(time.Millisecond).String()},
 		Start: start,
 		Heal:  func(context.Context) error { return clock.Set(0, 1) },
 	})
-	f.Effect, err = nf.effect(ctx, env, history.Now(), fmt.Sprintf("lock node %d's clock jumped %s by %s", nf.i, j.opts.String("direction"), by))
+	f.Effect, err = nf.effect(ctx, env, history.Now(), fmt.Sprintf("lock node %d's clock jumped %s by %s", nf.i, j.Direction, by))
 	f.Duration = time.Until(timeOf(start).Add(d))
 	return f, err
 }

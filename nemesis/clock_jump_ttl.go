@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,31 +19,17 @@ import (
 // does in Redis; keys written afterwards keep their full TTL, as they would
 // after a real jump. There is nothing to heal.
 type ClockJumpTTL struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	By time.Duration `opt:"by" default:"1.5ttl" help:"how far the emulated clock jumps"`
+	onHold
 }
 
 func init() {
 	Register(Spec{
 		Name:        "clock-jump-ttl",
 		Description: "emulate a forward clock jump on any Redis: shorten every key's TTL on a lock node (PEXPIRE)",
-		Options: []option.Spec{
-			nodeOption("the node whose clock 'jumps'"),
-			{Key: "by", Default: "1.5ttl", Help: "how far the emulated clock jumps"},
-			whenOption(),
-			votesOption(),
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "by"); err != nil {
-				return nil, err
-			}
-			if err := checkWhen("clock-jump-ttl", opts); err != nil {
-				return nil, err
-			}
-			n, err := parseNode("clock-jump-ttl", opts.String("node"))
-			return &ClockJumpTTL{opts: opts, node: n}, err
-		},
-		Available: nodeAvailable("clock-jump-ttl"),
+		Action:      history.ActionClock,
+		New:         func() Nemesis { return new(ClockJumpTTL) },
 	})
 }
 
@@ -59,8 +45,8 @@ end
 return n`)
 
 func (c *ClockJumpTTL) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	by, _ := c.opts.Duration("by")
-	nf, err := aimNode(ctx, env, step, c.opts, c.node)
+	by := c.By
+	nf, err := aimNode(ctx, env, step, c.onHold, c.Node)
 	if err != nil {
 		return nil, err
 	}

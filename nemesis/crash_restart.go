@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // CrashRestart kills a lock node's redis-server with SIGKILL and starts it
@@ -30,38 +29,24 @@ import (
 // when the holder is left with fewer nodes than the lock needs, and the
 // holder then stays inside until another client takes the key.
 type CrashRestart struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	Delay time.Duration `opt:"delay" default:"0s" help:"how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"`
+	onHold
 }
 
 func init() {
 	Register(Spec{
 		Name:        "crash-restart",
 		Description: "SIGKILL a lock node, restart it on the same port (what survives depends on --persistence)",
-		Options: []option.Spec{
-			nodeOption("the crashed node"),
-			{Key: "delay", Default: "0s", Help: "how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"},
-			whenOption(),
-			votesOption(),
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "delay"); err != nil {
-				return nil, err
-			}
-			if err := checkWhen("crash-restart", opts); err != nil {
-				return nil, err
-			}
-			n, err := parseNode("crash-restart", opts.String("node"))
-			return &CrashRestart{opts: opts, node: n}, err
-		},
-		Available: nodeAvailable("crash-restart"),
+		Action:      history.ActionCrash,
+		New:         func() Nemesis { return new(CrashRestart) },
 	})
 }
 
 func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	delay, _ := c.opts.Duration("delay")
+	delay := c.Delay
 	params := map[string]string{"signal": "SIGKILL", "persistence": env.Topology().Persistence, "delay": delay.String()}
-	nf, err := aimNode(ctx, env, step, c.opts, c.node)
+	nf, err := aimNode(ctx, env, step, c.onHold, c.Node)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,71 +27,54 @@ import (
 // restarts the old primary as a replica of the new one and restores
 // replication. Needs --replicas 1 or more.
 type Failover struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	onVotes
+	Cut      string        `opt:"cut" default:"all" oneof:"all,promoted,none" help:"replication cut, in every lock node's group, before the acquire: all, promoted (only the replica that will be promoted) or none (replication stays healthy)"`
+	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long after the promotion the old primary stays dead (then it restarts as a replica)"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "failover",
 		Description: "cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas)",
-		Options:     failoverOptions("all, promoted (only the replica that will be promoted) or none (replication stays healthy)"),
-		New: func(opts option.Values) (Nemesis, error) {
-			n, err := parseFailover("failover", opts, "all", "promoted", "none")
-			return &Failover{opts: opts, node: n}, err
-		},
-		Available: func(t Topology, opts option.Values) error {
-			if t.Replicas < 1 {
-				return errors.New("failover needs replicas to promote: add --replicas 1 (or more)")
-			}
-			if t.Sentinels > 0 {
-				return errors.New("failover promotes a replica by hand, and the run's sentinels would promote one too: use failover-sentinel with --sentinels, or drop --sentinels")
-			}
-			return nodeAvailable("failover")(t, opts)
-		},
+		Action:      history.ActionFailover,
+		New:         func() Nemesis { return new(Failover) },
 	})
 }
 
-func failoverOptions(cutHelp string) []option.Spec {
-	return []option.Spec{
-		nodeOption("the lock node whose primary fails"),
-		votesOption(),
-		{Key: "cut", Default: "all", Help: "replication cut, in every lock node's group, before the acquire: " + cutHelp},
-		{Key: "duration", Default: "3ttl", Help: "how long after the promotion the old primary stays dead (then it restarts as a replica)"},
+// Applies: the run needs replicas to promote, and no sentinels to promote
+// one too.
+func (f *Failover) Applies(t Topology) error {
+	if t.Replicas < 1 {
+		return errors.New("failover needs replicas to promote: add --replicas 1 (or more)")
 	}
-}
-
-func parseFailover(owner string, opts option.Values, cuts ...string) (nodeChoice, error) {
-	if err := durations(opts, "duration"); err != nil {
-		return 0, err
+	if t.Sentinels > 0 {
+		return errors.New("failover promotes a replica by hand, and the run's sentinels would promote one too: use failover-sentinel with --sentinels, or drop --sentinels")
 	}
-	cut := opts.String("cut")
-	ok := false
-	for _, c := range cuts {
-		ok = ok || c == cut
-	}
-	if !ok {
-		return 0, fmt.Errorf("option %s.cut=%q: want %s", owner, cut, strings.Join(cuts, ", "))
-	}
-	if err := checkVotes(owner, opts); err != nil {
-		return 0, err
-	}
-	return parseNode(owner, opts.String("node"))
+	return f.onNode.Applies(t)
 }
 
 func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
+	repl, err := replicationOf(env)
+	if err != nil {
+		return nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
 	// The replica each group would promote is chosen before anything is
 	// cut: cut=promoted cuts only that one.
 	promote := map[*Group]int{}
-	for _, g := range env.Groups() {
+	for _, g := range repl.Groups() {
 		if rs := g.Replicas(); len(rs) > 0 {
 			promote[g] = rs[env.Rand().IntN(len(rs))]
 		}
 	}
 	cutOf := func(g *Group) []int {
-		return map[string][]int{"all": g.Replicas(), "promoted": {promote[g]}, "none": nil}[f.opts.String("cut")]
+		return map[string][]int{"all": g.Replicas(), "promoted": {promote[g]}, "none": nil}[f.Cut]
 	}
-	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
+	pre, err := prepareFailover(ctx, env, repl, step, failing{cut: f.Cut, votes: f.Votes, node: f.Node}, cutOf)
 	if pre != nil && pre.missed != "" {
 		return pre.cutOnly(), err
 	}
@@ -117,14 +99,20 @@ func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 	pre.params["promoted"], pre.params["promoted-by"] = newNode.Name(), "REPLICAOF NO ONE"
 	heal := func(ctx context.Context) error { return rejoin(ctx, g, old, oldNode.Restart, true) }
 	target = fmt.Sprintf("lock node %d: primary %s killed, replica %s promoted", i, oldNode.Name(), newNode.Name())
-	if err := redirect(env, i, newNode.Addr()); err != nil {
+	if err := redirect(net.Proxies(), i, newNode.Addr()); err != nil {
 		return pre.partial(target, heal), fmt.Errorf("failover of lock node %d: %w", i, err)
 	}
 	fault := pre.partial(target, heal)
 	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("replica %s of lock node %d was primary %s after the kill", newNode.Name(), i, round(time.Duration(history.Now()-killed))))
-	d, _ := f.opts.Duration("duration")
-	fault.Duration = time.Until(timeOf(killed).Add(d))
+	fault.Duration = time.Until(timeOf(killed).Add(f.Duration))
 	return fault, err
+}
+
+// failing are the options of a failover (failover, failover-sentinel):
+// which replicas to cut, which hold to wait for, which node to fail over.
+type failing struct {
+	cut, votes string
+	node       nodeChoice
 }
 
 // prepared is the state of a failover before the kill.
@@ -182,7 +170,7 @@ func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.E
 // cutOf names), then waits for the step's client to acquire the step's key
 // while they are cut (aimHolder, keeping it inside its critical section;
 // with votes=bare, a hold on exactly the lock's quorum of nodes), and picks
-// the group to fail over among the nodes that hold the lease (choice). The
+// the group to fail over among the nodes that hold the lease (fo.node). The
 // cut comes first so that the lease can never have reached the replicas,
 // and it is made at a moment when those replicas serve no live lock key: a
 // key that reached them before the cut, whose release did not, would
@@ -190,14 +178,14 @@ func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.E
 // first tries, for up to a TTL, to cut while nobody holds a lock (then no
 // stale key can reach them), and otherwise cuts anyway and waits for the
 // stale key to expire. The params say how it went.
-func prepareFailover(ctx context.Context, env Env, step Step, opts option.Values, choice nodeChoice, cutOf func(*Group) []int) (*prepared, error) {
-	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{"cut": opts.String("cut")}, start: history.Now()}
+func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, fo failing, cutOf func(*Group) []int) (*prepared, error) {
+	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{"cut": fo.cut}, start: history.Now()}
 	var (
 		relays   []*proxy.Link
 		cutNodes []cluster.Node
 		names    []string
 	)
-	for _, g := range env.Groups() {
+	for _, g := range repl.Groups() {
 		members := cutOf(g)
 		relays = append(relays, g.Relays(members)...)
 		for _, m := range members {
@@ -252,7 +240,7 @@ func prepareFailover(ctx context.Context, env Env, step Step, opts option.Values
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
-	a, held, err := aimHolder(ctx, env, step, stretchBound(env), opts.String("votes"))
+	a, held, err := aimHolder(ctx, env, step, stretchBound(env), fo.votes)
 	switch {
 	case err != nil && errors.Is(err, ErrNoTarget):
 		// Replication was cut, and nobody took the lock meanwhile (a lock
@@ -265,7 +253,7 @@ func prepareFailover(ctx context.Context, env Env, step Step, opts option.Values
 		return p, err // the schedule records the cut and heals it
 	}
 	p.a, p.held = a, held
-	p.g = groupOf(env, choice.pick(env, step, held))
+	p.g = groupOf(env, fo.node.pick(env, step, held))
 	p.params["node"] = strconv.Itoa(p.g.Index)
 	p.params["acquired-after-cut"] = fmt.Sprintf("client %d, %s", a.Client, a.Key)
 	// A stale lease that reached the replicas before the cut must be gone
@@ -339,9 +327,9 @@ func (k keyChecker) close() {
 }
 
 // redirect points every client link of lock node i at addr.
-func redirect(env Env, i int, addr string) error {
+func redirect(ps *proxy.Proxies, i int, addr string) error {
 	var errs []error
-	for _, l := range env.Proxies().Links(nil, is(i)) {
+	for _, l := range ps.Links(nil, is(i)) {
 		errs = append(errs, l.SetUpstream(addr))
 	}
 	if err := errors.Join(errs...); err != nil {

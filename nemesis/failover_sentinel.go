@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // FailoverSentinel is failover with real Redis Sentinels deciding
@@ -25,49 +24,55 @@ import (
 // refuses to fail the same primary over again within twice its failover
 // timeout, so this nemesis injects once per run.
 type FailoverSentinel struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	onVotes
+	Cut      string        `opt:"cut" default:"all" oneof:"all,none" help:"replication cut, in every lock node's group, before the acquire: all or none (replication stays healthy)"`
+	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long after the promotion the old primary stays dead (then it restarts as a replica)"`
+	Timeout  time.Duration `opt:"timeout" default:"20s" help:"how long the sentinels may take to promote a replica"`
+
 	done atomic.Bool
 }
 
 func init() {
-	opts := failoverOptions("all or none (replication stays healthy)")
-	opts = append(opts, option.Spec{Key: "timeout", Default: "20s", Help: "how long the sentinels may take to promote a replica"})
 	Register(Spec{
 		Name:        "failover-sentinel",
 		Description: "failover decided by redis-sentinel: cut replication, acquire on the primary, kill it, sentinels promote (needs --replicas, --sentinels)",
-		Options:     opts,
-		New: func(opts option.Values) (Nemesis, error) {
-			n, err := parseFailover("failover-sentinel", opts, "all", "none")
-			if err == nil {
-				err = durations(opts, "timeout")
-			}
-			return &FailoverSentinel{opts: opts, node: n}, err
-		},
-		Available: func(t Topology, opts option.Values) error {
-			if t.Replicas < 1 || t.Sentinels < 1 {
-				return fmt.Errorf("failover-sentinel needs replicas and sentinels (this run: --replicas %d, --sentinels %d): use e.g. --replicas 2 --sentinels 3", t.Replicas, t.Sentinels)
-			}
-			return nodeAvailable("failover-sentinel")(t, opts)
-		},
+		Action:      history.ActionFailover,
+		New:         func() Nemesis { return new(FailoverSentinel) },
 	})
+}
+
+// Applies: the run needs replicas and sentinels to promote one.
+func (f *FailoverSentinel) Applies(t Topology) error {
+	if t.Replicas < 1 || t.Sentinels < 1 {
+		return fmt.Errorf("failover-sentinel needs replicas and sentinels (this run: --replicas %d, --sentinels %d): use e.g. --replicas 2 --sentinels 3", t.Replicas, t.Sentinels)
+	}
+	return f.onNode.Applies(t)
 }
 
 func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	if f.done.Load() {
 		return nil, ErrDone
 	}
-	sentinels := env.Sentinels()
+	repl, err := replicationOf(env)
+	if err != nil {
+		return nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
+	sentinels := repl.Sentinels()
 	if len(sentinels) == 0 {
 		return nil, errors.New("failover-sentinel: the run has no sentinels")
 	}
 	cutOf := func(g *Group) []int {
-		if f.opts.String("cut") == "all" {
+		if f.Cut == "all" {
 			return g.Replicas()
 		}
 		return nil
 	}
-	pre, err := prepareFailover(ctx, env, step, f.opts, f.node, cutOf)
+	pre, err := prepareFailover(ctx, env, repl, step, failing{cut: f.Cut, votes: f.Votes, node: f.Node}, cutOf)
 	if pre != nil && pre.missed != "" {
 		return pre.cutOnly(), err
 	}
@@ -89,8 +94,7 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	// Sentinel converts the old primary into a replica itself once it is
 	// back, so healing only restarts it.
 	restart := func(ctx context.Context) error { return rejoin(ctx, g, old, oldNode.Restart, false) }
-	timeout, _ := f.opts.Duration("timeout")
-	addr, err := awaitPromotion(ctx, sentinels, g.Name, oldNode.Addr(), timeout)
+	addr, err := awaitPromotion(ctx, sentinels, g.Name, oldNode.Addr(), f.Timeout)
 	if err != nil {
 		// Healing restarts the old primary, empty unless persisted, with
 		// the clients still pointed at it: a crash-restart of its own.
@@ -105,13 +109,12 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	newNode := g.Members()[m]
 	pre.params["promoted"], pre.params["promoted-by"] = newNode.Name(), fmt.Sprintf("%d sentinels", len(sentinels))
 	target = fmt.Sprintf("lock node %d: primary %s killed, sentinels promoted %s", i, oldNode.Name(), newNode.Name())
-	if err := redirect(env, i, addr); err != nil {
+	if err := redirect(net.Proxies(), i, addr); err != nil {
 		return pre.partial(target, restart), fmt.Errorf("failover-sentinel of lock node %d: %w", i, err)
 	}
 	fault := pre.partial(target, restart)
 	fault.Effect, err = pre.effect(ctx, env, fmt.Sprintf("the sentinels promoted %s %s after the kill", newNode.Name(), pre.params["sentinel-decision"]))
-	d, _ := f.opts.Duration("duration")
-	fault.Duration = time.Until(timeOf(killed).Add(d))
+	fault.Duration = time.Until(timeOf(killed).Add(f.Duration))
 	return fault, err
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // KillClient kills, with SIGKILL, the step's client in the middle of an
@@ -17,32 +16,34 @@ import (
 // construction: the client's replies are slowed first (reply-delay), so
 // its acquire stays in flight long enough to be killed there.
 type KillClient struct {
-	opts option.Values
+	InFlight   time.Duration `opt:"in-flight" default:"0.1ttl" help:"kill the client once its acquire has been in flight this long"`
+	ReplyDelay time.Duration `opt:"reply-delay" default:"0.2ttl" help:"how late the client's replies arrive until the kill, so that its acquire is in flight long enough; 0 leaves them alone"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "kill-client",
 		Description: "SIGKILL a worker in the middle of an acquire (its replies slowed so the kill lands there)",
-		Options: []option.Spec{
-			{Key: "in-flight", Default: "0.1ttl", Help: "kill the client once its acquire has been in flight this long"},
-			{Key: "reply-delay", Default: "0.2ttl", Help: "how late the client's replies arrive until the kill, so that its acquire is in flight long enough; 0 leaves them alone"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			return &KillClient{opts: opts}, durations(opts, "in-flight", "reply-delay")
-		},
+		Action:      history.ActionKill,
+		New:         func() Nemesis { return new(KillClient) },
 	})
 }
 
 func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	d, _ := k.opts.Duration("in-flight")
-	delay, _ := k.opts.Duration("reply-delay")
+	d, delay := k.InFlight, k.ReplyDelay
+	proc, err := processesOf(env)
+	if err != nil {
+		return nil, err
+	}
 	c := step.Client
 	start := history.Now()
 	unslow := func(context.Context) error { return nil }
 	if delay > 0 {
-		var err error
-		unslow, err = addToxics(env.Proxies().Links(is(c), nil), "kill-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+		net, err := linksOf(env)
+		if err != nil {
+			return nil, err
+		}
+		unslow, err = addToxics(net.Proxies().Links(is(c), nil), "kill-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +82,7 @@ func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, er
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if err := env.Kill(c); err != nil {
+	if err := proc.Kill(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
 	f.Params["key"] = acq.Key

@@ -9,41 +9,44 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
 
-// linksOption is the option of every nemesis that acts on client links.
-func linksOption(def string) option.Spec {
-	return option.Spec{Key: "links", Default: def,
-		Help: "which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"}
+// onLinks is the option of every nemesis that acts on client links (one
+// that defaults to other links than all declares its own Links field).
+type onLinks struct {
+	Links linkChoice `opt:"links" default:"all" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`
 }
 
-// linkChoice is a parsed links option.
+// Applies checks a fixed client or node number against the topology.
+func (o onLinks) Applies(t Topology) error { return o.Links.available(t) }
+
+// linkChoice is a links option.
 type linkChoice struct {
 	kind string // all, holder, client, node
 	n    int    // -1: random
 }
 
-func parseLinks(owner, s string) (linkChoice, error) {
-	kind, arg, has := strings.Cut(strings.TrimSpace(s), "=")
-	c := linkChoice{kind: kind, n: -1}
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *linkChoice) UnmarshalText(b []byte) error {
+	kind, arg, has := strings.Cut(string(b), "=")
+	*c = linkChoice{kind: kind, n: -1}
 	switch kind {
 	case "all", "holder":
 		if !has {
-			return c, nil
+			return nil
 		}
 	case "client", "node":
 		if !has {
-			return c, nil
+			return nil
 		}
 		n, err := strconv.Atoi(arg)
 		if err == nil && n >= 0 {
 			c.n = n
-			return c, nil
+			return nil
 		}
 	}
-	return c, fmt.Errorf("option %s.links=%q: want all, holder, client, node, client=N or node=N", owner, s)
+	return errors.New("want all, holder, client, node, client=N or node=N")
 }
 
 // available checks a fixed client or node number against the topology.
@@ -60,8 +63,7 @@ func (c linkChoice) available(t Topology) error {
 // pick returns the chosen links, a description of the target, and the
 // clients whose links they are when the choice was one client: the aimed
 // holder's (holder), the step's client or node (client, node), or fixed.
-func (c linkChoice) pick(env Env, step Step, a *aimed) ([]*proxy.Link, string, []int) {
-	ps := env.Proxies()
+func (c linkChoice) pick(env Env, ps *proxy.Proxies, step Step, a *aimed) ([]*proxy.Link, string, []int) {
 	switch c.kind {
 	case "holder":
 		return ps.Links(is(a.Client), nil), fmt.Sprintf("links of client %d (holding %s)", a.Client, a.Key), []int{a.Client}
@@ -88,11 +90,15 @@ func (c linkChoice) pick(env Env, step Step, a *aimed) ([]*proxy.Link, string, [
 // says what the fault does to the links ("slow", "cut").
 func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, duration time.Duration, what string, params map[string]string,
 	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
 	a, err := aimAt(ctx, env, step, 0)
 	if err != nil {
 		return nil, err
 	}
-	links, target, clients := choice.pick(env, step, a)
+	links, target, clients := choice.pick(env, net.Proxies(), step, a)
 	start := history.Now()
 	heal, err := install(links)
 	if err != nil {
@@ -126,16 +132,26 @@ func freshestHolder(env Env) (Holding, bool) {
 	return h, true
 }
 
-// streamsOf reads a stream option: upstream (requests), downstream
-// (replies) or both.
-func streamsOf(owner, s string) ([]string, error) {
-	switch s {
-	case "both":
-		return []string{"upstream", "downstream"}, nil
-	case "upstream", "downstream":
-		return []string{s}, nil
+// streams is a stream option: upstream (requests), downstream (replies)
+// or both.
+type streams string
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *streams) UnmarshalText(b []byte) error {
+	switch v := string(b); v {
+	case "both", "upstream", "downstream":
+		*s = streams(v)
+		return nil
 	}
-	return nil, fmt.Errorf("option %s.stream=%q: want upstream, downstream or both", owner, s)
+	return errors.New("want upstream, downstream or both")
+}
+
+// dirs are the toxiproxy streams it names.
+func (s streams) dirs() []string {
+	if s == "both" {
+		return []string{"upstream", "downstream"}
+	}
+	return []string{string(s)}
 }
 
 // addToxics installs one toxic per stream on every link, named after the

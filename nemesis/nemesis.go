@@ -69,7 +69,12 @@ type Fault struct {
 	Effect *history.Effect
 }
 
-// Env is what a nemesis may act on.
+// Env is what every nemesis may see and act on: the run's times, the holds
+// as the coordinator sees them, the lock nodes. What only some nemeses need
+// is an optional capability, an interface the run's environment implements
+// besides (Processes, Links, Replication, Clocks), the way package locks has
+// optional Renewer and Waiter interfaces: a nemesis asks for one with
+// capability, and a fake in a test implements only what its test uses.
 type Env interface {
 	TTL() time.Duration
 	// Lease is the lease the lock really uses: the TTL unless a lock option
@@ -84,6 +89,16 @@ type Env interface {
 	// Await waits until cond holds of the run as the coordinator sees it,
 	// evaluated at every event, or ctx ends.
 	Await(ctx context.Context, cond func(View) bool) error
+	// LockNodes are the nodes the lock uses, in order (never the resource):
+	// the current primary of each replication group.
+	LockNodes() []cluster.Node
+	// Topology is the run's shape.
+	Topology() Topology
+}
+
+// Processes is the capability to control the clients' processes and their
+// workers.
+type Processes interface {
 	// Acquiring lists clients whose acquire has been in flight at least d.
 	Acquiring(d time.Duration) []int
 	Pause(client int) error
@@ -100,22 +115,70 @@ type Env interface {
 	// withdraws it.
 	Stretch(ctx context.Context, client int, key string, max time.Duration, stop bool) (int64, error)
 	Unstretch(client int) error
+}
+
+// Links is the capability to act on the run's proxied links.
+type Links interface {
 	// Proxies are the client↔lock-node links and the replication relays.
 	Proxies() *proxy.Proxies
-	// LockNodes are the nodes the lock uses, in order (never the resource):
-	// the current primary of each replication group.
-	LockNodes() []cluster.Node
-	// Topology is the run's shape.
-	Topology() Topology
+}
+
+// Replication is the capability to act on the lock nodes' replication.
+type Replication interface {
 	// Groups are the replication groups, one per lock node, in order; a
 	// group without replicas has a single member.
 	Groups() []*Group
 	// Sentinels are the addresses of the run's sentinels (processes or
 	// containers, by backend).
 	Sentinels() []string
+}
+
+// Clocks is the capability to move the lock nodes' wall clocks.
+type Clocks interface {
 	// Clock is the clock shim's control of node, or nil when the node runs
 	// without the shim.
 	Clock(node cluster.Node) *cluster.Clock
+}
+
+// unwrapper is an Env that wraps another (a step's, with its own random
+// source): capability looks for a capability in the wrapped Env too, since
+// an Env that embeds another hides the capabilities of the value inside.
+type unwrapper interface {
+	Unwrap() Env
+}
+
+// capability finds the capability T (Processes, Links, Replication,
+// Clocks) of env, or of the Env it wraps; what names the capability in the
+// error when the run's environment does not give it.
+func capability[T any](env Env, what string) (T, error) {
+	for env != nil {
+		if c, ok := env.(T); ok {
+			return c, nil
+		}
+		u, ok := env.(unwrapper)
+		if !ok {
+			break
+		}
+		env = u.Unwrap()
+	}
+	var none T
+	return none, fmt.Errorf("the nemesis needs %s, which this run's environment does not give", what)
+}
+
+func processesOf(env Env) (Processes, error) {
+	return capability[Processes](env, "control of the client processes")
+}
+
+func linksOf(env Env) (Links, error) {
+	return capability[Links](env, "the client↔lock-node links (proxies)")
+}
+
+func replicationOf(env Env) (Replication, error) {
+	return capability[Replication](env, "the lock nodes' replication groups")
+}
+
+func clocksOf(env Env) (Clocks, error) {
+	return capability[Clocks](env, "the lock nodes' clocks (clock shim)")
 }
 
 // Topology is the shape of a run, which decides whether a nemesis applies.
@@ -171,22 +234,71 @@ type Holding struct {
 type Spec struct {
 	Name        string
 	Description string
-	Options     []option.Spec
-	// New builds the nemesis from its resolved options; it returns an error
-	// for bad values.
-	New func(opts option.Values) (Nemesis, error)
-	// Available says whether the nemesis applies to a run of this shape with
-	// these options: nil, or an error that says why not and what to change
-	// (the runner turns it into a usage error, and a matrix skips the cell).
-	// A nil Available applies everywhere.
-	Available func(t Topology, opts option.Values) error
+	// New returns a fresh nemesis whose tagged fields are its options
+	// (package option): Build decodes them once, and Inject reads plain
+	// fields. A nemesis with checks across fields has Validate() error; one
+	// that applies only to some runs is an Applier.
+	New func() Nemesis
+	// Action is what its faults do, in the kinds a report draws and
+	// describes without knowing the nemesis (history.Action).
+	Action history.Action
 	// NodeClock: the lock nodes must start under the clock shim, so that
-	// this nemesis can shift their wall clocks (Env.Clock).
+	// this nemesis can shift their wall clocks (Clocks).
 	NodeClock bool
+}
+
+// Applier is a nemesis that applies only to runs of some shapes: Applies
+// returns nil, or an error that says why not and what to change (the runner
+// turns it into a usage error, and a matrix skips the cell).
+type Applier interface {
+	Applies(t Topology) error
+}
+
+// OptionSpecs lists the nemesis's options, its schedule last.
+func (s Spec) OptionSpecs() []option.Spec {
+	return append(option.Specs(s.New()), scheduleSpec)
+}
+
+// Built is a nemesis made from its options.
+type Built struct {
+	Nemesis Nemesis
+	// Schedule is its schedule option, for ParsePlan.
+	Schedule string
+	// Options are the values it was built with, defaults included, for the
+	// record.
+	Options map[string]string
+}
+
+// Build makes the nemesis from the options given (its schedule among them),
+// durations in TTLs resolved against ttl. Errors name the option and what
+// it wants.
+func (s Spec) Build(given map[string]string, ttl time.Duration) (Built, error) {
+	own := map[string]string{}
+	schedule := scheduleSpec.Default
+	for k, v := range given {
+		if k == ScheduleKey {
+			schedule = v
+			continue
+		}
+		own[k] = v
+	}
+	n := s.New()
+	used, err := option.Decode(s.Name, n, own, ttl)
+	if err != nil {
+		if strings.Contains(err.Error(), "its options are: ") {
+			err = fmt.Errorf("%w (and %s)", err, ScheduleKey)
+		}
+		return Built{}, err
+	}
+	used[ScheduleKey] = schedule
+	return Built{Nemesis: n, Schedule: schedule, Options: used}, nil
 }
 
 // ScheduleKey is the option every nemesis has: when its faults happen.
 const ScheduleKey = "schedule"
+
+var scheduleSpec = option.Spec{Key: ScheduleKey, Default: "every",
+	Help: "when: every[=DUR] (quiet, fault, heal, again), at=1s,3s (since the start) or random[=MIN-MAX] (seeded gaps)"}
 
 var (
 	mu       sync.Mutex
@@ -197,14 +309,13 @@ var (
 func Register(s Spec) {
 	mu.Lock()
 	defer mu.Unlock()
-	if s.Name == "" || s.New == nil {
-		panic(fmt.Sprintf("nemesis.Register: spec %q needs a Name and a New function", s.Name))
+	if s.Name == "" || s.New == nil || s.Action == "" {
+		panic(fmt.Sprintf("nemesis.Register: spec %q needs a Name, an Action and a New function", s.Name))
 	}
 	if _, dup := registry[s.Name]; dup {
 		panic("nemesis.Register: duplicate nemesis " + s.Name)
 	}
-	s.Options = append(s.Options[:len(s.Options):len(s.Options)], option.Spec{Key: ScheduleKey, Default: "every",
-		Help: "when: every[=DUR] (quiet, fault, heal, again), at=1s,3s (since the start) or random[=MIN-MAX] (seeded gaps)"})
+	option.Specs(s.New()) // a malformed option declaration panics here, at start-up
 	registry[s.Name] = s
 }
 
@@ -241,9 +352,6 @@ func namesLocked() []string {
 
 // newFrom builds a nemesis from a spec and raw options (tests).
 func newFrom(s Spec, given map[string]string) (Nemesis, error) {
-	v, err := option.Resolve(s.Name, s.Options, given, 0)
-	if err != nil {
-		return nil, err
-	}
-	return s.New(v)
+	b, err := s.Build(given, 0)
+	return b.Nemesis, err
 }

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
 
@@ -34,64 +34,58 @@ import (
 // fail at once). Healing restores the links; open connections are closed and
 // clients reconnect.
 type Partition struct {
-	opts   option.Values
-	shape  string
-	node   nodeChoice
-	client string
+	Shape string `opt:"shape" default:"node" oneof:"node,client,split" help:"node (one lock node isolated), client (one client isolated) or split (each client sees its own majority; the views share a node)"`
+	onNode
+	Client   clientChoice  `opt:"client" default:"holder" help:"shape=client: the isolated client: holder (the step's client, once it holds its key) or a client number"`
+	Mode     string        `opt:"mode" default:"drop" oneof:"drop,refuse" help:"drop (packets vanish; requests time out) or refuse (connections refused; requests fail fast)"`
+	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long the partition lasts"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "partition",
 		Description: "cut client↔lock-node links: one node isolated, one client isolated, or RedLock's majority/minority split",
-		Options: []option.Spec{
-			{Key: "shape", Default: "node", Help: "node (one lock node isolated), client (one client isolated) or split (each client sees its own majority; the views share a node)"},
-			nodeOption("shape=node: the isolated node"),
-			{Key: "client", Default: "holder", Help: "shape=client: the isolated client: holder (the step's client, once it holds its key) or a client number"},
-			{Key: "mode", Default: "drop", Help: "drop (packets vanish; requests time out) or refuse (connections refused; requests fail fast)"},
-			{Key: "duration", Default: "5ttl", Help: "how long the partition lasts"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			p := &Partition{opts: opts, shape: opts.String("shape"), client: opts.String("client")}
-			if err := durations(opts, "duration"); err != nil {
-				return nil, err
-			}
-			switch p.shape {
-			case "node", "client", "split":
-			default:
-				return nil, fmt.Errorf("option partition.shape=%q: want node, client or split", p.shape)
-			}
-			if m := opts.String("mode"); m != "drop" && m != "refuse" {
-				return nil, fmt.Errorf("option partition.mode=%q: want drop or refuse", m)
-			}
-			if p.client == "random" {
-				p.client = "holder" // the step's client either way
-			}
-			if p.client != "holder" {
-				if n, err := strconv.Atoi(p.client); err != nil || n < 0 {
-					return nil, fmt.Errorf("option partition.client=%q: want holder or a client number", p.client)
-				}
-			}
-			var err error
-			p.node, err = parseNode("partition", opts.String("node"))
-			return p, err
-		},
-		Available: func(t Topology, opts option.Values) error {
-			switch opts.String("shape") {
-			case "split":
-				if t.LockNodes < 3 || t.Clients < 2 {
-					return fmt.Errorf("partition shape=split needs at least 3 lock nodes and 2 clients (this run: %d nodes, %d clients): with fewer, both majorities are the same nodes; use --nodes 5 (RedLock) or shape=node", t.LockNodes, t.Clients)
-				}
-			case "client":
-				if n, err := strconv.Atoi(opts.String("client")); err == nil && n >= t.Clients {
-					return fmt.Errorf("partition.client=%d, but the run has clients 0 to %d", n, t.Clients-1)
-				}
-			case "node":
-				return nodeAvailable("partition")(t, opts)
-			}
-			return nil
-		},
+		Action:      history.ActionNetwork,
+		New:         func() Nemesis { return new(Partition) },
 	})
+}
+
+// Applies checks what the shape needs of the run.
+func (p *Partition) Applies(t Topology) error {
+	switch p.Shape {
+	case "split":
+		if t.LockNodes < 3 || t.Clients < 2 {
+			return fmt.Errorf("partition shape=split needs at least 3 lock nodes and 2 clients (this run: %d nodes, %d clients): with fewer, both majorities are the same nodes; use --nodes 5 (RedLock) or shape=node", t.LockNodes, t.Clients)
+		}
+	case "client":
+		if n := int(p.Client); n >= t.Clients {
+			return fmt.Errorf("client=%d, but the run has clients 0 to %d", n, t.Clients-1)
+		}
+	case "node":
+		return p.onNode.Applies(t)
+	}
+	return nil
+}
+
+// clientChoice is the client option: holder (the step's client; random
+// says the same) or a client number.
+type clientChoice int
+
+const holderClient clientChoice = -1
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *clientChoice) UnmarshalText(b []byte) error {
+	switch s := string(b); s {
+	case "holder", "random": // the step's client either way
+		*c = holderClient
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return errors.New("want holder or a client number")
+	}
+	*c = clientChoice(n)
+	return nil
 }
 
 // Views returns, for a split of nodes lock nodes, the nodes the even
@@ -109,32 +103,34 @@ func Views(nodes int) (even, odd []int) {
 }
 
 func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	duration, _ := p.opts.Duration("duration")
-	mode := p.opts.String("mode")
-	ps := env.Proxies()
-	params := map[string]string{"shape": p.shape, "mode": mode, "duration": duration.String()}
+	duration, mode := p.Duration, p.Mode
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
+	ps := net.Proxies()
+	params := map[string]string{"shape": p.Shape, "mode": mode, "duration": duration.String()}
 	f := &Fault{Params: params, Duration: duration}
 	var (
 		links []*proxy.Link
 		a     *aimed
 		what  string
 	)
-	switch p.shape {
+	switch p.Shape {
 	case "node", "client":
 		// A cut needs no help to outlast a lease: aim at the step's hold
 		// without keeping its client inside.
-		if n, err := strconv.Atoi(p.client); err == nil && p.shape == "client" {
-			step.Client = n
+		if p.Client != holderClient && p.Shape == "client" {
+			step.Client = int(p.Client)
 		}
-		var err error
 		if a, err = aimAt(ctx, env, step, 0); err != nil {
 			return nil, err
 		}
 		f.Aim = a.aim()
 	}
-	switch p.shape {
+	switch p.Shape {
 	case "node":
-		n := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
+		n := p.Node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
 		links = ps.Links(nil, is(n))
 		// Its replicas lose it too: they must not keep copying the lock
 		// keys of an isolated primary.
@@ -202,10 +198,14 @@ func nodeList(ns []int) string {
 	return "{" + strings.Join(s, ",") + "}"
 }
 
-// groupOf is lock node n's replication group, or nil.
+// groupOf is lock node n's replication group, or nil (also when the run's
+// environment has no replication groups).
 func groupOf(env Env, n int) *Group {
-	gs := env.Groups()
-	if n < len(gs) {
+	repl, err := replicationOf(env)
+	if err != nil {
+		return nil
+	}
+	if gs := repl.Groups(); n < len(gs) {
 		return gs[n]
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // PauseClient freezes a client's process with SIGSTOP, longer than the TTL,
@@ -28,35 +27,29 @@ import (
 //     the others give up — measure both. The fault's window lasts until
 //     the client finished the hold that the stale OK started.
 type PauseClient struct {
-	opts option.Values
+	Duration   time.Duration `opt:"duration" default:"3ttl" help:"how long the client stays stopped"`
+	Phase      string        `opt:"phase" default:"hold" oneof:"hold,acquire" help:"hold (pause a holder) or acquire (pause a client whose acquire the server already granted, its OK still on the way)"`
+	ReplyDelay time.Duration `opt:"reply-delay" default:"0.2ttl" help:"phase=acquire: how late the victim's replies arrive, time to stop it before the OK does"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "pause-client",
 		Description: "SIGSTOP a worker process for longer than the TTL, then SIGCONT: while it holds a lock, or while its acquire is in flight",
-		Options: []option.Spec{
-			{Key: "duration", Default: "3ttl", Help: "how long the client stays stopped"},
-			{Key: "phase", Default: "hold", Help: "hold (pause a holder) or acquire (pause a client whose acquire the server already granted, its OK still on the way)"},
-			{Key: "reply-delay", Default: "0.2ttl", Help: "phase=acquire: how late the victim's replies arrive, time to stop it before the OK does"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "duration", "reply-delay"); err != nil {
-				return nil, err
-			}
-			if p := opts.String("phase"); p != "hold" && p != "acquire" {
-				return nil, fmt.Errorf("option pause-client.phase=%q: want hold or acquire", p)
-			}
-			return &PauseClient{opts: opts}, nil
-		},
+		Action:      history.ActionPause,
+		New:         func() Nemesis { return new(PauseClient) },
 	})
 }
 
 func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	if p.opts.String("phase") == "acquire" {
-		return p.duringAcquire(ctx, env, step)
+	proc, err := processesOf(env)
+	if err != nil {
+		return nil, err
 	}
-	d, _ := p.opts.Duration("duration")
+	if p.Phase == "acquire" {
+		return p.duringAcquire(ctx, env, proc, step)
+	}
+	d := p.Duration
 	// Pause it where a GC pause hurts: its work done, its write not yet
 	// made (Kleppmann's pause between the check and the write). It waits
 	// there for the pause, however late the coordinator is, and the pause
@@ -80,7 +73,7 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	if waiting != 0 {
 		start = waiting
 	}
-	if err := env.Pause(a.Client); err != nil {
+	if err := proc.Pause(a.Client); err != nil {
 		return nil, errors.Join(err, a.release())
 	}
 	// The client takes the stretch's withdrawal when it resumes, and goes
@@ -96,7 +89,7 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		Duration: d,
 	}
 	f.Heal = func(context.Context) error {
-		err := env.Resume(a.Client)
+		err := proc.Resume(a.Client)
 		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("client %d was stopped", a.Client))
 		if f.Effect.Landed {
 			// Frozen, nothing renewed it: it ran out on the server.
@@ -107,12 +100,15 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	return f, rerr
 }
 
-func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*Fault, error) {
-	d, _ := p.opts.Duration("duration")
-	delay, _ := p.opts.Duration("reply-delay")
+func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes, step Step) (*Fault, error) {
+	d, delay := p.Duration, p.ReplyDelay
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
 	c := step.Client
 	slowed := history.Now()
-	unslow, err := addToxics(env.Proxies().Links(is(c), nil), "pause-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+	unslow, err := addToxics(net.Proxies().Links(is(c), nil), "pause-client-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +131,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 	)
 	deadline := time.Now().Add(triggerWait(env))
 	for {
-		inFlight := slices.Contains(env.Acquiring(0), c)
+		inFlight := slices.Contains(proc.Acquiring(0), c)
 		busy := len(env.Holders()) > 0
 		switch {
 		case !inFlight:
@@ -160,12 +156,12 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 		}
 	}
 	start := history.Now()
-	if err := env.Pause(c); err != nil {
+	if err := proc.Pause(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
-		if err := errors.Join(unslow(ctx), env.Resume(c)); err != nil {
+		if err := errors.Join(unslow(ctx), proc.Resume(c)); err != nil {
 			return err
 		}
 		resumed := history.Now()
@@ -173,7 +169,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, step Step) (*F
 		// until the client is done with that acquire and the hold it
 		// may have started, so the window covers the overlap it causes.
 		deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
-		for time.Now().Before(deadline) && (slices.Contains(env.Acquiring(0), c) || holds(env, c)) {
+		for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
 			time.Sleep(time.Millisecond)
 		}
 		paused, lease := time.Duration(resumed-start), env.Lease()

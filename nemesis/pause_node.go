@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // PauseNode freezes a lock node's redis-server with SIGSTOP and resumes it
@@ -20,38 +20,28 @@ import (
 // expire as soon as it resumes. Only a node this run started is signalled,
 // by its own process id.
 type PauseNode struct {
-	opts option.Values
-	node nodeChoice
+	onNode
+	Duration time.Duration `opt:"duration" default:"2ttl" help:"how long the node stays stopped"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "pause-node",
 		Description: "SIGSTOP a lock node's redis-server, then SIGCONT",
-		Options: []option.Spec{
-			nodeOption("the paused node"),
-			{Key: "duration", Default: "2ttl", Help: "how long the node stays stopped"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "duration"); err != nil {
-				return nil, err
-			}
-			n, err := parseNode("pause-node", opts.String("node"))
-			return &PauseNode{opts: opts, node: n}, err
-		},
-		Available: nodeAvailable("pause-node"),
+		Action:      history.ActionPause,
+		New:         func() Nemesis { return new(PauseNode) },
 	})
 }
 
 func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	d, _ := p.opts.Duration("duration")
+	d := p.Duration
 	// A frozen node needs no help to outlast a lease: aim without keeping
 	// the holder inside.
 	a, err := aimAt(ctx, env, step, 0)
 	if err != nil {
 		return nil, err
 	}
-	i := p.node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
+	i := p.Node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
 	node := env.LockNodes()[i]
 	start := history.Now()
 	if err := node.Signal(syscall.SIGSTOP); err != nil {

@@ -16,6 +16,7 @@ import (
 // plan (the zero Plan: every fault interval).
 type Scheduled struct {
 	Name    string
+	Action  history.Action // Spec.Action
 	Nemesis Nemesis
 	Plan    Plan
 }
@@ -104,7 +105,7 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			began = f.Start
 		}
 		id := int(ids.Add(1))
-		desc := &history.Fault{ID: id, Name: it.Name, Target: f.Target, Params: f.Params, Clients: f.Clients, Stopped: f.Stopped, Nodes: f.Nodes, Aim: f.Aim, Step: step.N}
+		desc := &history.Fault{ID: id, Name: it.Name, Action: it.Action, Target: f.Target, Params: f.Params, Clients: f.Clients, Stopped: f.Stopped, Nodes: f.Nodes, Aim: f.Aim, Step: step.N}
 		record(history.Event{Time: began, Kind: history.FaultStart, Client: history.NoClient, Fault: desc})
 		if f.Duration > 0 && err == nil {
 			sleep(ctx, f.Duration)
@@ -129,13 +130,18 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 	}
 }
 
-// stepEnv gives one step its own random source.
+// stepEnv gives one step its own random source. Embedding Env hides the
+// capabilities of the run's environment: capability finds them through
+// Unwrap.
 type stepEnv struct {
 	Env
 	rng *rand.Rand
 }
 
 func (s *stepEnv) Rand() *rand.Rand { return s.rng }
+
+// Unwrap is the run's environment, for its capabilities.
+func (s *stepEnv) Unwrap() Env { return s.Env }
 
 // sleep waits d or until ctx ends; it reports whether the full d passed.
 func sleep(ctx context.Context, d time.Duration) bool {

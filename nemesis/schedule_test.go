@@ -11,10 +11,11 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // fakeEnv is pure bookkeeping: the schedule's logic needs no processes.
+// Besides the core Env it gives the Processes capability (pause-client's);
+// no links, replication or clocks.
 type fakeEnv struct {
 	mu        sync.Mutex
 	holders   []Holding
@@ -98,12 +99,10 @@ func (f *fakeEnv) Unstretch(c int) error {
 	delete(f.stretched, c)
 	return nil
 }
-func (f *fakeEnv) Proxies() *proxy.Proxies           { return proxy.New() }
-func (f *fakeEnv) LockNodes() []cluster.Node         { return nil }
-func (f *fakeEnv) Topology() Topology                { return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1} }
-func (f *fakeEnv) Groups() []*Group                  { return nil }
-func (f *fakeEnv) Sentinels() []string               { return nil }
-func (f *fakeEnv) Clock(cluster.Node) *cluster.Clock { return nil }
+func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
+func (f *fakeEnv) Topology() Topology        { return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1} }
+
+var _ Processes = (*fakeEnv)(nil)
 
 // A pause waits, after its quiet time, for the client its step chose to
 // hold the step's key — another client's hold is no target — asks it to

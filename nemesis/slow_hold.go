@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // SlowHold makes the holder's critical section outlive its TTL with no
@@ -19,24 +18,20 @@ import (
 // which is what tells it apart from pause-client. Mechanism: the worker's
 // stretch (workload/control.go), bounded by `by` rather than by the lease.
 type SlowHold struct {
-	opts option.Values
+	By time.Duration `opt:"by" default:"2ttl" help:"how long after its acquire the holder stays in its critical section"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "slow-hold",
 		Description: "the holder's critical section runs past the TTL, process running (no pause, no network fault)",
-		Options: []option.Spec{
-			{Key: "by", Default: "2ttl", Help: "how long after its acquire the holder stays in its critical section"},
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			return &SlowHold{opts: opts}, durations(opts, "by")
-		},
+		Action:      history.ActionSlow,
+		New:         func() Nemesis { return new(SlowHold) },
 	})
 }
 
 func (s *SlowHold) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	by, _ := s.opts.Duration("by")
+	by := s.By
 	a, err := aimAt(ctx, env, step, by)
 	if err != nil {
 		return nil, err

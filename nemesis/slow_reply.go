@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // SlowReply delays only the replies on one client's links: the server acts
@@ -28,35 +27,36 @@ import (
 // validity check) has met the fault too: the fault landed, and the lock
 // stayed safe.
 type SlowReply struct {
-	opts  option.Values
-	links linkChoice
+	Delay    time.Duration `opt:"delay" default:"0.85ttl" help:"how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"`
+	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long replies stay slow"`
+	// Links is onLinks's option with another default: one client's links.
+	Links linkChoice `opt:"links" default:"client" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "slow-reply",
 		Description: "downstream-only latency on one client's links: the server acted, the client hears of it late",
-		Options: []option.Spec{
-			{Key: "delay", Default: "0.85ttl", Help: "how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"},
-			{Key: "duration", Default: "5ttl", Help: "how long replies stay slow"},
-			linksOption("client"),
-		},
-		New: func(opts option.Values) (Nemesis, error) {
-			if err := durations(opts, "delay", "duration"); err != nil {
-				return nil, err
-			}
-			links, err := parseLinks("slow-reply", opts.String("links"))
-			return &SlowReply{opts: opts, links: links}, err
-		},
-		Available: linksAvailable("slow-reply"),
+		Action:      history.ActionNetwork,
+		New:         func() Nemesis { return new(SlowReply) },
 	})
 }
 
+// Applies checks a fixed client or node number against the topology.
+func (s *SlowReply) Applies(t Topology) error { return s.Links.available(t) }
+
 func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	delay, _ := s.opts.Duration("delay")
-	duration, _ := s.opts.Duration("duration")
+	delay, duration := s.Delay, s.Duration
+	proc, err := processesOf(env)
+	if err != nil {
+		return nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
 	c, key := step.Client, step.Key
-	links, target, clients := s.links.pick(env, step, &aimed{Holding: Holding{Client: c, Key: key}})
+	links, target, clients := s.Links.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
 	start := history.Now()
 	heal, err := addToxics(links, "slow-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	// the others need a moment to notice. The worker's bound leaves room
 	// for an acquire of three round trips; the fault lets go earlier.
 	bound := 3*delay + env.Hold() + env.Lease()
-	armed, err := env.Stretch(ctx, c, key, bound, false)
+	armed, err := proc.Stretch(ctx, c, key, bound, false)
 	if err != nil {
 		return nil, errors.Join(err, heal(ctx))
 	}
@@ -95,21 +95,21 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		// The replies were slow all along: a fault that happened, if one
 		// that never met a lease. The schedule records it and heals it.
 		f.Effect = &history.Effect{Note: fmt.Sprintf("no acquire of %s by client %d under the slow replies found the lock free", key, c)}
-		return f, errors.Join(ctx.Err(), env.Unstretch(c))
+		return f, errors.Join(ctx.Err(), proc.Unstretch(c))
 	}
 	took := time.Duration(acq.Done - acq.Invoked)
 	if acq.Outcome != history.OK {
 		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease (no answer in time, after %s): a late lease was not handed out", c, key, round(took))}
 		f.Duration = time.Until(timeOf(start).Add(duration))
-		return f, env.Unstretch(c)
+		return f, proc.Unstretch(c)
 	}
 	h, held := holdingOf(env, c, key, acq.Invoked)
 	if !held { // it let go of the lease already (a validity check)
 		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s, and it gave the lease up at once", c, key, round(took))}
 		f.Duration = time.Until(timeOf(start).Add(duration))
-		return f, env.Unstretch(c)
+		return f, proc.Unstretch(c)
 	}
-	a := &aimed{env: env, Holding: h, bound: bound, armed: armed}
+	a := &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed}
 	f.Aim = a.aim()
 	// The acquire's last command set the lease at the latest when the
 	// server ran it, delay before its reply arrived: the client had at

@@ -1,10 +1,32 @@
 // Package option holds the named parameters that locks and nemeses declare
-// (`--opt NAME.KEY=VALUE` on the command line, a map in scenario files), so
-// each one validates its own options and `lockchaos list` can show them.
+// (`--opt NAME.KEY=VALUE` on the command line, a map in scenario files).
+//
+// A lock or nemesis declares its options as the tagged fields of a struct,
+// the way toxiproxy's toxics carry theirs; Decode fills such a struct once,
+// from the defaults and what the user gave, and the code reads plain fields
+// from then on. `lockchaos list` and the docs show Specs of the same struct.
+//
+//	type Latency struct {
+//		Delay  time.Duration `opt:"delay" default:"0.25ttl" help:"added delay per direction"`
+//		Stream string        `opt:"stream" default:"both" oneof:"upstream,downstream,both" help:"…"`
+//	}
+//
+// Field types:
+//   - time.Duration: a Span (a duration or a multiple of the TTL), resolved
+//     against the run's TTL; *time.Duration is nil when the value is "";
+//   - int, float64, bool, string (`oneof:"a,b"` lists the allowed values);
+//   - any type whose pointer implements encoding.TextUnmarshaler (Span,
+//     Fraction, a package's own enums), whose error says what it wants.
+//
+// A struct that has a Validate() error method gets it called after decoding,
+// for checks that involve several fields.
 package option
 
 import (
+	"encoding"
 	"fmt"
+	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,32 +38,195 @@ type Spec struct {
 	Key     string
 	Default string
 	Help    string
+	// OneOf lists the allowed values of an enumerated option.
+	OneOf []string
 }
 
-// Values are the options given to one lock or nemesis, after defaults.
-type Values struct {
-	owner string
-	m     map[string]string
-	ttl   time.Duration
+// Validator is a config struct with checks that involve several fields.
+type Validator interface {
+	Validate() error
 }
 
-// Resolve checks given against specs (an unknown key is an error that lists
-// the known ones) and fills in defaults. ttl gives meaning to durations
-// written as multiples of the run's TTL, such as "3ttl".
-func Resolve(owner string, specs []Spec, given map[string]string, ttl time.Duration) (Values, error) {
-	v := Values{owner: owner, m: map[string]string{}, ttl: ttl}
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	unmarshaler  = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// Specs lists the options that the config struct cfg (a struct or a pointer
+// to one; nil for none) declares, in field order. A malformed declaration
+// is a programming error and panics at start-up.
+func Specs(cfg any) []Spec {
+	if cfg == nil {
+		return nil
+	}
+	t := reflect.TypeOf(cfg)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("option.Specs: %s is not a struct", t))
+	}
+	var out []Spec
+	seen := map[string]bool{}
+	for _, f := range fields(t) {
+		key := f.Tag.Get("opt")
+		if !f.IsExported() || !decodable(f.Type) || key == "" || seen[key] {
+			panic(fmt.Sprintf("option.Specs: field %s.%s (%s) cannot hold option %q (unexported, of a type Decode cannot fill, or a key declared twice)", t, f.Name, f.Type, key))
+		}
+		seen[key] = true
+		s := Spec{Key: key, Default: f.Tag.Get("default"), Help: f.Tag.Get("help")}
+		if o := f.Tag.Get("oneof"); o != "" {
+			s.OneOf = strings.Split(o, ",")
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// fields lists the option fields of struct type t, those of embedded
+// structs without an opt tag in their place (Index is the path to each).
+func fields(t reflect.Type) []reflect.StructField {
+	var out []reflect.StructField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if _, ok := f.Tag.Lookup("opt"); ok {
+			out = append(out, f)
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			for _, sub := range fields(f.Type) {
+				sub.Index = append([]int{i}, sub.Index...)
+				out = append(out, sub)
+			}
+		}
+	}
+	return out
+}
+
+func decodable(t reflect.Type) bool {
+	if t == durationType || t == reflect.PointerTo(durationType) || reflect.PointerTo(t).Implements(unmarshaler) {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Float64, reflect.Bool, reflect.String:
+		return true
+	}
+	return false
+}
+
+// Fresh returns a pointer to a new zero value of proto's type (proto a
+// config struct), or nil for a nil proto: what Decode fills.
+func Fresh(proto any) any {
+	if proto == nil {
+		return nil
+	}
+	return reflect.New(reflect.TypeOf(proto)).Interface()
+}
+
+// Decode fills cfg, a pointer to a config struct (nil for none), from its
+// defaults overlaid with given, and returns the values it used, for the
+// record. owner names the lock or nemesis in errors: an unknown key lists
+// the known ones, a bad value says what it wants. ttl gives meaning to
+// durations written as multiples of the TTL ("3ttl").
+func Decode(owner string, cfg any, given map[string]string, ttl time.Duration) (map[string]string, error) {
+	specs := Specs(cfg)
+	used := map[string]string{}
 	known := map[string]bool{}
 	for _, s := range specs {
 		known[s.Key] = true
-		v.m[s.Key] = s.Default
+		used[s.Key] = s.Default
 	}
-	for k, val := range given {
+	for _, k := range sortedKeys(given) {
 		if !known[k] {
-			return Values{}, fmt.Errorf("%s has no option %q; its options are: %s", owner, k, Keys(specs))
+			return nil, fmt.Errorf("%s has no option %q; its options are: %s", owner, k, Keys(specs))
 		}
-		v.m[k] = val
+		used[k] = given[k]
 	}
-	return v, nil
+	if cfg == nil {
+		return used, nil
+	}
+	v := reflect.ValueOf(cfg).Elem()
+	for i, f := range fields(v.Type()) {
+		spec := specs[i]
+		if err := set(v.FieldByIndex(f.Index), spec, used[spec.Key], ttl); err != nil {
+			return nil, fmt.Errorf("option %s.%s=%q: %w", owner, spec.Key, used[spec.Key], err)
+		}
+	}
+	if val, ok := cfg.(Validator); ok {
+		if err := val.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", owner, err)
+		}
+	}
+	return used, nil
+}
+
+func set(f reflect.Value, spec Spec, raw string, ttl time.Duration) error {
+	switch {
+	case f.Type() == durationType:
+		d, err := resolve(raw, ttl)
+		f.SetInt(int64(d))
+		return err
+	case f.Type() == reflect.PointerTo(durationType):
+		if strings.TrimSpace(raw) == "" {
+			f.SetZero()
+			return nil
+		}
+		d, err := resolve(raw, ttl)
+		f.Set(reflect.ValueOf(&d))
+		return err
+	case f.Addr().Type().Implements(unmarshaler):
+		return f.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(strings.TrimSpace(raw)))
+	}
+	raw = strings.TrimSpace(raw)
+	switch f.Kind() {
+	case reflect.Int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return fmt.Errorf("want a whole number")
+		}
+		f.SetInt(int64(n))
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Errorf("want a number")
+		}
+		f.SetFloat(x)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		f.SetBool(b)
+	case reflect.String:
+		if len(spec.OneOf) > 0 && !contains(spec.OneOf, raw) {
+			return fmt.Errorf("want %s", orList(spec.OneOf))
+		}
+		f.SetString(raw)
+	}
+	return nil
+}
+
+// resolve reads a Span and resolves it under ttl, refusing one too long to
+// be a duration.
+func resolve(raw string, ttl time.Duration) (time.Duration, error) {
+	s, err := ParseSpan(raw)
+	if err != nil {
+		return 0, err
+	}
+	return s.Within(ttl)
+}
+
+// Fraction is a number from 0 up to, not including, 1 (a drift factor).
+type Fraction float64
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (f *Fraction) UnmarshalText(b []byte) error {
+	x, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || x < 0 || x >= 1 {
+		return fmt.Errorf("want a fraction from 0 up to 1, such as 0.01")
+	}
+	*f = Fraction(x)
+	return nil
 }
 
 // Keys lists the keys of specs for error messages.
@@ -55,50 +240,6 @@ func Keys(specs []Spec) string {
 	}
 	sort.Strings(ks)
 	return strings.Join(ks, ", ")
-}
-
-// Map returns the resolved options, for recording in the history.
-func (v Values) Map() map[string]string {
-	out := make(map[string]string, len(v.m))
-	for k, val := range v.m {
-		out[k] = val
-	}
-	return out
-}
-
-// String returns the raw value of key.
-func (v Values) String(key string) string { return v.m[key] }
-
-// Duration parses key as a Go duration ("300ms") or a multiple of the TTL
-// ("2.5ttl").
-func (v Values) Duration(key string) (time.Duration, error) {
-	s, err := ParseSpan(v.m[key])
-	if err != nil {
-		return 0, fmt.Errorf("option %s.%s=%q: %w", v.owner, key, v.m[key], err)
-	}
-	return s.Resolve(v.ttl), nil
-}
-
-// Int parses key as a whole number.
-func (v Values) Int(key string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v.m[key]))
-	if err != nil {
-		return 0, v.bad(key, "a whole number")
-	}
-	return n, nil
-}
-
-// Bool parses key as true or false.
-func (v Values) Bool(key string) (bool, error) {
-	b, err := strconv.ParseBool(strings.TrimSpace(v.m[key]))
-	if err != nil {
-		return false, v.bad(key, "true or false")
-	}
-	return b, nil
-}
-
-func (v Values) bad(key, want string) error {
-	return fmt.Errorf("option %s.%s=%q: want %s", v.owner, key, v.m[key], want)
 }
 
 // Split parses "NAME.KEY=VALUE" assignments into per-name maps.
@@ -117,4 +258,30 @@ func Split(assignments []string) (map[string]map[string]string, error) {
 		out[name][key] = kv[1]
 	}
 	return out, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// orList writes "a, b or c".
+func orList(vs []string) string {
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
 }

@@ -47,12 +47,25 @@ func spanError(s string) error {
 	return errors.New("want " + SpanHint)
 }
 
-// Resolve is the span as a duration under the given TTL.
+// Resolve is the span as a duration under the given TTL; one too long for
+// a duration (1e300ttl) is the longest duration (Within refuses it).
 func (s Span) Resolve(ttl time.Duration) time.Duration {
 	if s.TTL != 0 {
-		return time.Duration(s.TTL * float64(ttl))
+		if x := s.TTL * float64(ttl); x < math.MaxInt64 {
+			return time.Duration(x)
+		}
+		return math.MaxInt64
 	}
 	return s.D
+}
+
+// Within is Resolve, refusing a span too long to be a duration (about 292
+// years), such as 1e300ttl.
+func (s Span) Within(ttl time.Duration) (time.Duration, error) {
+	if s.Resolve(ttl) == math.MaxInt64 {
+		return 0, errors.New("too long: " + s.String() + " is more than a duration can hold")
+	}
+	return s.Resolve(ttl), nil
 }
 
 // String writes the span the way ParseSpan reads it.

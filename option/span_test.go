@@ -50,16 +50,14 @@ func TestParseSpan(t *testing.T) {
 	}
 }
 
-// Options read durations with the same parser.
-func TestValuesDurationIsASpan(t *testing.T) {
-	v, err := Resolve("x", []Spec{{Key: "d", Default: "2ttl"}, {Key: "bad", Default: "2,5ttl"}}, nil, time.Second)
-	if err != nil {
-		t.Fatal(err)
+// A span too long for a duration is an error, not a wrapped-around value.
+func TestWithinRefusesOverflow(t *testing.T) {
+	s, _ := ParseSpan("1e300ttl")
+	if _, err := s.Within(time.Second); err == nil {
+		t.Error("1e300ttl resolved")
 	}
-	if d, err := v.Duration("d"); err != nil || d != 2*time.Second {
-		t.Errorf("d = %v, %v; want 2s", d, err)
-	}
-	if _, err := v.Duration("bad"); err == nil || !strings.Contains(err.Error(), `option x.bad="2,5ttl"`) {
-		t.Errorf("bad: error %v, want one naming the option and its value", err)
+	s, _ = ParseSpan("2.5ttl")
+	if d, err := s.Within(time.Second); err != nil || d != 2500*time.Millisecond {
+		t.Errorf("2.5ttl = %v, %v", d, err)
 	}
 }

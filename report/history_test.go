@@ -51,8 +51,8 @@ func (h *hb) hold(c int, from, to float64, read int64, release history.Kind) {
 }
 
 func (h *hb) fault(id int, name string, client int, from, to float64) {
-	f := &history.Fault{ID: id, Name: name, Target: fmt.Sprintf("client %d", client), Clients: []int{client},
-		Params: map[string]string{"signal": "SIGSTOP"}}
+	f := &history.Fault{ID: id, Name: name, Action: history.ActionPause, Target: fmt.Sprintf("client %d", client), Clients: []int{client},
+		Stopped: []int{client}, Params: map[string]string{"signal": "SIGSTOP"}}
 	h.add(from, history.Event{Kind: history.FaultStart, Client: history.NoClient, Fault: f})
 	h.add(to, history.Event{Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
 }

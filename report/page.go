@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // Colours of verdicts and statuses, shared by the pages and their legends.
@@ -60,8 +62,8 @@ footer { margin-top: 2.5em; font-size: 0.85em; color: #6c757d; }
 `)
 
 var funcs = template.FuncMap{
-	"ms":     func(v float64) string { return millis(v) },
-	"secs":   func(v float64) string { return seconds(v) },
+	"ms":     func(v float64) string { return checker.Millis(v) },
+	"secs":   func(v float64) string { return checker.Seconds(v) },
 	"fms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"join":   strings.Join,
 	"subf":   func(a, b float64) float64 { return a - b },
@@ -76,7 +78,7 @@ var funcs = template.FuncMap{
 		if v == nil {
 			return "–"
 		}
-		return millis(*v)
+		return checker.Millis(*v)
 	},
 	"boolptr": func(v *bool) string {
 		if v == nil {

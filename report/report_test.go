@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/history"
 )
 
 func TestExplainNamesTheClientsTheKeyAndThePausePastTheTTL(t *testing.T) {
@@ -16,7 +15,7 @@ func TestExplainNamesTheClientsTheKeyAndThePausePastTheTTL(t *testing.T) {
 	if res.Verdict != checker.Violation {
 		t.Fatalf("the hand-written history should be a violation: %s", res.Summary)
 	}
-	got := Explain(res, history.RunInfo{TTLms: 500})
+	got := checker.Explain(res, 500)
 	want := "Clients 2 and 4 both held lock:0 for 300 ms from t=3.60 s; client 2 was paused for 1.2 s from t=3.10 s, past its 500 ms TTL; " +
 		"client 2's release then found its lease already gone; 1 update of the protected counter was lost."
 	if got != want {
@@ -45,7 +44,7 @@ func TestExplainSafeAndDeadlockAndInconclusive(t *testing.T) {
 			Holds: [2]checker.HoldSpan{{Client: 0, StartMs: 100, EndMs: 900, End: "release-not-held"}, {Client: 3, StartMs: 700, EndMs: 1000, End: "release"}},
 		}}}}, []string{"Clients 0 and 3 both held lock:1 for 200 ms from t=0.70 s", "no fault was active: client 0 held for 800 ms, longer than the 300 ms TTL"}},
 	} {
-		got := Explain(tc.res, history.RunInfo{TTLms: 300})
+		got := checker.Explain(tc.res, 300)
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: %q does not say %q", tc.name, got, w)
@@ -54,23 +53,23 @@ func TestExplainSafeAndDeadlockAndInconclusive(t *testing.T) {
 	}
 }
 
-func TestHoldsAreRebuiltFromTheCheckersOperations(t *testing.T) {
+func TestHoldsAreTheCheckers(t *testing.T) {
 	dir := t.TempDir()
 	pausedPastTTL().write(t, dir)
 	r, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Hold{
-		{Client: 0, Key: "lock:0", StartMs: 100.5, EndMs: 400, End: "release"},
-		{Client: 2, Key: "lock:0", StartMs: 3000.5, EndMs: 4320, End: "release-not-held"},
-		{Client: 4, Key: "lock:0", StartMs: 3600.5, EndMs: 3901, End: "release"},
+	want := []checker.Hold{
+		{Key: "lock:0", HoldSpan: checker.HoldSpan{Client: 0, StartMs: 100.5, EndMs: 400, End: "release"}},
+		{Key: "lock:0", HoldSpan: checker.HoldSpan{Client: 2, StartMs: 3000.5, EndMs: 4320, End: "release-not-held"}},
+		{Key: "lock:0", HoldSpan: checker.HoldSpan{Client: 4, StartMs: 3600.5, EndMs: 3901, End: "release"}},
 	}
 	if len(r.Holds) != len(want) {
 		t.Fatalf("holds %+v, want %+v", r.Holds, want)
 	}
 	for i, h := range r.Holds {
-		if h.Client != want[i].Client || h.End != want[i].End || !near(h.StartMs, want[i].StartMs) || !near(h.EndMs, want[i].EndMs) {
+		if h.Key != want[i].Key || h.Client != want[i].Client || h.End != want[i].End || !near(h.StartMs, want[i].StartMs) || !near(h.EndMs, want[i].EndMs) {
 			t.Errorf("hold %d: %+v, want %+v", i, h, want[i])
 		}
 	}

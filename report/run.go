@@ -11,17 +11,17 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/anishathalye/porcupine"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
@@ -40,9 +40,9 @@ type Run struct {
 	// Info is the run's configuration, from its run-start event (zero when
 	// the history has none).
 	Info history.RunInfo
-	// Holds are every client's critical sections, from the operations the
-	// checker gave porcupine.
-	Holds []Hold
+	// Holds are every client's critical sections, as the checker reads
+	// them.
+	Holds []checker.Hold
 	// Clients are the client indexes that appear in the history, sorted.
 	Clients []int
 	// Keys are the lock keys that were held, sorted.
@@ -51,17 +51,6 @@ type Run struct {
 	Truncated bool
 
 	events []history.Event
-	origin int64 // CLOCK_MONOTONIC ns of t=0, as the checker counts
-}
-
-// Hold is one critical section, in ms since the run started.
-type Hold struct {
-	Client  int
-	Key     string
-	StartMs float64
-	EndMs   float64
-	// End is how it ended, as checker.HoldSpan.End says.
-	End string
 }
 
 // Load reads the run in dir: result.json and history.jsonl.
@@ -82,14 +71,13 @@ func Load(dir string) (*Run, error) {
 		return nil, fmt.Errorf("read history: %w", err)
 	}
 	r.events, r.Truncated = events, truncated
-	r.origin = origin(events)
 	for _, e := range events {
 		if e.Kind == history.RunStart && e.Run != nil {
 			r.Info = *e.Run
 			break
 		}
 	}
-	r.Holds = holdsOf(checker.MutexOperations(events), r.origin)
+	r.Holds = checker.Holds(events)
 	clients, keys := map[int]bool{}, map[string]bool{}
 	for c := 0; c < r.Info.Clients; c++ {
 		clients[c] = true
@@ -112,82 +100,6 @@ func Load(dir string) (*Run, error) {
 	}
 	sort.Strings(r.Keys)
 	return r, nil
-}
-
-// origin is the time the checker counts milliseconds from: the run-start
-// event, or the earliest event of a history without one.
-func origin(events []history.Event) int64 {
-	var first int64
-	for i, e := range events {
-		if e.Kind == history.RunStart {
-			return e.Time
-		}
-		if i == 0 || e.Time < first {
-			first = e.Time
-		}
-	}
-	return first
-}
-
-func (r *Run) ms(t int64) float64 { return float64(t-r.origin) / 1e6 }
-
-// holdsOf rebuilds the critical sections from the checker's mutex
-// operations: a hold starts when an outermost acquire (depth 0) returns and
-// ends when the outermost release (depth 1) is invoked or the hold is
-// dropped (lost, exit, end of history).
-func holdsOf(ops []porcupine.Operation, origin int64) []Hold {
-	sorted := append([]porcupine.Operation(nil), ops...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
-	type ck struct {
-		client int
-		key    string
-	}
-	open := map[ck]int{} // index in out
-	var out []Hold
-	ms := func(t int64) float64 { return float64(t-origin) / 1e6 }
-	for _, op := range sorted {
-		in, ok := op.Input.(checker.MutexInput)
-		if !ok {
-			continue
-		}
-		k := ck{in.Client, in.Key}
-		switch in.Op {
-		case checker.OpAcquire:
-			if in.Depth == 0 {
-				out = append(out, Hold{Client: in.Client, Key: in.Key, StartMs: ms(op.Return), EndMs: -1, End: "open"})
-				open[k] = len(out) - 1
-			}
-		case checker.OpRelease, checker.OpDrop:
-			i, ok := open[k]
-			if !ok || (in.Op == checker.OpRelease && in.Depth != 1) {
-				continue
-			}
-			out[i].EndMs = ms(op.Call)
-			out[i].End = holdEnd(in.Op, op.Output)
-			delete(open, k)
-		}
-	}
-	for _, i := range open {
-		if out[i].EndMs < 0 {
-			out[i].EndMs = out[i].StartMs
-		}
-	}
-	return out
-}
-
-// holdEnd names how a hold ended, in checker.HoldSpan's words.
-func holdEnd(op string, output any) string {
-	s, _ := output.(string)
-	if op == checker.OpDrop {
-		return s // lost, exit, open
-	}
-	switch {
-	case s == "ok":
-		return "release"
-	case strings.Contains(s, history.ErrNotHeld):
-		return "release-not-held"
-	}
-	return "release-unknown"
 }
 
 // WriteRun renders dir/report.html and dir/porcupine.html from the run in
@@ -217,81 +129,18 @@ func WriteRun(dir string) (string, error) {
 	return page, nil
 }
 
-// writePorcupine writes porcupine's own visualization of the mutex history,
-// with every fault window as an annotation: on the row of each client it
-// acted on, and on a row of its own.
+// writePorcupine writes porcupine's visualization of the mutex history,
+// annotated with the result's faults and overlaps (checker.Visualize).
 func (r *Run) writePorcupine(path string) error {
-	model := checker.MutexModel()
-	_, info := checker.Linearization(r.events, 0)
-	var notes []porcupine.Annotation
-	starts := map[int]history.Event{}
-	for _, e := range r.events {
-		if e.Fault == nil {
-			continue
-		}
-		switch e.Kind {
-		case history.FaultStart:
-			starts[e.Fault.ID] = e
-		case history.FaultEnd:
-			if s, ok := starts[e.Fault.ID]; ok {
-				notes = append(notes, faultNotes(*s.Fault, s.Time, e.Time)...)
-				delete(starts, e.Fault.ID)
-			}
-		}
-	}
-	for _, s := range starts { // never healed within the history
-		notes = append(notes, faultNotes(*s.Fault, s.Time, s.Time)...)
-	}
-	for _, o := range r.Result.Mutex.Overlaps {
-		notes = append(notes, porcupine.Annotation{
-			Tag:             "overlaps",
-			Start:           r.origin + int64(o.StartMs*1e6),
-			End:             r.origin + int64(o.EndMs*1e6),
-			Description:     fmt.Sprintf("clients %d+%d", o.Clients[0], o.Clients[1]),
-			Details:         fmt.Sprintf("clients %d and %d both held %s for %s", o.Clients[0], o.Clients[1], o.Key, millis(o.EndMs-o.StartMs)),
-			BackgroundColor: "#f4a3a3",
-		})
-	}
-	info.AddAnnotations(notes)
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write porcupine visualization: %w", err)
 	}
-	if err := porcupine.Visualize(model, info, f); err != nil {
+	if err := checker.Visualize(f, r.events, r.Result, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
 	return f.Close()
-}
-
-func faultNotes(f history.Fault, start, end int64) []porcupine.Annotation {
-	desc := f.Name
-	details := fmt.Sprintf("fault %d: %s on %s %s", f.ID, f.Name, f.Target, params(f.Params))
-	notes := []porcupine.Annotation{{
-		Tag: "faults", Start: start, End: end, Description: desc, Details: details, BackgroundColor: "#f9e3a1",
-	}}
-	for _, c := range f.Clients {
-		notes = append(notes, porcupine.Annotation{
-			ClientId: c, Start: start, End: end, Description: f.Name, Details: details, BackgroundColor: "#f9e3a1",
-		})
-	}
-	return notes
-}
-
-func params(p map[string]string) string {
-	if len(p) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, k+"="+p[k])
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // runData is what the run page template sees.
@@ -323,7 +172,7 @@ const MaxOverlapRows = 20
 
 func (r *Run) pageData() runData {
 	res := r.Result
-	d := runData{Run: r, Why: Explain(res, r.Info), Generated: time.Now().Format(time.RFC3339)}
+	d := runData{Run: r, Why: checker.Explain(res, float64(cmp.Or(r.Info.LeaseMs, r.Info.TTLms))), Generated: time.Now().Format(time.RFC3339)}
 	d.Title = fmt.Sprintf("%s — %s + %s, seed %d", res.Verdict, orNone(res.Lock), nemesisList(res.Nemesis), res.Seed)
 	span := max(res.DurationMs, 1)
 	for _, h := range r.Holds {
@@ -335,12 +184,12 @@ func (r *Run) pageData() runData {
 		from := max(0, o.Holds[0].StartMs-250)
 		to := min(span, max(o.EndMs, o.Holds[0].EndMs, o.Holds[1].EndMs)+250)
 		for _, f := range res.Faults {
-			if containsInt(o.Faults, f.ID) {
+			if slices.Contains(o.Faults, f.ID) {
 				from = max(0, min(from, f.StartMs-100))
 			}
 		}
 		d.Zoom = r.timeline(from, to, "zoom")
-		d.ZoomCaption = fmt.Sprintf("the first overlap, t=%s to t=%s", seconds(from), seconds(to))
+		d.ZoomCaption = fmt.Sprintf("the first overlap, t=%s to t=%s", checker.Seconds(from), checker.Seconds(to))
 	}
 	d.Overlaps = res.Mutex.Overlaps
 	if len(d.Overlaps) > MaxOverlapRows {
@@ -348,10 +197,10 @@ func (r *Run) pageData() runData {
 	}
 	d.MoreOverlaps = res.Mutex.OverlapCount - len(d.Overlaps)
 	for _, f := range res.Faults {
-		row := faultRow{FaultWindow: f, Params: strings.Trim(params(f.Params), "()"), End: "never healed"}
+		row := faultRow{FaultWindow: f, Params: checker.Pairs(f.Params), End: "never healed"}
 		if f.EndMs != nil {
-			row.End = seconds(*f.EndMs)
-			row.Duration = millis(*f.EndMs - f.StartMs)
+			row.End = checker.Seconds(*f.EndMs)
+			row.Duration = checker.Millis(*f.EndMs - f.StartMs)
 		}
 		d.Faults = append(d.Faults, row)
 	}
@@ -370,21 +219,12 @@ func (r *Run) pageData() runData {
 		d.Config = append(d.Config, [2]string{"lease used", fmt.Sprintf("%d ms (set by a lock option, not --ttl)", in.LeaseMs)})
 	}
 	if res.WorkloadMs > 0 {
-		d.Config = append(d.Config, [2]string{"workload ran", millis(res.WorkloadMs)})
+		d.Config = append(d.Config, [2]string{"workload ran", checker.Millis(res.WorkloadMs)})
 	}
 	if len(in.Options) > 0 {
-		d.Config = append(d.Config, [2]string{"options", strings.Trim(params(in.Options), "()")})
+		d.Config = append(d.Config, [2]string{"options", checker.Pairs(in.Options)})
 	}
 	return d
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func orNone(s string) string {
@@ -399,18 +239,4 @@ func nemesisList(ns []string) string {
 		return "no fault"
 	}
 	return strings.Join(ns, ", ")
-}
-
-func seconds(ms float64) string { return fmt.Sprintf("%.2f s", ms/1e3) }
-
-// millis says how long ms lasted: "0.8 ms", "312 ms", "1.2 s".
-func millis(ms float64) string {
-	switch {
-	case ms >= 1000:
-		s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", ms/1e3), "0"), ".")
-		return s + " s"
-	case ms < 10:
-		return fmt.Sprintf("%.1f ms", ms)
-	}
-	return fmt.Sprintf("%.0f ms", ms)
 }

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"math"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // Geometry of a timeline, in SVG user units (the SVG scales to the page).
@@ -83,13 +85,13 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 			continue
 		}
 		x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+1.5)
-		title := esc(fmt.Sprintf("fault %d: %s on %s from t=%s to %s %s", f.ID, f.Name, f.Target, seconds(f.StartMs), endText(f.EndMs), params(f.Params)))
+		title := esc(fmt.Sprintf("fault %d: %s on %s from t=%s to %s %s", f.ID, f.Name, f.Target, checker.Seconds(f.StartMs), endText(f.EndMs), "("+checker.Pairs(f.Params)+")"))
 		fmt.Fprintf(&b, `<rect class="fault-shade" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fbe7a6" fill-opacity="0.55"><title>%s</title></rect>`,
 			x1, lanesTop, x2-x1, height-lanesTop-4, title)
 		fmt.Fprintf(&b, `<rect class="fault" data-fault="%d" data-name="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f2c14e" rx="2"><title>%s</title></rect>`,
 			f.ID, esc(f.Name), x1, faultTop, x2-x1, tlFaultH, title)
 		if x2-x1 > 40 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#5c4400">%s</text>`, x1+3, faultTop+13, esc(shortFault(f.Name, f.Clients)))
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#5c4400">%s</text>`, x1+3, faultTop+13, esc(f.Label()))
 		}
 		for _, c := range f.Clients {
 			if _, ok := lane[c]; ok {
@@ -107,16 +109,16 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 		x1, x2 := x(h.StartMs), math.Max(x(h.EndMs), x(h.StartMs)+1)
 		stroke := `stroke="none"`
 		switch h.End {
-		case "release-not-held":
+		case checker.EndReleaseNotHeld:
 			stroke = `stroke="#d9480f" stroke-width="2"`
-		case "lost":
+		case checker.EndLost:
 			stroke = `stroke="#495057" stroke-width="1.5" stroke-dasharray="3 2"`
-		case "exit":
+		case checker.EndExit:
 			stroke = `stroke="#000" stroke-width="1.5"`
 		}
 		fmt.Fprintf(&b, `<rect class="hold" data-client="%d" data-key="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.85" %s rx="1.5"><title>%s</title></rect>`,
-			h.Client, esc(h.Key), esc(h.End), x1, laneY(h.Client)+(tlLane-tlBar)/2, x2-x1, tlBar, keyColor[h.Key], stroke,
-			esc(fmt.Sprintf("client %d held %s from t=%s for %s (ended: %s)", h.Client, h.Key, seconds(h.StartMs), millis(h.EndMs-h.StartMs), h.End)))
+			h.Client, esc(h.Key), esc(string(h.End)), x1, laneY(h.Client)+(tlLane-tlBar)/2, x2-x1, tlBar, keyColor[h.Key], stroke,
+			esc(fmt.Sprintf("client %d held %s from t=%s for %s (ended: %s)", h.Client, h.Key, checker.Seconds(h.StartMs), checker.Millis(h.EndMs-h.StartMs), h.End)))
 	}
 
 	// Overlaps, on top of everything.
@@ -125,7 +127,7 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 			continue
 		}
 		x1, x2 := x(o.StartMs), math.Max(x(o.EndMs), x(o.StartMs)+2)
-		title := esc(fmt.Sprintf("overlap: clients %d and %d both held %s from t=%s for %s", o.Clients[0], o.Clients[1], o.Key, seconds(o.StartMs), millis(o.EndMs-o.StartMs)))
+		title := esc(fmt.Sprintf("overlap: clients %d and %d both held %s from t=%s for %s", o.Clients[0], o.Clients[1], o.Key, checker.Seconds(o.StartMs), checker.Millis(o.EndMs-o.StartMs)))
 		for _, c := range o.Clients {
 			if _, ok := lane[c]; !ok {
 				continue
@@ -143,14 +145,7 @@ func endText(end *float64) string {
 	if end == nil {
 		return "the end (never healed)"
 	}
-	return "t=" + seconds(*end)
-}
-
-func shortFault(name string, clients []int) string {
-	if len(clients) == 1 {
-		return fmt.Sprintf("%s c%d", name, clients[0])
-	}
-	return name
+	return "t=" + checker.Seconds(*end)
 }
 
 // tickStep picks a round step that gives at most about ten ticks.

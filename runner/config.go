@@ -8,59 +8,61 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/option"
 )
 
-// Config is one run.
+// Config is one run. Each setting's tags name it as a flag of `lockchaos
+// run` (flag) and as its path in a scenario file (file), so that an error
+// about it (SettingError) can name it either way.
 type Config struct {
-	Lock        string
-	LockOptions map[string]string
+	Lock        string            `flag:"lock" file:"lock.name"`
+	LockOptions map[string]string `flag:"opt" file:"lock.options"`
 	// Nemeses are nemesis names; empty (or "none") runs without faults.
-	Nemeses        []string
-	NemesisOptions map[string]map[string]string
+	Nemeses        []string                     `flag:"nemesis" file:"faults.nemeses"`
+	NemesisOptions map[string]map[string]string `flag:"opt" file:"faults.nemeses"`
 
-	Clients int
-	Keys    int
+	Clients int `flag:"clients" file:"workload.clients"`
+	Keys    int `flag:"keys" file:"workload.keys"`
 	// Nodes is the number of lock nodes; 0 uses the lock's default.
-	Nodes int
+	Nodes int `flag:"nodes" file:"topology.nodes"`
 	// Replicas per lock node, each replicating from its primary through a
 	// relay of its own (for the failover nemeses).
-	Replicas int
+	Replicas int `flag:"replicas" file:"topology.replicas"`
 	// Sentinels watching every lock node's primary (needs Replicas), run by
 	// the backend like the nodes; failover-sentinel lets them promote.
-	Sentinels int
+	Sentinels int `flag:"sentinels" file:"topology.sentinels"`
 	// Persistence of the lock nodes and replicas: "none" (the default),
 	// "everysec" or "always" (AOF with that appendfsync).
-	Persistence string
+	Persistence string `flag:"persistence" file:"topology.persistence"`
 
-	TTL      time.Duration
-	Hold     time.Duration
-	Duration time.Duration
+	TTL      time.Duration `flag:"ttl" file:"workload.ttl"`
+	Hold     time.Duration `flag:"hold" file:"workload.hold"`
+	Duration time.Duration `flag:"duration" file:"duration"`
 	// Wait > 0 makes acquires blocking for up to Wait, retrying every Retry.
-	Wait  time.Duration
-	Retry time.Duration
+	Wait  time.Duration `flag:"wait" file:"workload.wait"`
+	Retry time.Duration `flag:"retry" file:"workload.retry"`
 	// Think is the most a client sleeps between attempts.
-	Think time.Duration
+	Think time.Duration `flag:"think" file:"workload.think"`
 	// Renew runs a watchdog in each client that renews a held lease every
 	// TTL/3 (locks that can renew; see `lockchaos list`).
-	Renew bool
+	Renew bool `flag:"renew" file:"workload.renew"`
 	// Reentry is the probability that a hold acquires its lock once more
 	// inside and releases it twice (reentrant locks only).
-	Reentry float64
+	Reentry float64 `flag:"reentry" file:"workload.reentry"`
 	// OpTimeout bounds each Redis operation; 0 means the TTL.
-	OpTimeout time.Duration
+	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
-	FaultInterval time.Duration
+	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval"`
 	// CheckTimeout bounds porcupine; 0 uses the checker's default.
-	CheckTimeout time.Duration
+	CheckTimeout time.Duration `flag:"check-timeout"`
 
-	Seed int64
-	Out  string
+	Seed int64  `flag:"seed" file:"seed"`
+	Out  string `flag:"out"`
 	// Force lets a run replace an earlier run in Out; without it a folder
 	// that holds one is refused (its evidence would be overwritten).
 	Force bool `json:"-"`
@@ -72,8 +74,8 @@ type Config struct {
 
 	// Backend runs the Redis nodes: "local" (default) or another registered
 	// backend; Image is its container image where it uses one.
-	Backend string
-	Image   string
+	Backend string `flag:"backend" file:"topology.backend"`
+	Image   string `flag:"image" file:"topology.image"`
 
 	// Replay, when set, is a schedule a run executed (its schedule.json):
 	// every nemesis takes those steps instead of drawing its own.
@@ -124,6 +126,31 @@ func usage(format string, args ...any) error {
 	return UsageError{Err: fmt.Errorf(format, args...)}
 }
 
+// SettingError is a bad value of one of the run's settings. Setting is the
+// Config field's name; Error names it as a flag ("--clients 300: want 1 to
+// 256"), and a scenario file by its path and line (Path).
+type SettingError struct {
+	Setting string
+	Msg     string
+}
+
+func (e *SettingError) Error() string { return "--" + settingTag(e.Setting, "flag") + " " + e.Msg }
+
+// Path is the setting's path in a scenario file ("workload.clients").
+func (e *SettingError) Path() string { return settingTag(e.Setting, "file") }
+
+func settingTag(field, tag string) string {
+	f, ok := reflect.TypeFor[Config]().FieldByName(field)
+	if !ok {
+		panic("runner: no setting " + field)
+	}
+	return f.Tag.Get(tag)
+}
+
+func bad(setting, format string, args ...any) error {
+	return UsageError{Err: &SettingError{Setting: setting, Msg: fmt.Sprintf(format, args...)}}
+}
+
 // withDefaults fills zero values and checks ranges.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
@@ -133,50 +160,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Out == "" {
 		errs = append(errs, usage("--out DIR is required: where the history and result go"))
 	}
-	if c.Clients < 1 || c.Clients > 256 {
-		errs = append(errs, usage("--clients %d: want 1 to 256", c.Clients))
-	}
-	if c.Keys < 1 {
-		errs = append(errs, usage("--keys %d: want at least 1", c.Keys))
-	}
-	if c.Nodes < 0 || c.Nodes > 15 {
-		errs = append(errs, usage("--nodes %d: want 1 to 15 (or 0 for the lock's default)", c.Nodes))
-	}
-	if c.TTL < time.Millisecond {
-		errs = append(errs, usage("--ttl %v: want at least 1ms", c.TTL))
-	}
-	if c.Hold < 0 || c.Duration <= 0 || c.Wait < 0 || c.Think < 0 || c.Retry < 0 || c.OpTimeout < 0 || c.FaultInterval < 0 {
-		errs = append(errs, usage("durations must not be negative, and --duration must be positive"))
-	} else if c.Hold >= c.Duration {
-		errs = append(errs, usage("--hold %v is not shorter than --duration %v: no hold would finish; shorten the hold or lengthen the run", c.Hold, c.Duration))
-	}
-	if c.Reentry < 0 || c.Reentry > 1 {
-		errs = append(errs, usage("--reentry %v: want a probability from 0 to 1", c.Reentry))
-	}
-	if err := checkLockCapabilities(c); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, c.rangeErrors()...)
 	if c.Direct && len(c.Nemeses) > 0 && !(len(c.Nemeses) == 1 && c.Nemeses[0] == "none") {
 		errs = append(errs, usage("direct connections (no proxies) are for benchmarks only: no nemesis can run"))
 	}
 	if c.Backend == "" {
 		c.Backend = "local"
 	}
-	if err := cluster.Known(c.Backend); err != nil {
-		errs = append(errs, usage("--backend: %v", err))
-	}
-	if c.Replicas < 0 || c.Replicas > 5 {
-		errs = append(errs, usage("--replicas %d: want 0 to 5 per lock node", c.Replicas))
-	}
-	if c.Sentinels < 0 || c.Sentinels > 7 {
-		errs = append(errs, usage("--sentinels %d: want 0 to 7 (3 is usual)", c.Sentinels))
-	}
-	if c.Sentinels > 0 && c.Replicas == 0 {
-		errs = append(errs, usage("--sentinels %d without replicas: sentinels promote a replica, so add --replicas 1 or more", c.Sentinels))
-	}
-	if p, err := ParsePersistence(c.Persistence); err != nil {
-		errs = append(errs, usage("--persistence %v", err))
-	} else {
+	if p, err := ParsePersistence(c.Persistence); err == nil {
 		c.Persistence = p
 	}
 	if c.OpTimeout == 0 {
@@ -197,6 +188,72 @@ func (c Config) withDefaults() (Config, error) {
 	c.Nemeses = names
 	return c, errors.Join(errs...)
 }
+
+// rangeErrors checks each setting's value on its own and against the
+// others: the one place where the run's ranges are written.
+func (c Config) rangeErrors() []error {
+	var errs []error
+	if c.Clients < 1 || c.Clients > 256 {
+		errs = append(errs, bad("Clients", "%d: want 1 to 256", c.Clients))
+	}
+	if c.Keys < 1 {
+		errs = append(errs, bad("Keys", "%d: want at least 1", c.Keys))
+	}
+	if c.Nodes < 0 || c.Nodes > 15 {
+		errs = append(errs, bad("Nodes", "%d: want 1 to 15 (or 0 for the lock's default)", c.Nodes))
+	}
+	if c.TTL < time.Millisecond {
+		errs = append(errs, bad("TTL", "%v: want at least 1ms", c.TTL))
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"Hold", c.Hold}, {"Wait", c.Wait}, {"Think", c.Think}, {"Retry", c.Retry}, {"OpTimeout", c.OpTimeout}, {"FaultInterval", c.FaultInterval}} {
+		if d.d < 0 {
+			errs = append(errs, bad(d.name, "%v: must not be negative", d.d))
+		}
+	}
+	switch {
+	case c.Duration <= 0:
+		errs = append(errs, bad("Duration", "%v: want a positive duration such as 6s", c.Duration))
+	case c.Hold >= c.Duration:
+		errs = append(errs, bad("Hold", "%v is not shorter than the run's duration %v: no hold would finish; shorten the hold or lengthen the run", c.Hold, c.Duration))
+	}
+	if c.Reentry < 0 || c.Reentry > 1 {
+		errs = append(errs, bad("Reentry", "%v: want a probability from 0 to 1", c.Reentry))
+	}
+	if err := cluster.Known(orLocal(c.Backend)); err != nil {
+		errs = append(errs, bad("Backend", "%v", err))
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		errs = append(errs, bad("Replicas", "%d: want 0 to 5 per lock node", c.Replicas))
+	}
+	if c.Sentinels < 0 || c.Sentinels > 7 {
+		errs = append(errs, bad("Sentinels", "%d: want 0 to 7 (3 is usual)", c.Sentinels))
+	}
+	if c.Sentinels > 0 && c.Replicas == 0 {
+		errs = append(errs, bad("Sentinels", "%d without replicas: sentinels promote a replica, so add replicas (--replicas 1 or more)", c.Sentinels))
+	}
+	if _, err := ParsePersistence(c.Persistence); err != nil {
+		errs = append(errs, bad("Persistence", "%v", err))
+	}
+	if err := checkLockCapabilities(c); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+func orLocal(backend string) string {
+	if backend == "" {
+		return "local"
+	}
+	return backend
+}
+
+// CheckSettings checks the settings' values and ranges as Run would,
+// without looking up the lock or the nemeses: the errors are UsageErrors
+// wrapping a SettingError for each bad setting.
+func CheckSettings(cfg Config) error { return errors.Join(cfg.rangeErrors()...) }
 
 // Validate checks cfg as Run would, without starting anything: names,
 // options and ranges. The error is a UsageError saying what to fix, for
@@ -222,7 +279,7 @@ func checkLockCapabilities(c Config) error {
 		return nil
 	}
 	if c.Reentry > 0 && !spec.Reentrant {
-		return usage("--reentry: lock %s is not reentrant (reentrant locks: %s)", spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
+		return bad("Reentry", "%v: lock %s is not reentrant (reentrant locks: %s)", c.Reentry, spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
 	}
 	if c.Renew {
 		l, err := newForCheck(spec, c.LockOptions, c.TTL)
@@ -230,7 +287,7 @@ func checkLockCapabilities(c Config) error {
 			return nil
 		}
 		if _, ok := l.(locks.Renewer); !ok {
-			return usage("--renew: lock %s cannot renew a lease, or renews it by itself (locks that --renew applies to: %s)", spec.Name,
+			return bad("Renew", "true: lock %s cannot renew a lease, or renews it by itself (locks that renew applies to: %s)", spec.Name,
 				lockNames(func(_ locks.Spec, l locks.Locker) bool { _, ok := l.(locks.Renewer); return ok }, c.TTL))
 		}
 	}
@@ -239,7 +296,7 @@ func checkLockCapabilities(c Config) error {
 
 // newForCheck builds a locker without nodes, only to look at what it can do.
 func newForCheck(spec locks.Spec, given map[string]string, ttl time.Duration) (locks.Locker, error) {
-	opts, err := option.Resolve(spec.Name, spec.Options, given, ttl)
+	opts, _, err := spec.Decode(given, ttl)
 	if err != nil {
 		return nil, err
 	}

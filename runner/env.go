@@ -19,6 +19,15 @@ import (
 // env gives the nemeses their handles on this run.
 type env struct{ r *run }
 
+// The run gives the nemeses every capability.
+var (
+	_ nemesis.Env         = (*env)(nil)
+	_ nemesis.Processes   = (*env)(nil)
+	_ nemesis.Links       = (*env)(nil)
+	_ nemesis.Replication = (*env)(nil)
+	_ nemesis.Clocks      = (*env)(nil)
+)
+
 func (e *env) TTL() time.Duration   { return e.r.cfg.TTL }
 func (e *env) Lease() time.Duration { return e.r.lease }
 func (e *env) Hold() time.Duration  { return e.r.cfg.Hold }

@@ -17,7 +17,6 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/lockchaos/lockchaos/workload"
 	"github.com/redis/go-redis/v9"
@@ -85,8 +84,10 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 // resolved is a run's configuration looked up: the lock with its options
 // and what they make of it, and the nemeses with their plans.
 type resolved struct {
-	lock     locks.Spec
-	lockOpts option.Values
+	lock locks.Spec
+	// lockUsed are the lock's option values, defaults included, for the
+	// record.
+	lockUsed map[string]string
 	// lease is the lease the lock really uses (locks.Leaser), nodeTimeout
 	// its per-node timeout (locks.NodeTimeouter), 0 when it has none.
 	lease, nodeTimeout time.Duration
@@ -102,11 +103,11 @@ func resolve(cfg Config) (resolved, error) {
 		return rs, UsageError{Err: err}
 	}
 	rs.lock = spec
-	opts, err := option.Resolve(spec.Name, spec.Options, cfg.LockOptions, cfg.TTL)
+	opts, used, err := spec.Decode(cfg.LockOptions, cfg.TTL)
 	if err != nil {
 		return rs, UsageError{Err: err}
 	}
-	rs.lockOpts = opts
+	rs.lockUsed = used
 	// New must not do I/O: called here without nodes, it validates options.
 	l, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err != nil {
@@ -133,20 +134,16 @@ func resolve(cfg Config) (resolved, error) {
 		if err != nil {
 			return rs, UsageError{Err: err}
 		}
-		nopts, err := option.Resolve(name, ns.Options, cfg.NemesisOptions[name], cfg.TTL)
+		b, err := ns.Build(cfg.NemesisOptions[name], cfg.TTL)
 		if err != nil {
 			return rs, UsageError{Err: err}
 		}
-		n, err := ns.New(nopts)
-		if err != nil {
-			return rs, UsageError{Err: err}
-		}
-		if ns.Available != nil {
-			if err := ns.Available(cfg.shape(nodes, spec), nopts); err != nil {
+		if a, ok := b.Nemesis.(nemesis.Applier); ok {
+			if err := a.Applies(cfg.shape(nodes, spec)); err != nil {
 				return rs, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
 			}
 		}
-		plan, err := nemesis.ParsePlan(nopts.String(nemesis.ScheduleKey), cfg.TTL, cfg.Seed, name)
+		plan, err := nemesis.ParsePlan(b.Schedule, cfg.TTL, cfg.Seed, name)
 		if err != nil {
 			return rs, UsageError{Err: err}
 		}
@@ -157,7 +154,7 @@ func resolve(cfg Config) (resolved, error) {
 			}
 			plan.Replay = steps
 		}
-		rs.nemeses = append(rs.nemeses, nemesis.Scheduled{Name: name, Nemesis: n, Plan: plan})
+		rs.nemeses = append(rs.nemeses, nemesis.Scheduled{Name: name, Action: ns.Action, Nemesis: b.Nemesis, Plan: plan})
 	}
 	for name := range cfg.NemesisOptions {
 		if name != spec.Name && !seen[name] {
@@ -258,7 +255,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		nemNames[i] = n.Name
 	}
 	options := map[string]string{}
-	for k, v := range rs.lockOpts.Map() {
+	for k, v := range rs.lockUsed {
 		options[rs.lock.Name+"."+k] = v
 	}
 	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{

@@ -17,23 +17,11 @@ type Expectation struct {
 	// Deadlock, when set, says whether a lock key must (true) or must not
 	// (false) be left with no expiry; nil does not look.
 	Deadlock *bool
-	// Resource, when set, is what the protected resource must show:
-	// ResourceIntact, ResourceFenced or ResourceDamaged.
-	Resource string
+	// Resource, when set, is what the protected resource must show
+	// (checker.ResourceResult.State): intact (fenced counts as intact),
+	// fenced or damaged.
+	Resource checker.ResourceState
 }
-
-// States of the protected resource that a scenario may expect.
-const (
-	// ResourceIntact: no lost update, no stale read, no stale fenced
-	// operation accepted, and the final counters were read.
-	ResourceIntact = "intact"
-	// ResourceFenced: intact, and at least one operation with a stale
-	// fencing token was rejected — fencing did the work.
-	ResourceFenced = "fenced"
-	// ResourceDamaged: an update was lost, a read was stale, or a stale
-	// fenced operation was accepted.
-	ResourceDamaged = "damaged"
-)
 
 // String says the expectation the way the tables show it, e.g. "safe",
 // "safe+deadlock" or "violation, resource fenced".
@@ -50,7 +38,7 @@ func (e Expectation) String() string {
 		}
 	}
 	if e.Resource != "" {
-		s += ", resource " + e.Resource
+		s += ", resource " + string(e.Resource)
 	}
 	return s
 }
@@ -65,7 +53,7 @@ func (e Expectation) Outcome(res checker.Result) string {
 		s += "+deadlock"
 	}
 	if e.Resource != "" {
-		s += ", resource " + resourceState(res.Resource)
+		s += ", resource " + string(res.Resource.State)
 	}
 	return s
 }
@@ -85,8 +73,8 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 		}
 	}
 	if e.Resource != "" {
-		got := resourceState(res.Resource)
-		ok := got == e.Resource || (e.Resource == ResourceIntact && got == ResourceFenced)
+		got := res.Resource.State
+		ok := got == e.Resource || (e.Resource == checker.ResourceIntact && got == checker.ResourceFenced)
 		if !ok {
 			diffs = append(diffs, fmt.Sprintf("the resource was %s, expected %s", got, e.Resource))
 		}
@@ -173,16 +161,4 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 		diffs = fmt.Sprintf("%s, although %d of %d faults landed", diffs, ev.Landed, ev.Faults)
 	}
 	return ok, false, diffs
-}
-
-func resourceState(r checker.ResourceResult) string {
-	switch {
-	case r.LostUpdates > 0 || r.StaleReads > 0 || r.StaleAccepted > 0 || r.FenceReused > 0:
-		return ResourceDamaged
-	case !r.Safe:
-		return "unknown"
-	case r.StaleRejected > 0:
-		return ResourceFenced
-	}
-	return ResourceIntact
 }

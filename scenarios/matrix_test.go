@@ -20,7 +20,7 @@ import (
 // landed, and its overlaps by cause (fault overlaps are caused by a landed
 // fault).
 func evidence(v checker.Verdict, landed, faults int, byCause map[string]int) checker.Result {
-	r := checker.Result{Verdict: v, Summary: string(v), Resource: checker.ResourceResult{Safe: true}}
+	r := checker.Result{Verdict: v, Summary: string(v), Resource: checker.ResourceResult{Safe: true, State: checker.ResourceIntact}}
 	r.Evidence = checker.Evidence{Faults: faults, Landed: landed, Overlaps: byCause, FaultOverlaps: byCause[checker.CauseFault]}
 	for _, n := range byCause {
 		r.Mutex.OverlapCount += n
@@ -42,11 +42,11 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	deadlocked := safe
 	deadlocked.Liveness.DeadlockedKeys = []string{"lock:0"}
 	fenced := violation
-	fenced.Resource = checker.ResourceResult{Safe: true, StaleRejected: 2}
+	fenced.Resource = checker.ResourceResult{Safe: true, StaleRejected: 2, State: checker.ResourceFenced}
 	damaged := violation
-	damaged.Resource = checker.ResourceResult{LostUpdates: 3}
+	damaged.Resource = checker.ResourceResult{LostUpdates: 3, State: checker.ResourceDamaged}
 	reused := violation
-	reused.Resource = checker.ResourceResult{FenceReused: 1, Safe: true}
+	reused.Resource = checker.ResourceResult{FenceReused: 1, State: checker.ResourceDamaged}
 	lostLease := safe
 	lostLease.Evidence.LeasesLost = 1
 	for _, tc := range []struct {
@@ -78,10 +78,10 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"deadlock expected, none", Expectation{Verdict: checker.Safe, Deadlock: &yes}, true, safe, nil, StatusMismatch, "safe", false},
 		{"no deadlock expected, found", Expectation{Verdict: checker.Safe, Deadlock: &no}, true, deadlocked, nil, StatusMismatch, "safe+deadlock", false},
 		{"deadlock not looked at", Expectation{Verdict: checker.Safe}, true, deadlocked, nil, StatusMatch, "safe", false},
-		{"fenced", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
-		{"fencing did not work", Expectation{Verdict: checker.Violation, Resource: ResourceFenced}, true, damaged, nil, StatusMismatch, "violation, resource damaged", false},
-		{"a reused token is damage", Expectation{Verdict: checker.Violation, Resource: ResourceDamaged}, true, reused, nil, StatusMatch, "violation, resource damaged", false},
-		{"intact accepts fenced", Expectation{Verdict: checker.Violation, Resource: ResourceIntact}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
+		{"fenced", Expectation{Verdict: checker.Violation, Resource: checker.ResourceFenced}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
+		{"fencing did not work", Expectation{Verdict: checker.Violation, Resource: checker.ResourceFenced}, true, damaged, nil, StatusMismatch, "violation, resource damaged", false},
+		{"a reused token is damage", Expectation{Verdict: checker.Violation, Resource: checker.ResourceDamaged}, true, reused, nil, StatusMatch, "violation, resource damaged", false},
+		{"intact accepts fenced", Expectation{Verdict: checker.Violation, Resource: checker.ResourceIntact}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
 		{"setup error", Expectation{Verdict: checker.Safe}, true, checker.Result{}, errors.New("no redis"), StatusError, "error", false},
 	} {
 		c := Cell{Name: tc.name, Expect: tc.expect}

@@ -75,7 +75,7 @@ func unavailable(cfg runner.Config) string {
 	if err != nil {
 		return fmt.Sprintf("lock %s not available", cfg.Lock)
 	}
-	if k := undeclared(spec.Options, cfg.LockOptions); k != "" {
+	if k := undeclared(spec.OptionSpecs(), cfg.LockOptions); k != "" {
 		return fmt.Sprintf("lock %s has no option %s in this build", cfg.Lock, k)
 	}
 	for _, n := range cfg.Nemeses {
@@ -86,7 +86,7 @@ func unavailable(cfg runner.Config) string {
 		if err != nil {
 			return fmt.Sprintf("nemesis %s not available", n)
 		}
-		if k := undeclared(ns.Options, cfg.NemesisOptions[n]); k != "" {
+		if k := undeclared(ns.OptionSpecs(), cfg.NemesisOptions[n]); k != "" {
 			return fmt.Sprintf("nemesis %s has no option %s in this build", n, k)
 		}
 	}
@@ -178,8 +178,8 @@ func Parse(name string, b []byte) (Scenario, error) {
 		errs = append(errs, bad("expect.verdict", "%q: want safe or violation", f.Expect.Verdict))
 	}
 	s.Expect.Deadlock = f.Expect.Deadlock
-	switch r := f.Expect.Resource; r {
-	case "", ResourceIntact, ResourceFenced, ResourceDamaged:
+	switch r := checker.ResourceState(f.Expect.Resource); r {
+	case "", checker.ResourceIntact, checker.ResourceFenced, checker.ResourceDamaged:
 		s.Expect.Resource = r
 	default:
 		errs = append(errs, bad("expect.resource", "%q: want intact, fenced (intact, and stale fencing tokens were rejected) or damaged", r))
@@ -249,22 +249,6 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	if f.Duration.set {
 		cfg.Duration = f.Duration.resolve(cfg.TTL)
 	}
-	if w.Clients < 0 || w.Clients > 256 {
-		errs = append(errs, bad("workload.clients", "%d: want 1 to 256", w.Clients))
-	}
-	if w.Keys < 0 {
-		errs = append(errs, bad("workload.keys", "%d: want at least 1", w.Keys))
-	}
-	if f.Topology.Nodes < 0 || f.Topology.Nodes > 15 {
-		errs = append(errs, bad("topology.nodes", "%d: want 1 to 15 (or leave it out for the lock's default)", f.Topology.Nodes))
-	}
-	if cfg.TTL < time.Millisecond {
-		errs = append(errs, bad("workload.ttl", "%v: want at least 1ms", cfg.TTL))
-	}
-	if cfg.Duration <= 0 {
-		errs = append(errs, bad("duration", "want a positive duration such as 6s"))
-	}
-
 	seen := map[string]bool{}
 	for i, n := range f.Faults.Nemeses {
 		field := fmt.Sprintf("faults.nemeses[%d].name", i)
@@ -287,18 +271,30 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 		}
 	}
 
-	if _, err := runner.ParsePersistence(f.Topology.Persistence); err != nil {
-		errs = append(errs, bad("topology.persistence", "%v", err))
-	}
-	if f.Topology.Replicas < 0 || f.Topology.Sentinels < 0 {
-		errs = append(errs, bad("topology", "replicas and sentinels must not be negative"))
-	}
-	if w.Reentry < 0 || w.Reentry > 1 {
-		errs = append(errs, bad("workload.reentry", "%v: want a probability from 0 to 1", w.Reentry))
-	}
 	cfg.Replicas, cfg.Sentinels, cfg.Persistence = f.Topology.Replicas, f.Topology.Sentinels, f.Topology.Persistence
 	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
+	// The ranges are the runner's (runner.CheckSettings); its errors name
+	// the setting, which becomes the field and line in this file.
+	for _, err := range unjoin(runner.CheckSettings(cfg)) {
+		var se *runner.SettingError
+		if errors.As(err, &se) && se.Path() != "" {
+			errs = append(errs, bad(se.Path(), "%s", se.Msg))
+		} else {
+			errs = append(errs, &FieldError{File: name, Field: "(run)", Msg: err.Error()})
+		}
+	}
 	return cfg, errs
+}
+
+// unjoin lists the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func orInt(v, def int) int {

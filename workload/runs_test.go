@@ -49,9 +49,9 @@ func TestRenewAndReentryNeedALockThatCan(t *testing.T) {
 		reentry float64
 		want    string
 	}{
-		{"set-nx-px", true, 0, "--renew: lock set-nx-px cannot renew"},
+		{"set-nx-px", true, 0, "--renew true: lock set-nx-px cannot renew"},
 		{"reentrant-watchdog", true, 0, "renews it by itself"},
-		{"token-lua", false, 0.5, "--reentry: lock token-lua is not reentrant"},
+		{"token-lua", false, 0.5, "--reentry 0.5: lock token-lua is not reentrant"},
 		{"reentrant-watchdog", false, 1.5, "--reentry 1.5: want a probability"},
 	} {
 		err := runner.Validate(runner.Config{Lock: tc.lock, Renew: tc.renew, Reentry: tc.reentry,

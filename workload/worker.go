@@ -15,7 +15,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,7 +89,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts, err := option.Resolve(cfg.Lock, spec.Options, cfg.Options, cfg.TTL)
+	opts, _, err := spec.Decode(cfg.Options, cfg.TTL)
 	if err != nil {
 		return nil, err
 	}

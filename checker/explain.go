@@ -1,23 +1,25 @@
-package report
+package checker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
 // Explain says in one sentence why a run reached its verdict, from its
-// result and its configuration alone: for a violation, who held which key
+// result alone, for a reader (the report's headline); ttlMs is the lease
+// the run's lock used. Result.Summary is the short form. It describes each
+// fault by what it did (FaultWindow.Action), never by the nemesis's name: for a violation, who held which key
 // together, for how long, and what the active faults did to whom, e.g.
 // "clients 2 and 4 both held lock:0 for 312 ms from t=3.41 s; client 2 was
 // paused for 1.20 s from t=3.10 s, past its 500 ms TTL".
-func Explain(res checker.Result, info history.RunInfo) string {
+func Explain(res Result, ttlMs float64) string {
 	switch res.Verdict {
-	case checker.Violation:
-		return explainViolation(res, info)
-	case checker.Safe:
+	case Violation:
+		return explainViolation(res, ttlMs)
+	case Safe:
 		return explainSafe(res)
 	}
 	why := "the evidence is incomplete"
@@ -27,18 +29,17 @@ func Explain(res checker.Result, info history.RunInfo) string {
 	return "Inconclusive — no violation was found, but " + why + "."
 }
 
-func explainViolation(res checker.Result, info history.RunInfo) string {
+func explainViolation(res Result, ttl float64) string {
 	if len(res.Mutex.Overlaps) == 0 {
 		return "No two holds overlapped in the history, but the protected resource shows the damage: " + res.Resource.Summary + "."
 	}
 	o := res.Mutex.Overlaps[0]
-	ttl := float64(info.TTLms)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Clients %d and %d both held %s for %s from t=%s", o.Clients[0], o.Clients[1], o.Key, millis(o.EndMs-o.StartMs), seconds(o.StartMs))
+	fmt.Fprintf(&b, "Clients %d and %d both held %s for %s from t=%s", o.Clients[0], o.Clients[1], o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs))
 	var active []string
 	for _, f := range res.Faults {
-		if containsInt(o.Faults, f.ID) {
-			active = append(active, describeFault(f, o, ttl))
+		if slices.Contains(o.Faults, f.ID) {
+			active = append(active, faultSentence(f, o, ttl))
 		}
 	}
 	first := o.Holds[0]
@@ -46,7 +47,7 @@ func explainViolation(res checker.Result, info history.RunInfo) string {
 	case len(active) > 0:
 		b.WriteString("; " + strings.Join(active, "; "))
 	case ttl > 0 && first.EndMs-first.StartMs > ttl:
-		fmt.Fprintf(&b, "; no fault was active: client %d held for %s, longer than the %s TTL", first.Client, millis(first.EndMs-first.StartMs), millis(ttl))
+		fmt.Fprintf(&b, "; no fault was active: client %d held for %s, longer than the %s TTL", first.Client, Millis(first.EndMs-first.StartMs), Millis(ttl))
 	default:
 		b.WriteString("; no fault was active")
 	}
@@ -57,7 +58,7 @@ func explainViolation(res checker.Result, info history.RunInfo) string {
 		fmt.Fprintf(&b, "; client %d learned only afterwards that it had lost the lock", first.Client)
 	}
 	if n := res.Resource.LostUpdates; n > 0 {
-		fmt.Fprintf(&b, "; %d %s of the protected counter %s lost", n, plural(n, "update", "updates"), plural(n, "was", "were"))
+		fmt.Fprintf(&b, "; %d %s of the protected counter %s lost", n, word(n, "update", "updates"), word(n, "was", "were"))
 	}
 	if n := res.Mutex.OverlapCount; n > 1 {
 		fmt.Fprintf(&b, " (%d overlapping pairs of holds in all)", n)
@@ -65,17 +66,17 @@ func explainViolation(res checker.Result, info history.RunInfo) string {
 	return b.String() + "."
 }
 
-// describeFault says what one fault did, in the terms of the overlap it
+// faultSentence says what one fault did, in the terms of the overlap it
 // explains: a pause longer than the TTL of a client that held is the
 // textbook case, and says so.
-func describeFault(f checker.FaultWindow, o checker.Overlap, ttl float64) string {
+func faultSentence(f FaultWindow, o Overlap, ttl float64) string {
 	dur, open := 0.0, f.EndMs == nil
 	if !open {
 		dur = *f.EndMs - f.StartMs
 	}
-	span := fmt.Sprintf("for %s from t=%s", millis(dur), seconds(f.StartMs))
+	span := fmt.Sprintf("for %s from t=%s", Millis(dur), Seconds(f.StartMs))
 	if open {
-		span = fmt.Sprintf("from t=%s until the end of the run", seconds(f.StartMs))
+		span = fmt.Sprintf("from t=%s until the end of the run", Seconds(f.StartMs))
 	}
 	who := f.Target
 	if len(f.Clients) > 0 {
@@ -83,31 +84,27 @@ func describeFault(f checker.FaultWindow, o checker.Overlap, ttl float64) string
 		for _, c := range f.Clients {
 			cs = append(cs, fmt.Sprint(c))
 		}
-		who = plural(len(f.Clients), "client", "clients") + " " + strings.Join(cs, ", ")
+		who = word(len(f.Clients), "client", "clients") + " " + strings.Join(cs, ", ")
 	}
 	held := len(f.Clients) == 1 && (f.Clients[0] == o.Clients[0] || f.Clients[0] == o.Clients[1])
 	switch {
-	case f.Params["signal"] == "SIGSTOP" || f.Name == "pause-client":
+	case len(f.Stopped) > 0: // a process stopped (SIGSTOP)
 		s := fmt.Sprintf("%s was paused %s", who, span)
 		if held && ttl > 0 && dur > ttl {
-			s += fmt.Sprintf(", past its %s TTL", millis(ttl))
+			s += fmt.Sprintf(", past its %s TTL", Millis(ttl))
 		}
 		return s
-	case f.Name == "kill-client":
-		return fmt.Sprintf("%s was killed at t=%s", who, seconds(f.StartMs))
+	case f.Action == history.ActionKill && len(f.Clients) > 0:
+		return fmt.Sprintf("%s was killed at t=%s", who, Seconds(f.StartMs))
 	}
 	// Other faults say what they did in their target ("lock node 0: primary
-	// n0 killed, replica n0r1 promoted"); their parameters are in the table.
-	s := fmt.Sprintf("fault %s (%s) was active %s", f.Name, f.Target, span)
-	if len(f.Clients) > 0 {
-		s += ", aimed at " + who
-	}
-	return s
+	// n0 killed, replica n0r1 promoted"); their parameters are in the report.
+	return fmt.Sprintf("fault %s was active %s", f.Label(), span)
 }
 
-func explainSafe(res checker.Result) string {
+func explainSafe(res Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "No two clients held the same lock at once: %d %s checked", res.Mutex.Holds, plural(res.Mutex.Holds, "hold", "holds"))
+	fmt.Fprintf(&b, "No two clients held the same lock at once: %d %s checked", res.Mutex.Holds, word(res.Mutex.Holds, "hold", "holds"))
 	if res.Mutex.Porcupine != "" {
 		fmt.Fprintf(&b, " (porcupine: %s, interval sweep: no overlap)", res.Mutex.Porcupine)
 	}
@@ -124,18 +121,19 @@ func explainSafe(res checker.Result) string {
 		for _, name := range names {
 			parts = append(parts, fmt.Sprintf("%s ×%d", name, counts[name]))
 		}
-		fmt.Fprintf(&b, " through %d %s (%s)", n, plural(n, "fault", "faults"), strings.Join(parts, ", "))
+		fmt.Fprintf(&b, " through %d %s (%s)", n, word(n, "fault", "faults"), strings.Join(parts, ", "))
 	} else {
 		b.WriteString(" with no fault injected")
 	}
 	if keys := res.Liveness.DeadlockedKeys; len(keys) > 0 {
 		fmt.Fprintf(&b, "; but %s %s left with no expiry, so nobody can ever acquire %s again (a deadlock)",
-			strings.Join(keys, ", "), plural(len(keys), "was", "were"), plural(len(keys), "it", "them"))
+			strings.Join(keys, ", "), word(len(keys), "was", "were"), word(len(keys), "it", "them"))
 	}
 	return b.String() + "."
 }
 
-func plural(n int, one, many string) string {
+// word is one or many by n (plural also writes n).
+func word(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}
