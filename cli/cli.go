@@ -224,7 +224,10 @@ func cmdRun(args []string) int {
 		cfg.Seed = *seed
 	}
 	if *replay == "" {
-		spans.resolve(cfg.TTL)
+		if err := spans.resolve(cfg.TTL); err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+			return ExitUsage
+		}
 	}
 	if *replay != "" && filepath.Clean(cfg.Out) == filepath.Clean(*replay) {
 		fmt.Fprintln(os.Stderr, "lockchaos run: --replay: give --out another folder than the run it replays")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
@@ -42,7 +43,7 @@ func applyScenario(fs *flag.FlagSet, cfg *runner.Config, path, nemeses string, o
 	if _, ok := given["nemesis"]; ok {
 		cfg.Nemeses = strings.Split(nemeses, ",")
 		for n := range cfg.NemesisOptions {
-			if !contains(cfg.Nemeses, n) {
+			if !slices.Contains(cfg.Nemeses, n) {
 				delete(cfg.NemesisOptions, n) // options of a nemesis the flag dropped
 			}
 		}
@@ -87,15 +88,6 @@ func merged(base, over map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // afterRun writes the run's HTML report and, for a scenario, says whether

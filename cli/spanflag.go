@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/lockchaos/lockchaos/option"
@@ -17,6 +18,7 @@ type spanFlags []*spanValue
 type spanValue struct {
 	dst   *time.Duration
 	span  option.Span
+	name  string
 	set   bool
 	noTTL bool // a plain duration only
 }
@@ -24,7 +26,7 @@ type spanValue struct {
 // Var defines a span flag that writes to dst; def is its default.
 func (sf *spanFlags) Var(fs *flag.FlagSet, dst *time.Duration, name string, def time.Duration, usage string) {
 	*dst = def
-	v := &spanValue{dst: dst, span: option.Span{D: def}}
+	v := &spanValue{dst: dst, name: name, span: option.Span{D: def}}
 	*sf = append(*sf, v)
 	fs.Var(v, name, usage+", a `SPAN`: 300ms, 2s or 1.5ttl")
 }
@@ -32,7 +34,7 @@ func (sf *spanFlags) Var(fs *flag.FlagSet, dst *time.Duration, name string, def 
 // DurationVar defines a flag that takes a plain duration only.
 func (sf *spanFlags) DurationVar(fs *flag.FlagSet, dst *time.Duration, name string, def time.Duration, usage string) {
 	*dst = def
-	v := &spanValue{dst: dst, span: option.Span{D: def}, noTTL: true}
+	v := &spanValue{dst: dst, name: name, span: option.Span{D: def}, noTTL: true}
 	*sf = append(*sf, v)
 	fs.Var(v, name, usage+", a `DURATION`: 300ms or 2s")
 }
@@ -58,11 +60,16 @@ func (v *spanValue) Set(s string) error {
 }
 
 // resolve writes the flags given as multiples of the TTL, now that it is
-// known.
-func (sf spanFlags) resolve(ttl time.Duration) {
+// known; one too long for a duration is an error naming the flag.
+func (sf spanFlags) resolve(ttl time.Duration) error {
 	for _, v := range sf {
 		if v.set && v.span.TTL != 0 {
-			*v.dst = v.span.Resolve(ttl)
+			d, err := v.span.Within(ttl)
+			if err != nil {
+				return fmt.Errorf("--%s: %w", v.name, err)
+			}
+			*v.dst = d
 		}
 	}
+	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -198,7 +199,7 @@ func set(f reflect.Value, spec Spec, raw string, ttl time.Duration) error {
 		}
 		f.SetBool(b)
 	case reflect.String:
-		if len(spec.OneOf) > 0 && !contains(spec.OneOf, raw) {
+		if len(spec.OneOf) > 0 && !slices.Contains(spec.OneOf, raw) {
 			return fmt.Errorf("want %s", orList(spec.OneOf))
 		}
 		f.SetString(raw)
@@ -267,15 +268,6 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // orList writes "a, b or c".

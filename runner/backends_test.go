@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -41,12 +43,12 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 			}
 			verdicts := map[string]checker.Verdict{}
 			for _, backend := range []string{"local", "docker"} {
-				c := Config{
+				c := runner.Config{
 					Lock: sc.lock, Nemeses: sc.nemeses, Clients: 4, Keys: 1,
 					TTL: 300 * ms, Hold: sc.hold, Duration: 5 * time.Second, Think: 10 * ms, Seed: 11,
 					Out: t.TempDir(), Backend: backend,
 				}
-				res, err := runEvidence(t, &c)
+				res, err := runtest.RunEvidence(t, &c)
 				if err != nil {
 					t.Fatalf("%s backend: %v", backend, err)
 				}
@@ -68,11 +70,11 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 
 // On docker the sentinels are containers too, and they still decide a real
 // failover that loses the lock, as local redis-sentinel processes do in
-// TestFailoverDecidedBySentinelsLosesTheLock. The test watches what runs
-// during the run: sentinel containers of this process, and no local
-// redis-sentinel child.
+// TestFailoverDecidedBySentinelsLosesTheLock (nemesis/failover_sentinel_test.go).
+// The test watches what runs during the run: sentinel containers of this
+// process, and no local redis-sentinel child.
 func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
-	c := faultCfg(t, "token-lua", []string{"failover-sentinel"})
+	c := runtest.FaultConfig(t, "token-lua", []string{"failover-sentinel"})
 	// As TestFailoverDecidedBySentinelsLosesTheLock: the lease outlasts
 	// Sentinel's decision, and the nemesis keeps the holder inside.
 	c.TTL, c.Hold, c.Think, c.FaultInterval, c.Duration = 10*time.Second, 200*ms, 100*ms, 300*ms, 14*time.Second
@@ -107,14 +109,14 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 			}
 		}
 	}()
-	res, _ := runFaults(t, &c)
+	res, _ := runtest.RunFaults(t, &c)
 	close(stop)
 	<-watched
-	verdict(t, res, checker.Violation)
+	runtest.Verdict(t, res, checker.Violation)
 	if p := res.Faults[0].Params; p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
 		t.Errorf("the fault does not show a sentinel promotion: %v", p)
 	}
-	sentinelsSawTheFailover(t, c)
+	runtest.SentinelsSawTheFailover(t, c)
 	mu.Lock()
 	defer mu.Unlock()
 	for k := 0; k < c.Sentinels; k++ {

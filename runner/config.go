@@ -223,7 +223,7 @@ func (c Config) rangeErrors() []error {
 		errs = append(errs, bad("Reentry", "%v: want a probability from 0 to 1", c.Reentry))
 	}
 	if err := cluster.Known(orLocal(c.Backend)); err != nil {
-		errs = append(errs, bad("Backend", "%v", err))
+		errs = append(errs, bad("Backend", "%s: %v", c.Backend, err))
 	}
 	if c.Replicas < 0 || c.Replicas > 5 {
 		errs = append(errs, bad("Replicas", "%d: want 0 to 5 per lock node", c.Replicas))

@@ -1,4 +1,4 @@
-package runner
+package runner_test
 
 import (
 	"context"
@@ -6,61 +6,23 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/internal/procs"
-	"github.com/lockchaos/lockchaos/workload"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
 // The runner starts workers by re-executing this test binary.
-func TestMain(m *testing.M) {
-	if os.Getenv(workload.RoleEnv) == "worker" {
-		os.Exit(workload.Main())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { runtest.Main(m) }
 
 const ms = time.Millisecond
 
-func cfg(t *testing.T, lock string, nemeses ...string) Config {
-	return Config{
-		Lock: lock, Nemeses: nemeses, Clients: 4, Keys: 1,
-		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 7,
-		Out: t.TempDir(),
-	}
-}
-
-// runChecked performs c and checks what every run must satisfy: the stored history
-// re-checks to the same result, and nothing it started is left running.
-func runChecked(t *testing.T, c Config) checker.Result {
-	t.Helper()
-	before := len(procs.Children("redis-"))
-	res, err := runEvidence(t, &c)
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	again, err := CheckDir(c.Out, 0)
-	if err != nil {
-		t.Fatalf("re-check: %v", err)
-	}
-	again.Mutex.CheckMs, res.Mutex.CheckMs = 0, 0
-	if !reflect.DeepEqual(res, again) {
-		t.Errorf("re-checking the stored history gave a different result:\n%+v\nvs\n%+v", res, again)
-	}
-	if after := len(procs.Children("redis-")); after > before {
-		t.Errorf("%d redis-server processes left running after the run", after-before)
-	}
-	t.Logf("%s: %s", res.Verdict, res.Summary)
-	return res
-}
-
 func TestSetNxPxPausedClientViolatesAndLosesUpdates(t *testing.T) {
-	res := runChecked(t, cfg(t, "set-nx-px", "pause-client"))
+	res := runtest.RunChecked(t, runtest.Config(t, "set-nx-px", "pause-client"))
 	if res.Verdict != checker.Violation {
 		t.Fatalf("verdict %s, want violation: %s", res.Verdict, res.Summary)
 	}
@@ -76,7 +38,7 @@ func TestSetNxPxPausedClientViolatesAndLosesUpdates(t *testing.T) {
 }
 
 func TestTokenLuaPausedClientViolatesAndItsReleaseFindsNothing(t *testing.T) {
-	res := runChecked(t, cfg(t, "token-lua", "pause-client"))
+	res := runtest.RunChecked(t, runtest.Config(t, "token-lua", "pause-client"))
 	if res.Verdict != checker.Violation {
 		t.Fatalf("verdict %s, want violation: %s", res.Verdict, res.Summary)
 	}
@@ -110,9 +72,9 @@ func TestTokenLuaPausedClientViolatesAndItsReleaseFindsNothing(t *testing.T) {
 }
 
 func TestTokenLuaWithoutFaultsIsSafeOverThousandHolds(t *testing.T) {
-	c := cfg(t, "token-lua")
+	c := runtest.Config(t, "token-lua")
 	c.Keys, c.Hold, c.Think, c.Duration = 4, 3*ms, 1*ms, 5*time.Second
-	res := runChecked(t, c)
+	res := runtest.RunChecked(t, c)
 	if res.Verdict != checker.Safe {
 		t.Fatalf("verdict %s, want safe: %s %v", res.Verdict, res.Summary, res.Reasons)
 	}
@@ -125,9 +87,9 @@ func TestTokenLuaWithoutFaultsIsSafeOverThousandHolds(t *testing.T) {
 }
 
 func TestBlockingAcquireWaitsInsteadOfFailing(t *testing.T) {
-	c := cfg(t, "token-lua")
+	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Wait, c.Retry, c.Duration = 30*ms, time.Second, 10*ms, 2*time.Second
-	res := runChecked(t, c)
+	res := runtest.RunChecked(t, c)
 	if res.Verdict != checker.Safe {
 		t.Fatalf("verdict %s, want safe: %s %v", res.Verdict, res.Summary, res.Reasons)
 	}
@@ -144,9 +106,9 @@ func TestBlockingAcquireWaitsInsteadOfFailing(t *testing.T) {
 func TestHoldLongerThanTTLViolatesWithoutFaults(t *testing.T) {
 	for _, lock := range []string{"set-nx-px", "token-lua", "setnx-expire"} {
 		t.Run(lock, func(t *testing.T) {
-			c := cfg(t, lock)
+			c := runtest.Config(t, lock)
 			c.TTL, c.Hold, c.Duration = 200*ms, 400*ms, 2*time.Second
-			res := runChecked(t, c)
+			res := runtest.RunChecked(t, c)
 			if res.Verdict != checker.Violation || len(res.Faults) != 0 {
 				t.Fatalf("verdict %s with %d faults, want a violation with none: %s", res.Verdict, len(res.Faults), res.Summary)
 			}
@@ -154,51 +116,13 @@ func TestHoldLongerThanTTLViolatesWithoutFaults(t *testing.T) {
 	}
 }
 
-func TestSetnxExpireCrashBetweenStepsDeadlocksTheKey(t *testing.T) {
-	c := cfg(t, "setnx-expire", "kill-client")
-	// Two clients that think for up to a TTL leave the lock free often:
-	// the killed client's SETNX must find it free to leave a key behind.
-	c.Clients, c.Think = 2, c.TTL
-	c.LockOptions = map[string]string{"gap": "200ms"}
-	c.NemesisOptions = map[string]map[string]string{"kill-client": {"in-flight": "100ms"}}
-	res := runChecked(t, c)
-	if !reflect.DeepEqual(res.Liveness.DeadlockedKeys, []string{"lock:0"}) {
-		t.Fatalf("deadlocked keys %v, want [lock:0]: %s", res.Liveness.DeadlockedKeys, res.Summary)
-	}
-	// The kill is a liveness failure, not a safety one: the killed client
-	// never entered its critical section.
-	if res.Verdict != checker.Safe {
-		t.Errorf("verdict %s, want safe: %s %v", res.Verdict, res.Summary, res.Reasons)
-	}
-	if res.Acquire.Unknown == 0 || len(res.Faults) == 0 {
-		t.Errorf("want the killed client's acquire unknown and the kill recorded: %+v, %d faults", res.Acquire, len(res.Faults))
-	}
-}
-
-func TestLatencyIsRecordedAndShortHoldsStaySafe(t *testing.T) {
-	c := cfg(t, "token-lua", "latency")
-	c.Hold = 10 * ms
-	c.NemesisOptions = map[string]map[string]string{"latency": {"delay": "40ms", "jitter": "10ms", "duration": "800ms"}}
-	res := runChecked(t, c)
-	if res.Verdict != checker.Safe {
-		t.Fatalf("verdict %s, want safe: %s %v", res.Verdict, res.Summary, res.Reasons)
-	}
-	if len(res.Faults) == 0 {
-		t.Fatal("no latency fault was recorded")
-	}
-	// The delay is real: acquires slow down while it is on.
-	if res.Acquire.Maxms < 80 {
-		t.Errorf("slowest acquire took %.1f ms; with 40 ms each way it should exceed 80 ms", res.Acquire.Maxms)
-	}
-}
-
 func TestInterruptedRunIsNeverSafe(t *testing.T) {
-	c := cfg(t, "token-lua")
+	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Duration = 10*ms, time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*ms)
 	defer cancel()
 	start := time.Now()
-	res, err := Run(ctx, c)
+	res, err := runner.Run(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,9 +135,9 @@ func TestInterruptedRunIsNeverSafe(t *testing.T) {
 }
 
 func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
-	c := cfg(t, "token-lua")
+	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Duration = 10*ms, time.Second
-	res := runChecked(t, c)
+	res := runtest.RunChecked(t, c)
 	if res.Verdict != checker.Safe {
 		t.Fatalf("verdict %s, want safe: %s", res.Verdict, res.Summary)
 	}
@@ -226,7 +150,7 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := CheckDir(c.Out, 0)
+	cut, err := runner.CheckDir(c.Out, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,20 +162,20 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 func TestBadConfigurationNamesWhatToFix(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*runner.Config)
 		want string
 	}{
-		{"unknown lock", func(c *Config) { c.Lock = "nope" }, "known locks: "},
-		{"unknown nemesis", func(c *Config) { c.Nemeses = []string{"nope"} }, "unknown nemesis"},
-		{"unknown lock option", func(c *Config) { c.LockOptions = map[string]string{"gapp": "1s"} }, "its options are: gap"},
-		{"bad option value", func(c *Config) { c.LockOptions = map[string]string{"gap": "soon"} }, "setnx-expire.gap"},
-		{"no clients", func(c *Config) { c.Clients = 0 }, "--clients"},
+		{"unknown lock", func(c *runner.Config) { c.Lock = "nope" }, "known locks: "},
+		{"unknown nemesis", func(c *runner.Config) { c.Nemeses = []string{"nope"} }, "unknown nemesis"},
+		{"unknown lock option", func(c *runner.Config) { c.LockOptions = map[string]string{"gapp": "1s"} }, "its options are: gap"},
+		{"bad option value", func(c *runner.Config) { c.LockOptions = map[string]string{"gap": "soon"} }, "setnx-expire.gap"},
+		{"no clients", func(c *runner.Config) { c.Clients = 0 }, "--clients"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := cfg(t, "setnx-expire")
+			c := runtest.Config(t, "setnx-expire")
 			tc.edit(&c)
-			_, err := Run(context.Background(), c)
-			var ue UsageError
+			_, err := runner.Run(context.Background(), c)
+			var ue runner.UsageError
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ue) {
 				t.Fatalf("error %v, want a usage error containing %q", err, tc.want)
 			}
@@ -260,21 +184,6 @@ func TestBadConfigurationNamesWhatToFix(t *testing.T) {
 			}
 		})
 	}
-}
-
-// runEvidence runs c, and again (in a new folder, up to three times in all)
-// while the run is no evidence either way (checker.Result.NoEvidence), as
-// the matrix does: a stall of the machine made its only overlaps, or none
-// of its faults landed. c.Out ends as the last run's folder.
-func runEvidence(t *testing.T, c *Config) (checker.Result, error) {
-	t.Helper()
-	res, err := Run(context.Background(), *c)
-	for attempt := 2; err == nil && res.NoEvidence() != "" && attempt <= 3; attempt++ {
-		t.Logf("no evidence (%s): %s; running it again", res.NoEvidence(), res.Summary)
-		c.Out = t.TempDir()
-		res, err = Run(context.Background(), *c)
-	}
-	return res, err
 }
 
 // A full disk ends the run at once, with the write error, rather than after
@@ -288,14 +197,14 @@ func TestFullDiskEndsTheRunAtOnce(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-	c := cfg(t, "token-lua")
+	c := runtest.Config(t, "token-lua")
 	c.Out, c.Hold, c.Think, c.Duration = filepath.Join(dir, "run"), time.Millisecond, 0, 10*time.Minute
 	type outcome struct {
 		res checker.Result
 		err error
 	}
 	done := make(chan outcome, 1)
-	go func() { res, err := Run(context.Background(), c); done <- outcome{res, err} }()
+	go func() { res, err := runner.Run(context.Background(), c); done <- outcome{res, err} }()
 	var o outcome
 	select {
 	case o = <-done:

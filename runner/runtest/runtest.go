@@ -1,18 +1,27 @@
 // Package runtest helps tests drive real lockchaos runs. Workers re-execute
 // the test binary, so a test package that starts runs uses Main as its
 // TestMain; Run performs a run and checks what every run must satisfy.
+//
+// The runner's tests and the nemeses' (package nemesis_test) share the rest:
+// Config and FaultConfig make their runs, RunChecked and RunFaults perform
+// them, and Landed, Verdict and AnsweredAfterFirstFault read the outcome.
 package runtest
 
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/runner"
@@ -29,22 +38,70 @@ func Main(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// Run performs c on real Redis and checks what every run must show: it
-// completes, its stored history re-checks to the same result, the history
-// is whole, no client touched the resource after it recorded losing its
-// lock, and no redis-server it started is left running. A run that is no
-// evidence either way (checker.Result.NoEvidence: a stall of the machine
-// made its only overlaps, or none of its faults landed) is run again, up to
-// three times, as the matrix does.
-func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
+const ms = time.Millisecond
+
+// Config is a short run of lock under nemeses: four clients on one key,
+// 300 ms leases, 60 ms holds, 10 ms think time, 3 s, seed 7, written to a
+// folder of the test's own.
+func Config(t testing.TB, lock string, nemeses ...string) runner.Config {
+	return runner.Config{
+		Lock: lock, Nemeses: nemeses, Clients: 4, Keys: 1,
+		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 7,
+		Out: t.TempDir(),
+	}
+}
+
+// FaultConfig is Config with options given as "name.key=value": name is the
+// lock (a lock option) or a nemesis (one of its options).
+func FaultConfig(t testing.TB, lock string, nemeses []string, opts ...string) runner.Config {
 	t.Helper()
-	before := len(procs.Children("redis-"))
-	res, err := runner.Run(context.Background(), c)
+	c := Config(t, lock, nemeses...)
+	c.Duration = 3 * time.Second
+	c.NemesisOptions = map[string]map[string]string{}
+	c.LockOptions = map[string]string{}
+	for _, o := range opts {
+		kv := strings.SplitN(o, "=", 2)
+		name, key, _ := strings.Cut(kv[0], ".")
+		if name == lock {
+			c.LockOptions[key] = kv[1]
+			continue
+		}
+		if c.NemesisOptions[name] == nil {
+			c.NemesisOptions[name] = map[string]string{}
+		}
+		c.NemesisOptions[name][key] = kv[1]
+	}
+	return c
+}
+
+// RunEvidence runs c, and again (in a new folder, up to three times in all)
+// while the run is no evidence either way (checker.Result.NoEvidence), as
+// the matrix does: a stall of the machine made its only overlaps, or none
+// of its faults landed. c.Out ends as the last run's folder.
+func RunEvidence(t testing.TB, c *runner.Config) (checker.Result, error) {
+	t.Helper()
+	res, err := runner.Run(context.Background(), *c)
 	for attempt := 2; err == nil && res.NoEvidence() != "" && attempt <= 3; attempt++ {
 		t.Logf("no evidence (%s): %s; running it again", res.NoEvidence(), res.Summary)
 		c.Out = t.TempDir()
-		res, err = runner.Run(context.Background(), c)
+		res, err = runner.Run(context.Background(), *c)
 	}
+	return res, err
+}
+
+// RunChecked performs c (RunEvidence) and checks what every run must
+// satisfy: it completes without error, its stored history re-checks to the
+// same result, and nothing it started is left running.
+func RunChecked(t testing.TB, c runner.Config) checker.Result {
+	t.Helper()
+	return runChecked(t, &c)
+}
+
+// runChecked is RunChecked; c.Out ends as the last run's folder.
+func runChecked(t testing.TB, c *runner.Config) checker.Result {
+	t.Helper()
+	before := len(procs.Children("redis-"))
+	res, err := RunEvidence(t, c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -56,19 +113,123 @@ func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
 	if !reflect.DeepEqual(res, again) {
 		t.Errorf("re-checking the stored history gave a different result:\n%+v\nvs\n%+v", res, again)
 	}
-	events, _, err := history.ReadFile(filepath.Join(c.Out, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
+	if after := procs.Children("redis-"); len(after) > before {
+		t.Errorf("redis processes left running after the run: %v", after)
 	}
+	t.Logf("%s: %s", res.Verdict, res.Summary)
+	return res
+}
+
+// Run performs c on real Redis and checks what every run must show
+// (RunChecked: a run that is no evidence either way is run again, up to
+// three times; it completes; its stored history re-checks to the same
+// result; no redis-server it started is left running), and besides that
+// the history is whole and no client touched the resource after it
+// recorded losing its lock.
+func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
+	t.Helper()
+	res := runChecked(t, &c)
+	events := events(t, c.Out)
 	if !res.Complete {
 		t.Errorf("incomplete history: %v", res.Reasons)
 	}
 	NoResourceOpAfterLost(t, events)
-	if after := procs.Children("redis-"); len(after) > before {
-		t.Errorf("redis processes left running after the run: %v", after)
-	}
-	t.Logf("%s; resource: %s", res.Summary, res.Resource.Summary)
+	t.Logf("resource: %s", res.Resource.Summary)
 	return res, events
+}
+
+// RunFaults performs c (RunEvidence) and checks what every fault run must
+// show: the stored history re-checks to the same verdict, at least one
+// fault window, every window closed, no heal that failed, and no
+// redis-server or redis-sentinel of ours left running. (It counts only
+// this process's children: other runs on the machine start and stop their
+// own.) c.Out ends as the last run's folder.
+func RunFaults(t testing.TB, c *runner.Config) (checker.Result, []history.Event) {
+	t.Helper()
+	res, err := RunEvidence(t, c)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	t.Logf("%s: %s", res.Verdict, res.Summary)
+	for _, f := range res.Faults {
+		t.Logf("fault %d %s: landed %v, lease %q: %s", f.ID, f.Name, f.Landed, f.Lease, f.Effect)
+	}
+	if again, err := runner.CheckDir(c.Out, 0); err != nil || again.Verdict != res.Verdict {
+		t.Errorf("re-checking the stored history: %v, verdict %s vs %s", err, again.Verdict, res.Verdict)
+	}
+	if left := procs.Children("redis-"); len(left) > 0 {
+		t.Errorf("processes of this run left running: %v", left)
+	}
+	events := events(t, c.Out)
+	if len(res.Faults) == 0 {
+		t.Fatalf("no fault was recorded: %s", res.Summary)
+	}
+	for _, f := range res.Faults {
+		if f.EndMs == nil {
+			t.Errorf("fault %d (%s, %s) has no end", f.ID, f.Name, f.Target)
+		}
+	}
+	for _, e := range events {
+		if e.Kind == history.FaultEnd && e.Error != "" {
+			t.Errorf("fault %d (%s) did not heal cleanly: %s", e.Fault.ID, e.Fault.Target, e.Error)
+		}
+		if e.Kind == history.RunEnd && e.Error != "" {
+			t.Errorf("the run recorded problems: %s", e.Error)
+		}
+	}
+	return res, events
+}
+
+// events reads the history the run in dir stored.
+func events(t testing.TB, dir string) []history.Event {
+	t.Helper()
+	events, _, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// AnsweredAfterFirstFault checks that every client got a definite answer
+// from the lock (ok, or not acquired) after the first fault healed: its
+// links, and the node behind them, work again. The run must last long
+// enough for the fault to heal before the workers stop.
+func AnsweredAfterFirstFault(t testing.TB, c runner.Config, events []history.Event) {
+	t.Helper()
+	var end, stopped int64
+	for _, e := range events {
+		if e.Kind == history.FaultEnd && e.Fault.ID == 1 {
+			end = e.Time
+		}
+		if e.Kind == history.WorkerExit && (stopped == 0 || e.Time < stopped) {
+			stopped = e.Time
+		}
+	}
+	if end > stopped {
+		t.Fatalf("the first fault healed only after the workers stopped: give the test a longer run")
+	}
+	answered := map[int]bool{}
+	for _, e := range events {
+		if e.Time > end && e.F == history.Acquire && (e.Kind == history.OK || e.Kind == history.Fail) {
+			answered[e.Client] = true
+		}
+	}
+	if len(answered) < c.Clients {
+		t.Errorf("after the first fault healed only clients %v got an answer from the lock; the links did not all heal", answered)
+	}
+}
+
+// Landed checks that some fault landed, and, when lease is set, that one
+// of them left its lease in that state: a run's verdict is evidence about
+// a fault only when the fault hit a live lease.
+func Landed(t testing.TB, res checker.Result, lease string) {
+	t.Helper()
+	for _, f := range res.Faults {
+		if f.Landed && (lease == "" || f.Lease == lease) {
+			return
+		}
+	}
+	t.Errorf("no fault landed with lease %q: %+v", lease, res.Faults)
 }
 
 // Verdict fails the test unless res has the wanted verdict.
@@ -76,6 +237,58 @@ func Verdict(t testing.TB, res checker.Result, want checker.Verdict) {
 	t.Helper()
 	if res.Verdict != want {
 		t.Fatalf("verdict %s, want %s: %s %v", res.Verdict, want, res.Summary, res.Reasons)
+	}
+}
+
+// NeedClockShim makes sure the clock shim is built (make shim) before a
+// run that needs it; without make or gcc it fails with the lookup's
+// message.
+func NeedClockShim(t testing.TB) {
+	t.Helper()
+	if _, err := cluster.ClockShim(); err == nil {
+		return
+	}
+	root := moduleRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "make", "-C", root, "shim").CombinedOutput(); err != nil {
+		t.Logf("make shim: %v\n%s", err, out)
+	}
+	if _, err := cluster.ClockShim(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moduleRoot is the folder of the module's go.mod, above the test's package
+// folder (where go test runs it).
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = up
+	}
+}
+
+// SentinelsSawTheFailover checks the sentinels' logs kept in the run's
+// directory: each one saw the primary switch.
+func SentinelsSawTheFailover(t testing.TB, c runner.Config) {
+	t.Helper()
+	for k := 0; k < c.Sentinels; k++ {
+		path := filepath.Join(c.Out, "sentinels", fmt.Sprintf("sentinel%d.log", k))
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(b), "+switch-master") {
+			t.Errorf("%s does not show the failover (+switch-master): %v\n%s", path, err, b)
+		}
 	}
 }
 

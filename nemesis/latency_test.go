@@ -1,0 +1,48 @@
+package nemesis_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/runner/runtest"
+)
+
+func TestLatencyOptionsAreDecodedIntoFields(t *testing.T) {
+	if l := nemesis.MustBuild(t, "latency", nil).(*nemesis.Latency); l.Delay != 25*time.Millisecond || l.Jitter != 10*time.Millisecond ||
+		l.Duration != 500*time.Millisecond || l.Stream != "both" || l.Links != nemesis.LinkChoice("all", -1) {
+		t.Errorf("latency defaults: %+v", l)
+	}
+}
+
+func TestBadLatencyOptionsAreRefused(t *testing.T) {
+	refused(t, []badOption{
+		{"latency", "stream", "sideways", `option latency.stream="sideways": want upstream, downstream or both`},
+		{"latency", "links", "client=x", "want all, holder, client, node, client=N or node=N"},
+		{"latency", "delay", "300", "a number needs a unit"},
+	})
+}
+
+func TestLatencyAppliesChecksTheTopology(t *testing.T) {
+	applies(t, []appliesCase{
+		{"latency", map[string]string{"links": "node=3"}, topoRun, "links=node=3"},
+	})
+}
+
+func TestLatencyIsRecordedAndShortHoldsStaySafe(t *testing.T) {
+	c := runtest.Config(t, "token-lua", "latency")
+	c.Hold = 10 * ms
+	c.NemesisOptions = map[string]map[string]string{"latency": {"delay": "40ms", "jitter": "10ms", "duration": "800ms"}}
+	res := runtest.RunChecked(t, c)
+	if res.Verdict != checker.Safe {
+		t.Fatalf("verdict %s, want safe: %s %v", res.Verdict, res.Summary, res.Reasons)
+	}
+	if len(res.Faults) == 0 {
+		t.Fatal("no latency fault was recorded")
+	}
+	// The delay is real: acquires slow down while it is on.
+	if res.Acquire.Maxms < 80 {
+		t.Errorf("slowest acquire took %.1f ms; with 40 ms each way it should exceed 80 ms", res.Acquire.Maxms)
+	}
+}
