@@ -18,6 +18,8 @@ build: shim
 
 # shim builds the clock faults' LD_PRELOAD library (cluster/clockshim) with the
 # system C compiler; the clock nemeses find it beside the binary, in bin/.
+# Without it (an installed binary) lockchaos compiles the same source with the
+# same flags (shimCFlags in cluster/clock.go) into ~/.cache/lockchaos itself.
 SHIM    := bin/clockshim.so
 shim: $(SHIM)
 $(SHIM): cluster/clockshim/clockshim.c
@@ -26,23 +28,31 @@ $(SHIM): cluster/clockshim/clockshim.c
 
 # setup installs, as root with apt-get, the Debian packages that are missing:
 # redis-server and redis-tools, redis-sentinel (failover-sentinel), gcc (the
-# clock shim, make shim) and chromium (the HTML report's browser test);
-# otherwise it says what to install. Without chromium only that test fails.
+# clock shim, make shim) and chromium (the HTML report's browser test).
+# Otherwise (not root, or no apt-get) it prints the one command that installs
+# them and fails, until they are there; with everything installed it needs no
+# root. Without chromium only that test fails, and setup goes on.
 setup:
 	@need=""; want=""; \
-	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server redis-tools"; \
+	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server"; \
+	command -v redis-cli >/dev/null 2>&1 || need="$$need redis-tools"; \
 	command -v redis-sentinel >/dev/null 2>&1 || need="$$need redis-sentinel"; \
-	command -v gcc >/dev/null 2>&1 || need="$$need gcc"; \
+	command -v $(firstword $(CC)) >/dev/null 2>&1 || need="$$need gcc"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
 	if [ -n "$$need$$want" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$need$$want (Debian packages)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need $$want >/dev/null; \
-	  elif [ -n "$$need" ]; then \
-	    echo "missing:$$need; install with 'sudo apt-get install -y$$need$$want' (Debian/Ubuntu) and run make again" >&2; \
-	    exit 1; \
 	  else \
-	    echo "chromium is missing (the HTML report test needs it): install it with 'sudo apt-get install -y chromium'" >&2; \
+	    if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo "; fi; \
+	    cmd="$${sudo}apt-get update && $${sudo}apt-get install -y$$need$$want"; \
+	    if [ -n "$$need" ]; then \
+	      echo "setup: missing$$need$$want. Install with (Debian/Ubuntu; elsewhere the same packages), then run make again:" >&2; \
+	      echo "  $$cmd" >&2; \
+	      exit 1; \
+	    fi; \
+	    echo "setup: chromium is missing (only the HTML report's browser test needs it). Install with:" >&2; \
+	    echo "  $$cmd" >&2; \
 	  fi; \
 	fi
 	@redis-server --version | head -1

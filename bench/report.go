@@ -52,7 +52,7 @@ func Write(dir string, r Report) (string, error) {
 	return md, os.WriteFile(base+".md", []byte(md), 0o644)
 }
 
-// Markdown renders r as the tables README's Performance section shows.
+// Markdown renders r as the tables docs/performance.md shows.
 func Markdown(r Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %d CPUs, %s, %s.\n\n", r.Date, r.Host.CPUs, r.Host.Go, r.Host.Redis)

@@ -141,7 +141,7 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run(fmt.Sprintf("ops=%d/keys=%d", s.ops, s.keys), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if n, _, _, _ := sweep(tr.holds, nil, nil, nil, timeline{}); n != 0 {
+				if n, _, _, _, _ := sweep(tr.holds, nil, nil, nil, timeline{}); n != 0 {
 					b.Fatal("overlaps in a safe history")
 				}
 			}

@@ -49,12 +49,13 @@ func Check(events []history.Event, opts Options) Result {
 	for _, f := range faults {
 		landed[f.ID] = f.Landed
 	}
-	count, byCause, byLanded, overlaps := sweep(tr.holds, spans, tr.stalls, landed, tl)
+	count, byCause, byLanded, overlaps, incidents := sweep(tr.holds, spans, tr.stalls, landed, tl)
 	checkMs := float64(time.Since(began).Microseconds()) / 1e3
 
 	resource, resourceGaps := checkResource(tr.resourceOps, sorted)
 
 	r := Result{
+		Schema:  ResultSchema,
 		Reasons: []string{},
 		Nemesis: []string{},
 		Mutex: MutexResult{
@@ -78,11 +79,14 @@ func Check(events []history.Event, opts Options) Result {
 		r.DurationMs = tl.ms(tl.end)
 	}
 	r.WorkloadMs = float64(tr.workloadNs) / 1e6
+	r.Mutex.IncidentCount, r.Mutex.Incidents, r.Mutex.CoexistMs = listIncidents(incidents, overlaps, tl)
 	r.Evidence = evidence(faults, byCause, byLanded)
 	r.Stalls = stallStats(tr.stalls)
 	if tr.runStart != nil && tr.runStart.Run != nil {
 		run := tr.runStart.Run
 		r.Lock, r.Seed = run.Lock, run.Seed
+		settings := *run
+		r.Settings = &settings
 		r.Nemesis = append(r.Nemesis, run.Nemesis...)
 	}
 	if len(overlaps) > 0 {
@@ -132,6 +136,10 @@ func sortByTime(events []history.Event) []history.Event {
 type timeline struct {
 	origin int64
 	end    int64 // the last event
+	// lease is the lease the run's lock used, in ns, when the history can
+	// tell when a lease ran out (the run-start records it and clients did
+	// not renew); 0 otherwise.
+	lease int64
 }
 
 func newTimeline(sorted []history.Event) timeline {
@@ -142,6 +150,9 @@ func newTimeline(sorted []history.Event) timeline {
 	for _, e := range sorted {
 		if e.Kind == history.RunStart {
 			tl.origin = e.Time
+			if e.Run != nil && !e.Run.Renew {
+				tl.lease = e.Run.Lease() * 1e6
+			}
 			break
 		}
 	}

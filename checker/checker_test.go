@@ -275,7 +275,7 @@ func verdictCases() []verdictCase {
 				exit(0, 200, true).exit(1, 200, true).end(210),
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
-				if r.Release != (ReleaseStats{Attempted: 2, OK: 1, NotHeld: 1, P50ms: 1, P99ms: 1}) {
+				if r.Release != (ReleaseStats{Attempted: 2, OK: 1, NotHeld: 1, P50ms: 1, P99ms: 1, Maxms: 1}) {
 					t.Errorf("release %+v", r.Release)
 				}
 				if r.Mutex.Ops != 5 { // 3 acquires, 1 drop, 1 release

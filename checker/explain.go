@@ -60,7 +60,9 @@ func explainViolation(res Result, ttl float64) string {
 	if n := res.Resource.LostUpdates; n > 0 {
 		fmt.Fprintf(&b, "; %d %s of the protected counter %s lost", n, word(n, "update", "updates"), word(n, "was", "were"))
 	}
-	if n := res.Mutex.OverlapCount; n > 1 {
+	if n, k := res.Mutex.OverlapCount, res.Mutex.IncidentCount; n > 1 && k > 0 {
+		fmt.Fprintf(&b, " (%d %s in all, %d overlapping pairs of holds, two or more holders for %s in total)", k, word(k, "incident", "incidents"), n, Millis(res.Mutex.CoexistMs))
+	} else if n > 1 {
 		fmt.Fprintf(&b, " (%d overlapping pairs of holds in all)", n)
 	}
 	return b.String() + "."

@@ -30,6 +30,10 @@ type hold struct {
 	start   int64 // the outermost acquire's ok
 	end     int64 // release invoke, lost, exit, or the end of the history
 	how     HoldEnd
+	// granted and grantedOK are the invoke and the ok of the hold's latest
+	// successful acquire (a reentrant one sets the lease again): the lock's
+	// nodes set the lease between the two.
+	granted, grantedOK int64
 }
 
 // resourceOp is one completed or abandoned read or write of the resource.
@@ -50,10 +54,12 @@ type trace struct {
 	holds  []hold
 	ops    []porcupine.Operation // the mutex history given to porcupine
 
-	acquire         AcquireStats
-	release         ReleaseStats
-	acquireLatNs    []int64
-	releaseLatNs    []int64
+	acquire      AcquireStats
+	release      ReleaseStats
+	acquireLatNs []int64
+	releaseLatNs []int64
+	// attempts are every acquire and how it ended, in order of completion.
+	attempts        []attempt
 	resourceOps     []resourceOp
 	runStart        *history.Event
 	runEnd          *history.Event // the last run-end in time
@@ -259,6 +265,7 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 		case history.OK:
 			tr.acquire.OK++
 			tr.acquireLatNs = append(tr.acquireLatNs, e.Time-inv.Time)
+			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptOK})
 			// The client enters its critical section only once the acquire
 			// has returned: the hold starts at the ok.
 			oh := cs.open[inv.Key]
@@ -267,12 +274,15 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 				oh = &openHold{hold: len(tr.holds) - 1}
 				cs.open[inv.Key] = oh
 			}
+			tr.holds[oh.hold].granted, tr.holds[oh.hold].grantedOK = inv.Time, e.Time
 			tr.addOp(OpAcquire, inv, oh.depth, e.Time, "ok")
 			oh.depth++
 		case history.Fail:
 			tr.acquire.Failed++
+			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptFailed})
 		default:
 			tr.acquire.Unknown++
+			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptUnknown})
 		}
 	case history.Release:
 		how := EndReleaseUnknown
@@ -311,6 +321,7 @@ func (tr *trace) abandon(cs *clientState) {
 	switch p.inv.F {
 	case history.Acquire:
 		tr.acquire.Unknown++ // never completed: the client never entered
+		tr.attempts = append(tr.attempts, attempt{inv: p.inv, done: -1, outcome: AttemptUnknown})
 	case history.Release:
 		tr.release.Unknown++ // its op stays [invoke, invoke]; the hold ended at the invoke
 		if p.op >= 0 {

@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -24,6 +25,8 @@ const (
 
 // Result is what result.json holds.
 type Result struct {
+	// Schema is the version of this layout (ResultSchema).
+	Schema  int     `json:"schema"`
 	Verdict Verdict `json:"verdict"`
 	// Summary explains the verdict in one sentence, from the history alone.
 	Summary string `json:"summary"`
@@ -64,6 +67,12 @@ type Result struct {
 	// WorkloadMs is how long the workload really ran: from the moment every
 	// worker was ready to the stop request (0 in older histories).
 	WorkloadMs float64 `json:"workload_ms"`
+
+	// Settings are the run's settings as its run-start recorded them
+	// (lock, options, workload, topology); nil when the history has none.
+	Settings *history.RunInfo `json:"settings,omitempty"`
+	// Reproduce says how to make the run again; the runner writes it.
+	Reproduce *Reproduce `json:"reproduce,omitempty"`
 }
 
 // Evidence sums up what the faults did.
@@ -109,7 +118,39 @@ type MutexResult struct {
 	// first MaxOverlaps of them in time order.
 	OverlapCount int       `json:"overlap_count"`
 	Overlaps     []Overlap `json:"overlaps"`
-	CheckMs      float64   `json:"check_ms"`
+	// IncidentCount counts the incidents: overlaps of one key that touch in
+	// time or share a hold, merged (six pauses make six incidents, however
+	// many pairs of holds each one let overlap). Incidents lists the first MaxOverlaps
+	// in time order; CoexistMs is the total time, over every key, during
+	// which two or more clients held the same key.
+	IncidentCount int        `json:"incident_count"`
+	Incidents     []Incident `json:"incidents"`
+	CoexistMs     float64    `json:"coexist_ms"`
+	CheckMs       float64    `json:"check_ms"`
+}
+
+// Incident is one episode of broken exclusion on a key: overlapping pairs
+// of holds that touch in time or share a hold (one hold outliving its lease
+// while other clients took the key in turn).
+type Incident struct {
+	Key string `json:"key"`
+	// StartMs and EndMs bound it; CoexistMs is how long two or more clients
+	// held the key in it (the union of its overlaps).
+	StartMs   float64 `json:"start_ms"`
+	EndMs     float64 `json:"end_ms"`
+	CoexistMs float64 `json:"coexist_ms"`
+	// Pairs counts its overlapping pairs of holds; Clients are every client
+	// in them, sorted.
+	Pairs   int   `json:"pairs"`
+	Clients []int `json:"clients"`
+	// Faults are the IDs of the faults that can explain any of its pairs
+	// (Overlap.Faults), sorted; Cause is fault when a fault explains one of
+	// its pairs, else none when one has no explanation, else stall.
+	Faults []int  `json:"faults"`
+	Cause  string `json:"cause"`
+	// First is the index in MutexResult.Overlaps of its first listed pair,
+	// -1 when none of its pairs is listed.
+	First int `json:"first"`
 }
 
 // MaxOverlaps bounds the overlaps listed in a result.
@@ -157,6 +198,16 @@ type HoldSpan struct {
 	EndMs   float64 `json:"end_ms"`
 	// End says what ended the hold.
 	End HoldEnd `json:"end"`
+	// LeaseEndMs is when the lease of the hold's latest acquire had run out
+	// on the lock's nodes at the latest, by their own clocks: that
+	// acquire's return plus the lease the run used (RunInfo.Lease); the
+	// nodes set it no earlier than the acquire's invocation, so it may have
+	// run out from LeaseFromMs on. A client that still held after
+	// LeaseEndMs held a lease the lock no longer had. Both are 0 when the
+	// history cannot tell: no lease recorded, or clients renewed their
+	// leases (renewals are not recorded).
+	LeaseFromMs float64 `json:"lease_from_ms,omitempty"`
+	LeaseEndMs  float64 `json:"lease_end_ms,omitempty"`
 }
 
 // ResourceResult is the resource oracle: what overlapping holds did to the
@@ -225,6 +276,7 @@ type ReleaseStats struct {
 	Unknown   int     `json:"unknown"`
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
+	Maxms     float64 `json:"max_ms"`
 }
 
 // LivenessResult reports progress failures, separate from safety.
@@ -300,4 +352,22 @@ func (r Result) RaceNotRun() string {
 		return ""
 	}
 	return fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", r.Evidence.LeasesLost, r.Evidence.Faults)
+}
+
+// ResultSchema is the version of result.json's layout (Result.Schema).
+// 2 added the run's settings, incidents, lease ends and the reproduction.
+const ResultSchema = 2
+
+// Reproduce is how to make the run again: written into result.json by the
+// runner that made it (nil when a history was only checked).
+type Reproduce struct {
+	// Version is the version of lockchaos that made the run.
+	Version string `json:"version"`
+	// Command is the one command line that runs it again, the fault
+	// schedule it executed included.
+	Command string `json:"command"`
+	// Config and Schedule are the run's whole configuration (config.json)
+	// and the fault schedule it executed (schedule.json).
+	Config   json.RawMessage `json:"config,omitempty"`
+	Schedule json.RawMessage `json:"schedule,omitempty"`
 }

@@ -11,7 +11,7 @@ import (
 // nothing about how long a release takes).
 func fillLatencies(tr *trace) {
 	tr.acquire.P50ms, tr.acquire.P99ms, tr.acquire.Maxms = percentiles(tr.acquireLatNs)
-	tr.release.P50ms, tr.release.P99ms, _ = percentiles(tr.releaseLatNs)
+	tr.release.P50ms, tr.release.P99ms, tr.release.Maxms = percentiles(tr.releaseLatNs)
 }
 
 // percentiles returns the nearest-rank p50 and p99 and the maximum, in ms.

@@ -16,7 +16,10 @@ import (
 //
 // Every overlap is attributed (attribute); byCause counts them by cause, and
 // byLanded those a fault in landed caused.
-func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap) {
+//
+// Every overlap also joins its key's incident (incidents, in order of
+// start): overlaps of one key that touch in time.
+func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
 	byCause = map[string]int{}
 	typical := typicalAcquire(holds)
 	order := make([]int, len(holds))
@@ -35,10 +38,13 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 	var all []found
 	var active []int
 	kept := 0 // overlaps listed for the current key
+	var keyIncidents []incident
 	for n, bi := range order {
 		b := &holds[bi]
 		if n > 0 && holds[order[n-1]].key != b.key {
 			active, kept = active[:0], 0
+			incidents = append(incidents, mergeIncidents(keyIncidents)...)
+			keyIncidents = keyIncidents[:0]
 		}
 		still := active[:0]
 		for _, ai := range active {
@@ -57,6 +63,9 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 			end := min(a.end, b.end)
 			cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
 			byCause[cause]++
+			keyIncidents = append(keyIncidents, incident{key: b.key, start: b.start, end: end, pairs: 1,
+				holds: []int{ai, bi}, spans: [][2]int64{{b.start, end}},
+				clients: []int{a.client, b.client}, faults: causes, cause: cause})
 			if cause == CauseFault && slices.ContainsFunc(causes, func(id int) bool { return landed[id] }) {
 				byLanded++
 			}
@@ -78,12 +87,14 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 		}
 		active = append(still, bi)
 	}
+	incidents = append(incidents, mergeIncidents(keyIncidents)...)
+	slices.SortStableFunc(incidents, func(x, y incident) int { return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.key, y.key)) })
 	slices.SortStableFunc(all, func(x, y found) int { return cmp.Compare(x.start, y.start) })
 	overlaps = make([]Overlap, 0, min(len(all), MaxOverlaps))
 	for _, f := range all[:min(len(all), MaxOverlaps)] {
 		overlaps = append(overlaps, f.o)
 	}
-	return count, byCause, byLanded, overlaps
+	return count, byCause, byLanded, overlaps, incidents
 }
 
 // typicalAcquire is the median time the holds' acquires took, in ns.
@@ -100,5 +111,9 @@ func typicalAcquire(holds []hold) int64 {
 }
 
 func span(h *hold, tl timeline) HoldSpan {
-	return HoldSpan{Client: h.client, StartMs: tl.ms(h.start), EndMs: tl.ms(h.end), End: h.how}
+	s := HoldSpan{Client: h.client, StartMs: tl.ms(h.start), EndMs: tl.ms(h.end), End: h.how}
+	if tl.lease > 0 && h.grantedOK > 0 {
+		s.LeaseFromMs, s.LeaseEndMs = tl.ms(h.granted+tl.lease), tl.ms(h.grantedOK+tl.lease)
+	}
+	return s
 }

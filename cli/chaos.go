@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,11 +22,31 @@ const DefaultParallel = 4
 // DefaultBaseline is the committed summary that `chaos` compares with.
 const DefaultBaseline = "results/baseline/summary.json"
 
-const chaosUsage = `Usage: lockchaos chaos [--quick] [--scenarios GLOB[,GLOB...]] [flags]
+// Exit codes of chaos and merge (3 and 4 are ExitUsage and ExitSetup).
+const (
+	ExitMatrixPassed     = 0 // every cell that ran matched, nothing asked for was skipped
+	ExitMatrixMismatch   = 1 // some verdict differed from its expectation
+	ExitMatrixIncomplete = 2 // evidence was missing (and no verdict differed)
+)
+
+const chaosUsage = `Usage: lockchaos chaos [--quick] [--scenarios GLOB[,GLOB...]] [--shard I/N] [--json] [flags]
 
 Runs the catalogue of scenarios and the lock × fault grid, compares every
 verdict with its expectation, and writes every run, summary.json and an HTML
-index. Exits 0 only when every cell that ran matched (and at least one ran).
+index. Every skipped cell is printed with why, and counted in the last line.
+
+Exit status (chaos and merge):
+  0  passed: every cell that ran matched its expectation (cells skipped only
+     because this build lacks a feature, or the grid has no expectation for
+     them, are listed and counted, and fail nothing)
+  1  a verdict differed from its expectation (a mismatch) — whatever else
+  2  evidence was missing, and no verdict differed: a cell inconclusive
+     (unless --allow-inconclusive), interrupted, or skipped although asked
+     for by name or for a file that is not there; no cell ran; or (merge)
+     a shard was missing
+  3  usage error: bad flags, --shard, or merge inputs (the message says what)
+  4  setup error: a cell's run could not be set up, or the results could
+     not be written (and no verdict differed)
 `
 
 // cmdChaos runs the catalogue and the lock × fault grid, compares each
@@ -47,6 +68,8 @@ func cmdChaos(args []string) int {
 	image := fs.String("image", "", "container image for --backend docker (default: the backend's)")
 	updateBaseline := fs.Bool("update-baseline", false, "write this matrix's outcomes to --baseline (the full matrix only)")
 	force := fs.Bool("force", false, "let --out replace the matrix it holds")
+	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1 ≤ I ≤ N), chosen by cell name; join the shards' folders with lockchaos merge")
+	jsonOut := fs.Bool("json", false, "print the summary as JSON on stdout (the human-readable summary goes to stderr)")
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code
 	}
@@ -62,13 +85,23 @@ func cmdChaos(args []string) int {
 	}
 	fromFiles := *pattern != "" && (strings.HasSuffix(*pattern, ".yaml") || strings.HasSuffix(*pattern, ".yml"))
 	withGrid := *grid && ((!*quick && !fromFiles) || set["grid"])
-	if *updateBaseline && (*quick || *pattern != "" || !withGrid) {
-		fmt.Fprintln(os.Stderr, "lockchaos chaos: --update-baseline records the full matrix: leave out --quick, --scenarios and --grid=false")
+	if *updateBaseline && (*quick || *pattern != "" || !withGrid || *shard != "") {
+		fmt.Fprintln(os.Stderr, "lockchaos chaos: --update-baseline records the full matrix: leave out --quick, --scenarios, --shard and --grid=false (or merge the shards first)")
 		return ExitUsage
+	}
+	var sh *scenarios.Shard
+	if *shard != "" {
+		i, n, err := scenarios.ParseShard(*shard)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
+			return ExitUsage
+		}
+		sh = &scenarios.Shard{Index: i, Count: n}
 	}
 
 	opts := scenarios.PlanOptions{Quick: *quick, Backend: *backend, Image: *image}
 	if fromFiles {
+		opts.Named = !strings.ContainsAny(*pattern, "*?[")
 		cat, err := scenarios.LoadGlob(*pattern)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
@@ -89,10 +122,14 @@ func cmdChaos(args []string) int {
 		}
 		opts.Grid = &g
 	}
-	cells, err := scenarios.Plan(opts)
+	matrix, err := scenarios.Plan(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
 		return ExitUsage
+	}
+	cells := matrix
+	if sh != nil {
+		cells = scenarios.ShardOf(matrix, sh.Index, sh.Count)
 	}
 
 	if *out == "" {
@@ -107,46 +144,126 @@ func cmdChaos(args []string) int {
 		return ExitSetup
 	}
 	printPlan(os.Stderr, cells, *parallel, *out)
+	if sh != nil {
+		fmt.Fprintf(os.Stderr, "  shard %s: %d of the matrix's %d cells (chosen by name; lockchaos merge joins the shards)\n", sh, len(cells), len(matrix))
+	}
 
 	ctx, stop := signalContext()
 	defer stop()
 	sum := scenarios.Execute(ctx, cells, scenarios.ExecOptions{
 		Out: *out, Force: *force, Parallel: *parallel, AllowInconclusive: *allowInconclusive, Quick: *quick,
-		Progress: os.Stderr,
+		Progress: os.Stderr, Shard: sh, Matrix: matrix,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
+	return finishMatrix("chaos", sum, *out, finishOptions{
+		JUnit: *junit, Baseline: *baseline, BaselineExplicit: set["baseline"], UpdateBaseline: *updateBaseline, JSON: *jsonOut,
+	})
+}
 
+// finishOptions say what finishMatrix writes besides summary.json and
+// index.html.
+type finishOptions struct {
+	JUnit            string
+	Baseline         string
+	BaselineExplicit bool
+	UpdateBaseline   bool
+	JSON             bool
+	// MissingShards are the shards a merge lacked.
+	MissingShards []string
+}
+
+// matrixJSON is what --json prints: the summary, and where its files are
+// and how the command exits.
+type matrixJSON struct {
+	scenarios.Summary
+	Exit            int      `json:"exit"`
+	Out             string   `json:"out"`
+	Index           string   `json:"index,omitempty"`
+	JUnit           string   `json:"junit,omitempty"`
+	BaselineFile    string   `json:"baseline_file,omitempty"`
+	BaselineChanges []string `json:"baseline_changes"`
+	MissingShards   []string `json:"missing_shards,omitempty"`
+}
+
+// finishMatrix writes a matrix's summary.json, index.html and (when asked)
+// JUnit XML to out, prints its summary and its changes since the baseline,
+// and returns chaos's exit code for it.
+func finishMatrix(cmd string, sum scenarios.Summary, out string, o finishOptions) int {
+	human := io.Writer(os.Stdout)
+	if o.JSON {
+		human = os.Stderr
+	}
 	var writeErrs []error
-	if err := sum.Write(*out); err != nil {
+	if err := sum.Write(out); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	index, err := writeIndex(*out, sum)
+	index, err := writeIndex(out, sum)
 	if err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	if *junit != "" {
-		if err := sum.JUnit(*junit); err != nil {
+	if o.JUnit != "" {
+		if err := sum.JUnit(o.JUnit, out); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
 	}
-	printSummary(os.Stdout, sum)
-	compareBaseline(os.Stdout, sum, *baseline, set["baseline"])
-	if *updateBaseline {
-		if err := sum.WriteBaseline(*baseline); err != nil {
+	printSummary(human, sum)
+	changes := compareBaseline(human, sum, o.Baseline, o.BaselineExplicit)
+	if o.UpdateBaseline {
+		if err := sum.WriteBaseline(o.Baseline); err != nil {
 			writeErrs = append(writeErrs, err)
 		} else {
-			fmt.Printf("baseline written: %s\n", *baseline)
+			fmt.Fprintf(human, "baseline written: %s\n", o.Baseline)
 		}
 	}
-	fmt.Printf("\nruns, summary.json and the HTML index: %s\n", index)
+	fmt.Fprintf(human, "\nruns, summary.json and the HTML index: %s\n", index)
+	code := matrixExit(sum)
 	if len(writeErrs) > 0 {
-		fmt.Fprintln(os.Stderr, "lockchaos chaos:", errors.Join(writeErrs...))
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, errors.Join(writeErrs...))
+		if code != ExitMatrixMismatch {
+			code = ExitSetup
+		}
+	}
+	if o.JSON {
+		doc := matrixJSON{Summary: sum, Exit: code, Out: out, Index: index, JUnit: o.JUnit, BaselineChanges: changes, MissingShards: o.MissingShards}
+		if changes != nil {
+			doc.BaselineFile = o.Baseline
+		}
+		if doc.BaselineChanges == nil {
+			doc.BaselineChanges = []string{}
+		}
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "lockchaos %s: --json: %v\n", cmd, err)
+			return ExitSetup
+		}
+		os.Stdout.Write(append(b, '\n'))
+	}
+	return code
+}
+
+// matrixExit is the exit code of a matrix: a mismatch first (it is a
+// finding), then a run that could not be set up, then missing evidence.
+func matrixExit(s scenarios.Summary) int {
+	switch s.Outcome {
+	case scenarios.OutcomeMismatch:
+		return ExitMatrixMismatch
+	case scenarios.OutcomeError:
 		return ExitSetup
+	case scenarios.OutcomeIncomplete:
+		return ExitMatrixIncomplete
 	}
-	if !sum.Passed {
-		return 1
+	return ExitMatrixPassed
+}
+
+// skipNote marks a skipped cell that fails the matrix.
+func skipNote(asked bool, reason scenarios.SkipReason) string {
+	switch {
+	case asked:
+		return " (asked for by name: the matrix is incomplete)"
+	case reason == scenarios.SkipMissingFile:
+		return " (a file is missing: the matrix is incomplete)"
 	}
-	return 0
+	return ""
 }
 
 func printPlan(w io.Writer, cells []scenarios.Cell, parallel int, out string) {
@@ -167,7 +284,7 @@ func printPlan(w io.Writer, cells []scenarios.Cell, parallel int, out string) {
 	fmt.Fprintf(w, "lockchaos chaos: %d runs (%d catalogue, %d grid), %d at a time → %s\n", run, cat, grid, parallel, out)
 	for _, c := range cells {
 		if c.Skip == scenarios.StatusSkipped && c.Kind == scenarios.KindCatalogue {
-			fmt.Fprintf(w, "  skipped %s: %s\n", c.Name, c.Why)
+			fmt.Fprintf(w, "  skipped %s%s: %s\n", c.Name, skipNote(c.Asked, c.Reason), c.Why)
 		}
 		if c.Skip == scenarios.StatusError {
 			fmt.Fprintf(w, "  ERROR %s: %s\n", c.Name, c.Why)
@@ -178,7 +295,7 @@ func printPlan(w io.Writer, cells []scenarios.Cell, parallel int, out string) {
 	}
 	for _, c := range cells {
 		if c.Skip == scenarios.StatusSkipped && c.Kind == scenarios.KindGrid {
-			fmt.Fprintf(w, "  skipped %s: %s\n", c.Name, c.Why)
+			fmt.Fprintf(w, "  skipped %s%s: %s\n", c.Name, skipNote(c.Asked, c.Reason), c.Why)
 		}
 	}
 }
@@ -231,9 +348,16 @@ func printSummary(w io.Writer, s scenarios.Summary) {
 		fmt.Fprintf(w, "columns: %s\n", strings.Join(cols, ", "))
 	}
 	failed := s.Failed()
-	fmt.Fprintf(w, "\n%s in %s\n", tally(s), (time.Duration(s.Seconds) * time.Second).Round(time.Second))
+	fmt.Fprintf(w, "\n%s in %s\n", tally(s), (time.Duration(s.Seconds * float64(time.Second))).Round(time.Second))
 	for _, c := range failed {
+		if c.Status == scenarios.StatusSkipped {
+			continue
+		}
 		fmt.Fprintf(w, "  %s %s: expected %s, got %s — %s\n", strings.ToUpper(string(c.Status)), c.Name, orDash(c.Expect), orDash(c.Got), c.Detail)
+	}
+	skipped, _ := s.Skipped()
+	for _, c := range skipped {
+		fmt.Fprintf(w, "  SKIPPED %s%s: %s\n", c.Name, skipNote(c.Asked, c.SkipReason), c.Detail)
 	}
 }
 
@@ -267,36 +391,68 @@ func tally(s scenarios.Summary) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
 	}
-	verdict := "PASSED: every verdict as expected"
-	switch {
-	case s.Ran() == 0:
-		verdict = "FAILED: no cell ran"
-	case !s.Passed:
-		verdict = "FAILED"
+	_, by := s.Skipped()
+	var skips []string
+	for _, r := range []struct {
+		reason scenarios.SkipReason
+		what   string
+	}{
+		{scenarios.SkipMissingFile, "need a file that is not there"},
+		{scenarios.SkipMissingFeature, "need what this build lacks"},
+		{scenarios.SkipNoExpectation, "have no expectation in the grid"},
+		{"", "for another reason"},
+	} {
+		if n := by[r.reason]; n > 0 {
+			skips = append(skips, fmt.Sprintf("%d %s", n, r.what))
+		}
 	}
-	return verdict + " (" + strings.Join(parts, ", ") + ")"
+	counts := " (" + strings.Join(parts, ", ") + ")"
+	skipped := ""
+	if len(skips) > 0 {
+		skipped = fmt.Sprintf(" — %d SKIPPED: %s", s.Counts[scenarios.StatusSkipped], strings.Join(skips, ", "))
+	}
+	if s.Shard != nil {
+		counts += fmt.Sprintf(" [shard %s]", s.Shard)
+	}
+	switch s.Outcome {
+	case scenarios.OutcomeMismatch:
+		return fmt.Sprintf("FAILED: %d %s differ from the expectation%s%s", s.Counts[scenarios.StatusMismatch],
+			plural(s.Counts[scenarios.StatusMismatch], "verdict", "verdicts"), counts, skipped)
+	case scenarios.OutcomeError:
+		return "FAILED: a run could not be set up or recorded" + counts + skipped
+	case scenarios.OutcomeIncomplete:
+		if s.Ran() == 0 && s.Shard == nil {
+			return "FAILED: no cell ran" + counts + skipped
+		}
+		return "INCOMPLETE: evidence is missing, no verdict differed" + counts + skipped
+	}
+	if skipped != "" {
+		return "PASSED with cells skipped: every verdict that ran as expected" + counts + skipped
+	}
+	return "PASSED: every verdict as expected" + counts
 }
 
 // compareBaseline prints the cells whose outcome changed since the
 // committed baseline. It is information for review, not a failure: the
 // expectations decide that.
-func compareBaseline(w io.Writer, s scenarios.Summary, path string, explicit bool) {
+func compareBaseline(w io.Writer, s scenarios.Summary, path string, explicit bool) []string {
 	base, err := scenarios.ReadSummary(path)
 	if err != nil {
 		if explicit || !errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(w, "baseline: %v\n", err)
 		}
-		return
+		return nil
 	}
 	changes := s.Changes(base)
 	if len(changes) == 0 {
 		fmt.Fprintf(w, "baseline %s: no outcome changed\n", path)
-		return
+		return []string{}
 	}
 	fmt.Fprintf(w, "baseline %s: %d %s changed (update it with --update-baseline once understood):\n", path, len(changes), plural(len(changes), "outcome", "outcomes"))
 	for _, c := range changes {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
+	return changes
 }
 
 func orDash(s string) string {

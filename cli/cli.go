@@ -40,9 +40,11 @@ const usageText = `lockchaos finds out whether a distributed lock really gives m
 
 Usage:
   lockchaos run   --lock NAME [--nemesis NAME[,NAME...]] [flags]   one run, checked
-  lockchaos run   --scenario FILE [flags]                          one scenario file; flags override its fields
+  lockchaos run   --scenario FILE|NAME [flags]                     one scenario (file or built-in name); flags override its fields
   lockchaos chaos [--quick] [--scenarios GLOB] [--parallel N]      the catalogue and the lock × fault grid
                   [--junit FILE] [--out DIR] [--allow-inconclusive] [--backend docker]
+                  [--shard I/N] [--json]
+  lockchaos merge DIR...                                           join the folders of chaos --shard runs
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
@@ -51,8 +53,9 @@ Usage:
   lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
 
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
-3 usage error, 4 setup error. chaos exits 0 only when every verdict matched
-its expectation.
+3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
+differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
+(lockchaos chaos -h).
 
 Run 'lockchaos help run' for the flags of run.
 `
@@ -71,6 +74,8 @@ func Main(args []string) int {
 		return cmdRun(args[1:])
 	case "chaos":
 		return cmdChaos(args[1:])
+	case "merge":
+		return cmdMerge(args[1:])
 	case "check":
 		return cmdCheck(args[1:])
 	case "report":
@@ -135,7 +140,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 const runUsage = `Usage: lockchaos run --lock NAME [--nemesis NAME[,NAME...]] [flags]
-       lockchaos run --scenario FILE [flags]    (flags given override the file)
+       lockchaos run --scenario FILE|NAME [flags]    (a file or a built-in scenario's name; flags given override it)
        lockchaos run --replay DIR [--out DIR]   (the stored run again, step by step)
 
 Runs one experiment: clients contend for the lock while the nemeses inject
@@ -152,7 +157,7 @@ func cmdRun(args []string) int {
 		nemeses string
 		opts    listFlag
 		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
-		scen    = fs.String("scenario", "", "run the scenario `FILE` (YAML, see scenarios/); the flags given explicitly override its fields")
+		scen    = fs.String("scenario", "", "run the scenario in `FILE` (YAML, see scenarios/), or the built-in one of that name (pause-past-ttl-token-lua); the flags given explicitly override its fields")
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
 	fs.StringVar(&cfg.Lock, "lock", "", "the lock to test, a `NAME` from lockchaos list")

@@ -13,7 +13,8 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-// applyScenario replaces cfg with the run of the scenario file at path, then
+// applyScenario replaces cfg with the run of the scenario at path (a file,
+// or the name of a built-in one), then
 // applies on top the flags of `run` that were given explicitly, so that
 // `run --scenario F --seed 7` changes only the seed. Flags bound to cfg are
 // re-applied through the flag set itself, so a flag added to `run` later
@@ -26,7 +27,7 @@ func applyScenario(fs *flag.FlagSet, cfg *runner.Config, path, nemeses string, o
 		given[f.Name] = f.Value.String()
 		order = append(order, f.Name)
 	})
-	s, err := scenarios.LoadFile(path)
+	s, err := scenarios.Load(path) // a file, or a built-in scenario's name
 	if err != nil {
 		return s, err
 	}

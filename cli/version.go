@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
+
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // versionModules are the modules whose versions decide what a run tests:
@@ -27,22 +28,7 @@ func cmdVersion(w io.Writer) int {
 		fmt.Fprintln(w, "lockchaos (no build information)")
 		return 0
 	}
-	version := bi.Main.Version
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = " (modified)"
-			}
-		}
-	}
-	if rev != "" && !strings.Contains(version, rev[:min(12, len(rev))]) {
-		version += " " + rev[:min(12, len(rev))] + modified
-	}
-	fmt.Fprintf(w, "lockchaos %s\n%s\n", strings.TrimSpace(version), bi.GoVersion)
+	fmt.Fprintf(w, "lockchaos %s\n%s\n", runner.Version(), bi.GoVersion)
 	deps := map[string]string{}
 	for _, d := range bi.Deps {
 		v := d.Version

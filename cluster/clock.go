@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"context"
+	"crypto/sha256"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,11 +24,29 @@ const ShimEnv = "LOCKCHAOS_CLOCKSHIM"
 
 const shimName = "clockshim.so"
 
-// ClockShim finds the clock shim library that `make shim` builds from
-// cluster/clockshim/clockshim.c: $LOCKCHAOS_CLOCKSHIM, else beside this
-// executable, else bin/clockshim.so in the working directory or one of its
-// parents (the repository, for `go test` and `go run`). The error says how
-// to build it.
+// shimSource is cluster/clockshim/clockshim.c, compiled into the binary so
+// that an installed lockchaos can build its shim where there is no
+// repository (see ClockShim).
+//
+//go:embed clockshim/clockshim.c
+var shimSource []byte
+
+// shimCFlags are the C compiler's flags for the shim: the Makefile's
+// (target shim) too.
+var shimCFlags = []string{"-O2", "-fPIC", "-shared", "-Wall", "-Wextra"}
+
+// shimBuild serialises the builds of one process (chaos starts runs side by
+// side); builds of different processes are safe by their atomic rename.
+var shimBuild sync.Mutex
+
+// ClockShim finds the clock shim library, the LD_PRELOAD library of the
+// clock faults: $LOCKCHAOS_CLOCKSHIM, else the one `make shim` builds
+// (bin/clockshim.so, looked for beside this executable, then in bin/ of the
+// working directory or one of its parents: the repository, for `go test`
+// and `go run`), else the one compiled from the embedded source into the
+// user's cache directory (os.UserCacheDir()/lockchaos/clockshim-HASH.so),
+// which it compiles on first use with the system C compiler ($CC, or cc).
+// The error says what to install when there is no compiler.
 func ClockShim() (string, error) {
 	if p := os.Getenv(ShimEnv); p != "" {
 		if _, err := os.Stat(p); err != nil {
@@ -32,13 +54,11 @@ func ClockShim() (string, error) {
 		}
 		return filepath.Abs(p)
 	}
-	var tried []string
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), shimName)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
-		tried = append(tried, p)
 	}
 	if dir, err := os.Getwd(); err == nil {
 		for {
@@ -46,7 +66,6 @@ func ClockShim() (string, error) {
 			if _, err := os.Stat(p); err == nil {
 				return p, nil
 			}
-			tried = append(tried, p)
 			parent := filepath.Dir(dir)
 			if parent == dir {
 				break
@@ -54,8 +73,81 @@ func ClockShim() (string, error) {
 			dir = parent
 		}
 	}
-	return "", fmt.Errorf("the clock faults need the clock shim %s, which is not built (looked in %s): run `make shim` (needs gcc), or set $%s to its path",
-		shimName, strings.Join(tried, ", "), ShimEnv)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("the clock faults need the clock shim, compiled into the user's cache directory, and there is none (%v): set $HOME or $XDG_CACHE_HOME, or build it with `make shim` in the repository and set $%s to its path", err, ShimEnv)
+	}
+	shimBuild.Lock()
+	defer shimBuild.Unlock()
+	return compileShim(filepath.Join(cache, "lockchaos"))
+}
+
+// shimFile is the name of the shim compiled from this binary's source and
+// flags: clockshim-<hash of both>.so, so that a changed source never reuses
+// an older build.
+func shimFile() string {
+	h := sha256.New()
+	h.Write(shimSource)
+	h.Write([]byte(strings.Join(shimCFlags, " ")))
+	return fmt.Sprintf("clockshim-%x.so", h.Sum(nil)[:8])
+}
+
+// compileShim returns dir/shimFile(), compiling the embedded source there
+// first when it is missing. The compiler writes into a folder of its own in
+// dir, and the library is then renamed into place: a reader never sees half
+// a library, and processes that compile it at once each get a whole one.
+func compileShim(dir string) (string, error) {
+	out := filepath.Join(dir, shimFile())
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	cc, err := cCompiler()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".build-")
+	if err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "clockshim.c")
+	if err := os.WriteFile(src, shimSource, 0o644); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	lib := filepath.Join(tmp, shimName)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append(append(append([]string(nil), cc[1:]...), shimCFlags...), "-o", lib, src)
+	cmd := exec.CommandContext(ctx, cc[0], args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("compile the clock shim (%s): %w\n%s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(b)))
+	}
+	if err := os.Chmod(lib, 0o755); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	if err := os.Rename(lib, out); err != nil {
+		return "", fmt.Errorf("clock shim: %w", err)
+	}
+	return out, nil
+}
+
+// cCompiler is $CC (a command and its arguments), else cc from $PATH.
+func cCompiler() ([]string, error) {
+	if cc := strings.Fields(os.Getenv("CC")); len(cc) > 0 {
+		p, err := exec.LookPath(cc[0])
+		if err != nil {
+			return nil, fmt.Errorf("the clock faults need the clock shim, which lockchaos compiles on first use, but the C compiler $CC=%q is not there (%v): install it, or unset CC to use cc (Debian/Ubuntu: apt-get install -y gcc)", os.Getenv("CC"), err)
+		}
+		return append([]string{p}, cc[1:]...), nil
+	}
+	p, err := exec.LookPath("cc")
+	if err != nil {
+		return nil, errors.New("the clock faults need the clock shim, which lockchaos compiles on first use with the system C compiler, and there is none (no cc in $PATH, $CC unset): install one, on Debian/Ubuntu as root `apt-get install -y gcc` (or `sudo apt-get install -y gcc`), or set $CC")
+	}
+	return []string{p}, nil
 }
 
 // Clock is the control file of one node's clock shim: the node's wall clock

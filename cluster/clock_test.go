@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,22 +41,8 @@ func shimForTest(t *testing.T) string {
 // rate makes keys expire early in real time; a reset brings the clock back.
 func TestClockShimShiftsRedisExpiry(t *testing.T) {
 	shim := shimForTest(t)
-	local, err := NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock, err := NewClock(filepath.Join(t.TempDir(), "n.clock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := local.StartNode(context.Background(), NodeSpec{Name: "clock", ClockShim: shim, ClockFile: clock.Path()})
-	if err != nil {
-		t.Fatalf("redis-server under the clock shim did not start (the libfaketime hang would show here): %v", err)
-	}
-	defer n.Stop()
+	clock, rdb := nodeUnderShim(t, shim)
 	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
-	defer rdb.Close()
 	pttl := func(key string) time.Duration {
 		t.Helper()
 		d, err := rdb.PTTL(ctx, key).Result()
@@ -126,16 +115,120 @@ func TestClockShimShiftsRedisExpiry(t *testing.T) {
 	}
 }
 
-func TestMissingShimSaysMakeShim(t *testing.T) {
+func TestMissingShimNamesWhatToDo(t *testing.T) {
 	t.Setenv(ShimEnv, filepath.Join(t.TempDir(), "nope.so"))
 	if _, err := ClockShim(); err == nil || !strings.Contains(err.Error(), ShimEnv) {
 		t.Errorf("error %v, want one naming %s", err, ShimEnv)
 	}
+	// Nothing built anywhere and no C compiler: the error says what to
+	// install.
 	t.Setenv(ShimEnv, "")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CC", "")
 	t.Chdir(t.TempDir())
 	if p, err := ClockShim(); err == nil {
 		t.Skipf("found a shim beside the test binary (%s)", p)
-	} else if !strings.Contains(err.Error(), "make shim") {
-		t.Errorf("error %v, want one that says make shim", err)
+	} else if !strings.Contains(err.Error(), "apt-get install -y gcc") {
+		t.Errorf("error %v, want one that says apt-get install -y gcc", err)
 	}
+	t.Setenv("CC", "no-such-cc")
+	if _, err := ClockShim(); err == nil || !strings.Contains(err.Error(), `$CC="no-such-cc"`) {
+		t.Errorf("error %v, want one naming $CC", err)
+	}
+}
+
+// Outside the repository (no bin/clockshim.so anywhere) the shim is
+// compiled from the embedded source into the user's cache directory, once:
+// processes that compile it at the same time each get a whole library, and
+// a redis-server started under it really has its clock moved.
+func TestClockShimCompiledIntoCacheOnFirstUse(t *testing.T) {
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Fatalf("no C compiler (%v): apt-get install -y gcc", err)
+	}
+	t.Setenv(ShimEnv, "")
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Chdir(t.TempDir())
+	want := filepath.Join(cache, "lockchaos", shimFile())
+
+	// Builds racing one another, as separate processes would (compileShim
+	// takes no lock of its own).
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var p string
+			if p, errs[i] = compileShim(filepath.Join(cache, "lockchaos")); errs[i] == nil && p != want {
+				errs[i] = fmt.Errorf("built %s, want %s", p, want)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(cache, "lockchaos", "*"))
+	if len(left) != 1 || left[0] != want {
+		t.Errorf("the cache holds %v, want only %s (no build folder left behind)", left, want)
+	}
+	built, _ := os.Stat(want)
+
+	shim, err := ClockShim()
+	if err != nil || shim != want {
+		t.Fatalf("ClockShim() = %s, %v; want the cached %s", shim, err, want)
+	}
+	if again, _ := os.Stat(shim); !os.SameFile(built, again) {
+		t.Error("ClockShim compiled the shim again although the cache had it")
+	}
+
+	clock, rdb := nodeUnderShim(t, shim)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, "k", "v", 10*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := clock.Set(5*time.Second, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the shim looks at its file once per ms at most
+	if d := rdb.PTTL(ctx, "k").Val(); d > 5*time.Second {
+		t.Errorf("PTTL of a 10 s key after a +5 s jump is %v, want at most 5 s", d)
+	}
+}
+
+// make shim and the compiled shim use the same flags.
+func TestMakefileShimFlags(t *testing.T) {
+	b, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "$(CC) " + strings.Join(shimCFlags, " ") + " -o $@ $<"; !strings.Contains(string(b), want) {
+		t.Errorf("the Makefile's shim target does not run %q: keep it and shimCFlags (cluster/clock.go) the same", want)
+	}
+}
+
+// nodeUnderShim starts a redis-server under the clock shim, with its clock
+// file, and a client to it; both end with the test.
+func nodeUnderShim(t *testing.T, shim string) (*Clock, *redis.Client) {
+	t.Helper()
+	local, err := NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, err := NewClock(filepath.Join(t.TempDir(), "n.clock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := local.StartNode(context.Background(), NodeSpec{Name: "clock", ClockShim: shim, ClockFile: clock.Path()})
+	if err != nil {
+		t.Fatalf("redis-server under the clock shim did not start (the libfaketime hang would show here): %v", err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	rdb := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	return clock, rdb
 }

@@ -25,8 +25,15 @@ wait_for_engine() {
 
 if ! engine_answers; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    warn "no Docker engine answers, so the docker backend and its tests cannot run."
-    warn "  install and start one as root: apt-get install -y docker.io && dockerd &  (or run 'make setup' as root)"
+    info=$(docker info 2>&1 || true)
+    if command -v docker >/dev/null 2>&1 && grep -qi 'permission denied.*docker' <<<"$info"; then
+      warn "a Docker engine runs, but you may not use it, so the docker backend and its tests cannot run."
+      warn "  join its group and log in again:  sudo usermod -aG docker $(id -un)"
+    else
+      sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo "
+      warn "no Docker engine answers, so the docker backend and its tests cannot run. Install and start one:"
+      warn "  ${sudo}apt-get install -y docker.io && ${sudo}systemctl start docker  (no systemd: ${sudo}dockerd >/tmp/dockerd.log 2>&1 &)"
+    fi
     exit 0
   fi
   if ! command -v dockerd >/dev/null 2>&1; then

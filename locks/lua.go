@@ -3,9 +3,12 @@ package locks
 import (
 	"bufio"
 	"context"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"regexp"
 	"strings"
 
@@ -14,7 +17,9 @@ import (
 
 // Lua is a lock whose acquire, release and (optionally) renew are Lua
 // scripts read from a file, so lock algorithms can be compared without
-// writing Go. locks/lua/token.lua reimplements token-lua this way.
+// writing Go. locks/lua/token.lua reimplements token-lua this way. The
+// files in locks/lua are bundled in the binary: lua.file=builtin:token.lua
+// names one of them, from any directory; any other value is a path.
 //
 // The file is split by marker lines:
 //
@@ -55,7 +60,7 @@ type LuaRenewing struct{ *Lua }
 func init() {
 	Register(Spec{
 		Name:        "lua",
-		Description: "acquire / release / renew Lua scripts read from a file (see locks/lua/token.lua for the conventions)",
+		Description: "acquire / release / renew Lua scripts read from a file (see builtin:token.lua, locks/lua/token.lua, for the conventions)",
 		Nodes:       1,
 		Options:     LuaOptions{},
 		New:         newLua,
@@ -66,7 +71,38 @@ func init() {
 type LuaOptions struct {
 	// The help mentions the markers in backquotes, so the tag is an
 	// interpreted string.
-	File string "opt:\"file\" default:\"\" help:\"the scripts' file, sections marked by lines `-- @acquire`, `-- @release`, `-- @renew` (optional)\""
+	File string "opt:\"file\" default:\"\" help:\"the scripts' file: a PATH, or builtin:NAME for one bundled in the binary (builtin:token.lua); sections marked by lines `-- @acquire`, `-- @release`, `-- @renew` (optional)\""
+}
+
+// LuaBuiltin prefixes lua.file's name of a script bundled in the binary.
+const LuaBuiltin = "builtin:"
+
+// luaFiles are the bundled scripts, locks/lua/*.lua.
+//
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// LuaBuiltins lists the bundled scripts, as lua.file names them
+// (builtin:token.lua).
+func LuaBuiltins() []string {
+	names, _ := fs.Glob(luaFiles, "lua/*.lua")
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = LuaBuiltin + path.Base(n)
+	}
+	return out
+}
+
+// readLuaFile reads lua.file: a bundled script (builtin:NAME) or a file.
+func readLuaFile(file string) ([]byte, error) {
+	name, ok := strings.CutPrefix(file, LuaBuiltin)
+	if !ok {
+		return os.ReadFile(file)
+	}
+	if b, err := luaFiles.ReadFile("lua/" + name); err == nil && !strings.Contains(name, "/") {
+		return b, nil
+	}
+	return nil, fmt.Errorf("no bundled script %s: want one of %s, or a path", file, strings.Join(LuaBuiltins(), ", "))
 }
 
 // newLua reads and splits the file (a local read, so that a missing file is
@@ -76,9 +112,9 @@ type LuaOptions struct {
 func newLua(cfg Config) (Locker, error) {
 	path := cfg.Options.(*LuaOptions).File
 	if path == "" {
-		return nil, errors.New("option lua.file is required: --opt lua.file=PATH (for example locks/lua/token.lua)")
+		return nil, errors.New("option lua.file is required: --opt lua.file=PATH, or builtin:NAME for a bundled script (for example builtin:token.lua)")
 	}
-	src, err := os.ReadFile(path)
+	src, err := readLuaFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("option lua.file: %w", err)
 	}

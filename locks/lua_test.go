@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +94,44 @@ func TestLuaTokenFileBehavesLikeTokenLua(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("lua/token.lua:\n  %v\ntoken-lua:\n  %v", got, want)
 	}
+	// The bundled copy, from a directory with no locks/lua in it.
+	t.Chdir(t.TempDir())
+	got = trace("lua", map[string]string{"file": "builtin:token.lua"})
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("builtin:token.lua:\n  %v\ntoken-lua:\n  %v", got, want)
+	}
+}
+
+// The bundled scripts are the files in locks/lua; a name that is not one of
+// them says which are.
+func TestLuaBuiltinScripts(t *testing.T) {
+	names := locks.LuaBuiltins()
+	if len(names) == 0 || !slices.Contains(names, "builtin:token.lua") {
+		t.Fatalf("bundled scripts %v, want builtin:token.lua among them", names)
+	}
+	files, _ := filepath.Glob("lua/*.lua")
+	if len(files) != len(names) {
+		t.Errorf("locks/lua has %v, the binary bundles %v", files, names)
+	}
+	spec := mustLookup(t, "lua")
+	for _, bad := range []string{"builtin:nope.lua", "builtin:../lua.go", "builtin:"} {
+		_, err := spec.New(locks.Config{TTL: time.Second, Options: decode(t, spec, map[string]string{"file": bad}, time.Second)})
+		if err == nil || !strings.Contains(err.Error(), "want one of builtin:token.lua") {
+			t.Errorf("lua.file=%s: %v, want an error listing the bundled scripts", bad, err)
+		}
+	}
+}
+
+// A whole run of the lua lock with the bundled script, started from a
+// directory that has no locks/lua (the workers are other processes, which
+// load the script themselves): token.lua breaks under a pause past the
+// TTL as token-lua does.
+func TestLuaBuiltinScriptRunsAnywhere(t *testing.T) {
+	c := runCfg(t, "lua", "pause-client")
+	c.LockOptions = map[string]string{"file": "builtin:token.lua"}
+	t.Chdir(t.TempDir())
+	res, _ := run(t, c)
+	wantVerdict(t, res, checker.Violation)
 }
 
 // An acquire that answers {1, fence} hands out a fencing token; a file

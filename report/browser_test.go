@@ -200,7 +200,7 @@ func TestIndexMatrixInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := `<script>for (const td of document.querySelectorAll("td.cell")) { const s = getComputedStyle(td);
-td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.borderTopColor + " " + s.borderTopWidth); }</script></body>`
+td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.borderTopColor + " " + s.borderTopWidth); td.setAttribute("data-bar", s.boxShadow); }</script></body>`
 	probed := filepath.Join(dir, "index.probe.html")
 	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
 		t.Fatal(err)
@@ -215,15 +215,17 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 	if len(cells) != 6 {
 		t.Fatalf("the matrix has %d cells, want 2 locks × 3 faults = 6: %v", len(cells), got)
 	}
-	safe, violation, na := rgb(ColorSafe), rgb(ColorViolation), rgb(ColorNA)
+	// Coloured by how the cell compares with its expectation first: what
+	// matched is pale whatever its verdict, what fails is painted in full.
+	matched, na := rgb(ColorCellMatch), rgb(ColorNA)
 	for _, tc := range []struct {
 		name, bg, status string
 	}{
-		{"token-lua+none", safe, "match"},
-		{"token-lua+pause-client", violation, "match"},
+		{"token-lua+none", matched, "match"},
+		{"token-lua+pause-client", matched, "match"},
 		{"token-lua+failover", na, "n/a"},
-		{"redlock+none", rgb(ColorInconclusive), "inconclusive"},
-		{"redlock+pause-client", violation, "mismatch"},
+		{"redlock+none", rgb(ColorCellMissing), "inconclusive"},
+		{"redlock+pause-client", rgb(ColorMismatch), "mismatch"},
 		{"redlock+failover", rgb(ColorSkipped), "skipped"},
 	} {
 		c := got[tc.name]
@@ -235,11 +237,11 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 			t.Errorf("cell %s: background %s, status %s; want %s, %s", tc.name, c["data-bg"], c["data-status"], tc.bg, tc.status)
 		}
 	}
-	if b := got["redlock+pause-client"]["data-border"]; b != rgb(ColorMismatch)+" 3px" {
-		t.Errorf("the mismatched cell's border is %q, want %s 3px", b, rgb(ColorMismatch))
-	}
-	if b := got["token-lua+pause-client"]["data-border"]; strings.HasPrefix(b, rgb(ColorMismatch)) {
-		t.Errorf("a matching cell has the mismatch border %q", b)
+	// The verdict second: a bar in its colour.
+	for name, verdict := range map[string]string{"token-lua+none": ColorSafe, "token-lua+pause-client": ColorViolation, "redlock+pause-client": ColorViolation} {
+		if b := got[name]["data-bar"]; !strings.Contains(b, rgb(verdict)) {
+			t.Errorf("cell %s: bar %q, want the verdict's colour %s", name, b, rgb(verdict))
+		}
 	}
 	links := elements(dom, "a", func(a map[string]string) bool { return strings.HasSuffix(a["href"], "report.html") })
 	hrefs := map[string]bool{}
@@ -258,9 +260,9 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 	shot := filepath.Join(t.ArtifactDir(), "index.png")
 	browse(t, page, "--screenshot="+shot)
 	var r, g, bl uint8
-	fmt.Sscanf(ColorViolation, "#%02x%02x%02x", &r, &g, &bl)
+	fmt.Sscanf(ColorMismatch, "#%02x%02x%02x", &r, &g, &bl)
 	if n := countColor(t, shot, r, g, bl); n < 200 {
-		t.Errorf("the screenshot shows %d pixels of the violation colour, want the violation cells painted", n)
+		t.Errorf("the screenshot shows %d pixels of the mismatch colour, want the mismatched cell painted", n)
 	}
 	t.Logf("screenshot: %s", shot)
 }
@@ -295,4 +297,156 @@ func countColor(t *testing.T, path string, r, g, b uint8) int {
 		}
 	}
 	return n
+}
+
+// TestRunPageLanesInBrowser renders a run with faults that overlap in
+// time, faults on lock nodes, a hold that outlived its lease and acquires
+// that failed, at 1280 and at 800 px, and commits the screenshots under
+// docs/ (docs/report-lanes.png, docs/report-800px.png).
+func TestRunPageLanesInBrowser(t *testing.T) {
+	dir := t.TempDir()
+	lanes().write(t, dir)
+	page, err := WriteRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A probe writes what the browser laid out into the DOM: the smallest
+	// rendered size of any SVG text of the page (its font size times the
+	// SVG's scale), and the box of every fault bar of the full timeline.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := `<script>
+let least = 1e9;
+for (const svg of document.querySelectorAll("svg")) {
+  const box = svg.getBoundingClientRect(); if (box.width === 0) continue;
+  const scale = box.width / svg.viewBox.baseVal.width;
+  for (const t of svg.querySelectorAll("text")) least = Math.min(least, parseFloat(t.getAttribute("font-size")) * scale);
+}
+document.body.setAttribute("data-min-font", least.toFixed(2));
+for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r.getBoundingClientRect();
+  r.setAttribute("data-box", [b.left, b.top, b.width, b.height].map(v => v.toFixed(1)).join(",")); }
+</script></body>`
+	probed := filepath.Join(dir, "report.probe.html")
+	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := browse(t, probed, "--dump-dom")
+	full := regexp.MustCompile(`(?s)<svg id="timeline".*?</svg>`).FindString(dom)
+	if full == "" {
+		t.Fatal("no #timeline SVG")
+	}
+
+	// Two faults that overlap in time are both visible: each in its own
+	// lane, coloured by its action, with a box the browser laid out.
+	faults := elements(full, "rect", func(a map[string]string) bool { return a["class"] == "fault" })
+	byName := map[string]map[string]string{}
+	for _, f := range faults {
+		byName[f["data-name"]] = f
+	}
+	pause, latency := byName["pause-client"], byName["latency"]
+	if pause == nil || latency == nil {
+		t.Fatalf("the timeline lacks the pause or the latency fault: %v", faults)
+	}
+	if pause["y"] == latency["y"] || pause["fill"] == latency["fill"] {
+		t.Errorf("the overlapping pause and latency share a lane or a colour: y %s/%s, fill %s/%s", pause["y"], latency["y"], pause["fill"], latency["fill"])
+	}
+	for _, f := range []map[string]string{pause, latency} {
+		var x, y, w, h float64
+		if n, _ := fmt.Sscanf(f["data-box"], "%f,%f,%f,%f", &x, &y, &w, &h); n != 4 || w < 10 || h < 10 {
+			t.Errorf("fault %s is not visible: box %q", f["data-name"], f["data-box"])
+		}
+	}
+	// Faults are labelled with whom they hit: a node fault with its node.
+	if crash := byName["crash-restart"]; crash == nil || crash["data-where"] != "node 1" || crash["data-action"] != "crash" {
+		t.Errorf("the crash of node 1 is not labelled with its node: %v", crash)
+	}
+	if !strings.Contains(full, `>node 1</text>`) || !strings.Contains(full, `>client 2</text>`) {
+		t.Error("the fault bars do not name node 1 and client 2")
+	}
+	// Node lanes: one per lock node, with what the faults did to them.
+	nodeLanes := elements(full, "text", func(a map[string]string) bool { return strings.Contains(a["class"], "node-lane") })
+	if len(nodeLanes) != 3 {
+		t.Errorf("%d node lanes, want one per lock node (3)", len(nodeLanes))
+	}
+	marks := elements(full, "rect", func(a map[string]string) bool { return a["class"] == "node-mark" })
+	got := map[string]string{}
+	for _, m := range marks {
+		got[m["data-node"]] = m["data-start"] + "/" + m["data-end"]
+	}
+	if got["1"] != "killed/restarted" || got["2"] != "clock +750ms/clock restored" || got["0"] != "" {
+		t.Errorf("node marks %v; want node 1 killed/restarted, node 2's clock +750ms, nothing on node 0", got)
+	}
+	// The lease's end on the server, on client 2's lane, beside the hold
+	// it still believed it had.
+	expiry := elements(full, "line", func(a map[string]string) bool { return a["class"] == "lease-expiry" })
+	if len(expiry) != 1 || expiry[0]["data-client"] != "2" || expiry[0]["data-t"] != "3500.5" {
+		t.Errorf("lease-expiry marks %v; want one, client 2's lease gone by t=3500.5 ms", expiry)
+	}
+	if len(elements(full, "rect", func(a map[string]string) bool { return a["class"] == "past-lease" })) != 1 {
+		t.Error("client 2's hold past its lease is not hatched")
+	}
+	// Failed and unknown acquires.
+	if n := len(elements(full, "rect", func(a map[string]string) bool { return a["class"] == "acq-fail" })); n != 8 {
+		t.Errorf("%d refused-acquire marks, want 8", n)
+	}
+	if n := len(elements(full, "path", func(a map[string]string) bool { return a["class"] == "acq-unknown" })); n != 1 {
+		t.Errorf("%d unknown-acquire marks, want 1", n)
+	}
+	// The rate and latency plots, with the fault windows shaded.
+	points := elements(dom, "circle", func(a map[string]string) bool { return strings.HasPrefix(a["class"], "lat-point") })
+	outcomes := map[string]int{}
+	for _, p := range points {
+		outcomes[p["data-outcome"]]++
+	}
+	if outcomes["ok"] != 3 || outcomes["fail"] != 8 || outcomes["unknown"] != 1 {
+		t.Errorf("latency plot points by outcome %v; want 3 ok, 8 fail, 1 unknown", outcomes)
+	}
+	if !strings.Contains(dom, `id="latency-plot"`) || !strings.Contains(dom, `id="rate-plot"`) ||
+		len(elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "plot-fault" })) != 8 {
+		t.Error("the rate and latency plots with their 4 fault windows each are missing")
+	}
+	// The overlaps table names faults, groups pairs into incidents, and
+	// links each row to its zoom.
+	for _, want := range []string{`id="incidents"`, "pause-client client 2 (fault 1)", `href="#zoom-1"`, `id="zoom-1"`, `id="release-max"`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+
+	shot := filepath.Join(t.ArtifactDir(), "lanes.png")
+	browse(t, page, "--screenshot="+shot, "--hide-scrollbars")
+	if n := countColor(t, shot, 0xe0, 0x31, 0x31); n < 20 {
+		t.Errorf("the screenshot shows %d pixels of the overlap red", n)
+	}
+	copyShot(t, shot, "report-lanes.png")
+
+	// At 800 px no SVG text renders below 10 px.
+	narrow := browse(t, probed, "--dump-dom", "--window-size=800,1600")
+	m := regexp.MustCompile(`data-min-font="([0-9.]+)"`).FindStringSubmatch(narrow)
+	if m == nil {
+		t.Fatal("the probe did not run")
+	}
+	var least float64
+	fmt.Sscanf(m[1], "%f", &least)
+	if least < 9.95 {
+		t.Errorf("at 800 px the smallest SVG text renders at %.2f px, want at least 10", least)
+	}
+	shot800 := filepath.Join(t.ArtifactDir(), "report-800px.png")
+	browse(t, page, "--screenshot="+shot800, "--window-size=800,1600", "--hide-scrollbars")
+	copyShot(t, shot800, "report-800px.png")
+}
+
+// copyShot commits a screenshot under docs/, where the README shows it.
+func copyShot(t *testing.T, from, name string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "docs", name), b, 0o644); err != nil {
+		t.Errorf("commit the screenshot: %v", err)
+	}
+	t.Logf("screenshot: docs/%s", name)
 }

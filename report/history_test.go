@@ -110,3 +110,51 @@ func quiet() *hb {
 	h.end(2500, 6)
 	return h
 }
+
+// faultOn records a fault of any kind: on clients, on lock nodes, or on
+// neither (a target only).
+func (h *hb) faultOn(id int, name string, action history.Action, target string, clients, nodes []int, params map[string]string, from, to float64) {
+	f := &history.Fault{ID: id, Name: name, Action: action, Target: target, Clients: clients, Nodes: nodes, Params: params}
+	if action == history.ActionPause && len(clients) > 0 {
+		f.Stopped = clients
+	}
+	h.add(from, history.Event{Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	h.add(to, history.Event{Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
+}
+
+// attempt records an acquire of lock:0 by c that did not return the lock:
+// refused (history.Fail) or unknown (history.Info).
+func (h *hb) attempt(c int, at, took float64, how history.Kind) {
+	h.add(at, history.Event{Kind: history.Invoke, Client: c, F: history.Acquire, Key: "lock:0"})
+	e := history.Event{Kind: how, Client: c, F: history.Acquire, Key: "lock:0"}
+	if how == history.Info {
+		e.Error = "timeout"
+	}
+	h.add(at+took, e)
+}
+
+// lanes is pausedPastTTL with more to draw: a latency fault on every
+// client link that overlaps the pause in time, a crash of lock node 1 and
+// a clock jump of node 2 (faults on nodes, not clients), and acquires that
+// were refused or got no answer while client 2 was paused.
+func lanes() *hb {
+	h := &hb{}
+	h.add(0, history.Event{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
+		Lock: "redlock", Nemesis: []string{"pause-client", "latency", "crash-restart", "clock-jump"}, Seed: 7, Clients: 5, Keys: 1,
+		TTLms: 500, Holdms: 300, Durationms: 5000, Nodes: 3, Backend: "local",
+	}})
+	h.hold(0, 100, 400, 0, history.OK)
+	h.hold(2, 3000, 4320, 1, history.Fail)
+	h.fault(1, "pause-client", 2, 3100, 4300)
+	h.faultOn(2, "latency", history.ActionNetwork, "all 5 client links", nil, nil, map[string]string{"delay": "100ms"}, 2900, 3700)
+	h.faultOn(3, "crash-restart", history.ActionCrash, "lock node 1 (n1), restarted after 400ms", nil, []int{1}, nil, 1000, 1400)
+	h.faultOn(4, "clock-jump", history.ActionClock, "clock of lock node 2 (n2) forward by 750ms", nil, []int{2},
+		map[string]string{"offset": "750ms", "direction": "forward"}, 3200, 3900)
+	for i := 0; i < 8; i++ {
+		h.attempt(1, 3050+float64(i)*60, 2, history.Fail)
+	}
+	h.attempt(3, 3300, 500, history.Info)
+	h.hold(4, 3600, 3901, 1, history.OK)
+	h.end(5000, 2)
+	return h
+}

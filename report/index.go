@@ -15,6 +15,50 @@ import (
 // IndexFile is the matrix's page in its folder.
 const IndexFile = "index.html"
 
+// Colours of the matrix's cells. A cell is coloured by how it compares with
+// its expectation first: one that matched is pale, whatever its verdict,
+// and one that fails the matrix is painted in full (a mismatch red, missing
+// evidence orange, an error violet), so the real failures stand out among
+// sixty expected violations. The verdict comes second, as a bar along the
+// cell's foot in the verdict's colour (and in words).
+const (
+	ColorCellMatch   = "#f8f9fa" // matched its expectation
+	ColorCellMissing = "#e8590c" // no evidence: inconclusive, not run, or skipped although asked for
+	ColorCellError   = "#7048e8" // the run could not be set up
+	ColorCellAllowed = "#fff3bf" // inconclusive, allowed by --allow-inconclusive
+	// A mismatch is ColorMismatch, n/a ColorNA and skipped ColorSkipped.
+)
+
+// indexStyles are the index's own, on top of the shared styles.
+var indexStyles = template.CSS(`
+table.matrix td.cell { border: 2px solid #fff; }
+table.matrix td.cell.m-match { background: ` + ColorCellMatch + `; color: #495057; }
+table.matrix td.cell.m-mismatch { background: ` + ColorMismatch + `; color: #fff; font-weight: 700; }
+table.matrix td.cell.m-missing { background: ` + ColorCellMissing + `; color: #fff; font-weight: 700; }
+table.matrix td.cell.m-error { background: ` + ColorCellError + `; color: #fff; font-weight: 700; }
+table.matrix td.cell.m-allowed { background: ` + ColorCellAllowed + `; }
+table.matrix td.cell.m-na { background: ` + ColorNA + `; color: #adb5bd; }
+table.matrix td.cell.m-skipped { background: ` + ColorSkipped + `; color: #868e96; border: 2px dashed #adb5bd; }
+table.matrix td.cell.m-notrun { background: #fff; color: #868e96; }
+table.matrix td.cell.b-safe { box-shadow: inset 0 -5px 0 ` + ColorSafe + `; }
+table.matrix td.cell.b-violation { box-shadow: inset 0 -5px 0 ` + ColorViolation + `; }
+table.matrix td.cell.b-inconclusive { box-shadow: inset 0 -5px 0 ` + ColorInconclusive + `; }
+.swatch.bar-safe { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + ColorSafe + `; }
+.swatch.bar-violation { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + ColorViolation + `; }
+header.o-passed { background: ` + ColorSafe + `; }
+header.o-mismatch { background: ` + ColorMismatch + `; color: #fff; }
+header.o-incomplete { background: ` + ColorCellMissing + `; color: #fff; }
+header.o-error { background: ` + ColorCellError + `; color: #fff; }
+#catalogue-table td.got.b-safe { box-shadow: inset 5px 0 0 ` + ColorSafe + `; }
+#catalogue-table td.got.b-violation { box-shadow: inset 5px 0 0 ` + ColorViolation + `; }
+#catalogue-table td.got.b-inconclusive { box-shadow: inset 5px 0 0 ` + ColorInconclusive + `; }
+#catalogue-table td.st.m-mismatch { background: ` + ColorMismatch + `; color: #fff; font-weight: 700; }
+#catalogue-table td.st.m-missing { background: ` + ColorCellMissing + `; color: #fff; font-weight: 700; }
+#catalogue-table td.st.m-error { background: ` + ColorCellError + `; color: #fff; font-weight: 700; }
+#catalogue-table td.st.m-allowed { background: ` + ColorCellAllowed + `; }
+#catalogue-table td.st.m-skipped, #catalogue-table td.st.m-na { color: #868e96; }
+`)
+
 // WriteIndex renders dir/index.html for the matrix s, whose runs are in
 // dir. It returns the path of the page.
 func WriteIndex(dir string, s scenarios.Summary) (string, error) {
@@ -23,12 +67,15 @@ func WriteIndex(dir string, s scenarios.Summary) (string, error) {
 	for _, c := range s.Cells {
 		byName[c.Name] = c
 		if c.Kind == scenarios.KindCatalogue {
-			d.Catalogue = append(d.Catalogue, cellView(c, dir, s.AllowInconclusive))
+			d.Catalogue = append(d.Catalogue, cellView(c, dir, s))
 		}
-		if c.Status.Fails(s.AllowInconclusive) {
-			d.Problems = append(d.Problems, cellView(c, dir, s.AllowInconclusive))
+		if s.Fails(c) {
+			d.Problems = append(d.Problems, cellView(c, dir, s))
+		} else if c.Status == scenarios.StatusSkipped {
+			d.Skipped = append(d.Skipped, cellView(c, dir, s))
 		}
 	}
+	d.Headline, d.IndexStyles = headline(s), indexStyles
 	for _, l := range s.Locks {
 		row := matrixRow{Lock: l}
 		for _, n := range s.Nemeses {
@@ -36,7 +83,7 @@ func WriteIndex(dir string, s scenarios.Summary) (string, error) {
 			if !ok {
 				c = scenarios.CellResult{Name: scenarios.GridName(l, n), Lock: l, Nemesis: n, Status: scenarios.StatusNotRun, Detail: "not in this matrix"}
 			}
-			row.Cells = append(row.Cells, cellView(c, dir, s.AllowInconclusive))
+			row.Cells = append(row.Cells, cellView(c, dir, s))
 		}
 		d.Matrix = append(d.Matrix, row)
 	}
@@ -69,7 +116,10 @@ func WriteIndex(dir string, s scenarios.Summary) (string, error) {
 type indexData struct {
 	scenarios.Summary
 	Counts      string
+	Headline    string
+	IndexStyles template.CSS
 	Problems    []cellData
+	Skipped     []cellData
 	Matrix      []matrixRow
 	Catalogue   []cellData
 	SummaryLink string
@@ -83,8 +133,12 @@ type matrixRow struct {
 
 type cellData struct {
 	scenarios.CellResult
-	// Class colours the cell: v-<verdict> and s-<status>.
+	// Class colours the cell: m-<how it compares with the expectation>
+	// fills it, b-<verdict> draws the verdict's bar.
 	Class string
+	// Match is how it compares with its expectation: match, mismatch,
+	// missing (no evidence), allowed, error, na, skipped, notrun.
+	Match string
 	// Text is what the cell says; Mark how it compares with the expectation.
 	Text string
 	Mark string
@@ -94,29 +148,44 @@ type cellData struct {
 	OK bool
 }
 
-func cellView(c scenarios.CellResult, dir string, allowInconclusive bool) cellData {
-	v := c.Verdict
-	d := cellData{CellResult: c, Text: c.Got, OK: !c.Status.Fails(allowInconclusive)}
+func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData {
+	d := cellData{CellResult: c, Text: c.Got, OK: !s.Fails(c)}
+	match := "match"
 	switch c.Status {
 	case scenarios.StatusMatch:
 		d.Mark = "✓"
+		if c.Expect == "" {
+			d.Mark = "observed"
+		}
 	case scenarios.StatusMismatch:
-		d.Mark = "✗ expected " + c.Expect
+		match, d.Mark = "mismatch", "✗ expected "+c.Expect
 	case scenarios.StatusInconclusive:
-		d.Mark = "inconclusive"
+		match, d.Mark = "missing", "no evidence"
+		if s.AllowInconclusive {
+			match, d.Mark = "allowed", "no evidence (allowed)"
+		}
 	case scenarios.StatusError:
-		d.Text, d.Mark = "error", ""
+		match, d.Text, d.Mark = "error", "error", ""
 	case scenarios.StatusNA:
-		d.Text = "n/a"
+		match, d.Text = "na", "n/a"
 	case scenarios.StatusSkipped:
-		d.Text = "skipped"
+		match, d.Text = "skipped", "skipped"
+		if c.HidesRequest() {
+			match, d.Mark = "missing", "asked for"
+			if c.SkipReason == scenarios.SkipMissingFile {
+				d.Mark = "file missing"
+			}
+		}
 	case scenarios.StatusNotRun:
-		d.Text = "not run"
+		match, d.Text = "notrun", "not run"
+		if !d.OK {
+			match = "missing"
+		}
 	}
-	status := strings.ReplaceAll(string(c.Status), "/", "")
-	d.Class = "cell s-" + status
-	if v != "" {
-		d.Class += " v-" + v
+	d.Match = match
+	d.Class = "cell m-" + match
+	if c.Verdict != "" && c.Verdict != "error" {
+		d.Class += " b-" + c.Verdict
 	}
 	if c.Dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, c.Dir, RunFile)); err == nil {
@@ -126,33 +195,66 @@ func cellView(c scenarios.CellResult, dir string, allowInconclusive bool) cellDa
 	return d
 }
 
+// headline is the page's title: the outcome, and what is behind it.
+func headline(s scenarios.Summary) string {
+	n := func(st scenarios.Status) int { return s.Counts[st] }
+	skipped := ""
+	if k := n(scenarios.StatusSkipped); k > 0 {
+		skipped = fmt.Sprintf(" (%d skipped)", k)
+	}
+	switch s.Outcome {
+	case scenarios.OutcomeMismatch:
+		if n(scenarios.StatusMismatch) == 1 {
+			return "FAILED: 1 verdict differs from its expectation" + skipped
+		}
+		return fmt.Sprintf("FAILED: %d verdicts differ from their expectation%s", n(scenarios.StatusMismatch), skipped)
+	case scenarios.OutcomeError:
+		return "FAILED: a run could not be set up or recorded" + skipped
+	case scenarios.OutcomeIncomplete:
+		return "INCOMPLETE: evidence is missing; no verdict differed" + skipped
+	case scenarios.OutcomePassed:
+		if skipped != "" {
+			return "PASSED: every verdict that ran as expected" + skipped
+		}
+		return "PASSED: every verdict as expected"
+	}
+	// A summary from before outcomes were recorded.
+	if s.Passed {
+		return "PASSED: every verdict as expected"
+	}
+	return "FAILED: some verdicts differ from their expectation"
+}
+
 var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>lockchaos chaos: {{if .Passed}}passed{{else}}FAILED{{end}}</title>
-<style>{{styles}}</style>
+<title>lockchaos chaos: {{.Headline}}</title>
+<style>{{styles}}{{.IndexStyles}}</style>
 </head>
 <body>
-<header class="verdict {{if .Passed}}v-safe{{else}}v-violation{{end}}">
-<h1 id="outcome">lockchaos chaos: {{if .Passed}}every verdict as expected{{else}}some verdicts differ from their expectation{{end}}</h1>
-<p>{{.Counts}}{{if .Quick}} — quick run{{end}}{{if .Started}}; started {{.Started}}, took {{printf "%.0f" .Seconds}} s{{end}}{{if .AllowInconclusive}}; inconclusive cells allowed{{end}}.</p>
+<header class="verdict o-{{.Outcome}}" data-outcome="{{.Outcome}}">
+<h1 id="outcome">{{.Headline}}</h1>
+<p>{{.Counts}}{{if .Quick}} — quick run{{end}}{{if .Started}}; started {{.Started}}, took {{printf "%.0f" .Seconds}} s{{end}}{{if .Host}} on {{.Host}}{{end}}{{if .AllowInconclusive}}; inconclusive cells allowed{{end}}{{if .Shard}}; shard {{.Shard}} of the matrix{{end}}.</p>
 </header>
 
-{{if .Problems}}<h2>What failed</h2>
-<ul class="problems">{{range .Problems}}<li><b>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</b>: {{.Status}}{{if .Expect}} — expected {{.Expect}}{{end}}{{if .Got}}, got {{.Got}}{{end}}{{if .Detail}}. {{.Detail}}{{end}}</li>
+{{if .Problems}}<h2 id="problems">What failed</h2>
+<ul class="problems">{{range .Problems}}<li data-cell="{{.Name}}"><b>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</b>: {{if eq .Status "mismatch"}}expected {{.Expect}}, got {{.Got}}{{else}}{{.Status}}{{if .Expect}} — expected {{.Expect}}{{end}}{{if .Got}}, got {{.Got}}{{end}}{{end}}{{if .Detail}}. {{.Detail}}{{end}}</li>
+{{end}}</ul>{{end}}
+{{if .Skipped}}<h2 id="skipped">Skipped</h2>
+<ul class="skipped">{{range .Skipped}}<li data-cell="{{.Name}}"><b>{{.Name}}</b>{{if .SkipReason}} ({{.SkipReason}}){{end}}: {{.Detail}}</li>
 {{end}}</ul>{{end}}
 
 {{if .Matrix}}<h2 id="grid">Locks × faults</h2>
 <p class="legend muted">
-<span><span class="swatch v-safe"></span>safe</span>
-<span><span class="swatch v-violation"></span>violation</span>
-<span><span class="swatch v-inconclusive"></span>inconclusive</span>
-<span><span class="swatch v-error"></span>error</span>
+<span><span class="swatch" style="background:` + ColorMismatch + `"></span><b>differs from the expectation</b></span>
+<span><span class="swatch" style="background:` + ColorCellMissing + `"></span><b>no evidence</b> (inconclusive, not run, or skipped although asked for)</span>
+<span><span class="swatch" style="background:` + ColorCellError + `"></span><b>error</b></span>
+<span><span class="swatch" style="background:` + ColorCellMatch + `;border:1px solid #dee2e6"></span>as expected</span>
 <span><span class="swatch" style="background:` + ColorNA + `"></span>n/a: the fault does not apply</span>
-<span><span class="swatch" style="border:2px dashed #ced4da"></span>skipped: not in this build</span>
-<span><span class="swatch" style="border:3px solid ` + ColorMismatch + `"></span>differs from the expectation</span>
+<span><span class="swatch" style="border:2px dashed #adb5bd"></span>skipped</span>
+<span>verdict, the bar at the foot: <span class="swatch bar-safe"></span>safe <span class="swatch bar-violation"></span>violation</span>
 </p>
 <table class="matrix" id="matrix">
 <tr><th>lock \ fault</th>{{range .Nemeses}}<th class="nem">{{.}}</th>{{end}}</tr>
@@ -166,7 +268,7 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 <tr><th>scenario</th><th>what it shows</th><th>lock</th><th>faults</th><th>source</th><th>expected</th><th>got</th><th>status</th></tr>
 {{range .Catalogue}}<tr data-scenario="{{.Name}}" data-status="{{.Status}}">
 <td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Shows}}</td><td>{{.Lock}}</td><td>{{.Nemesis}}</td><td class="muted">{{.Source}}</td>
-<td>{{.Expect}}</td><td class="v-{{.Verdict}}">{{.Got}}</td><td class="{{if .OK}}status-ok{{else}}status-fail{{end}}" title="{{.Detail}}">{{.Status}}{{if or (eq .Status "skipped") (eq .Status "n/a") (eq .Status "error")}}: {{.Detail}}{{end}}</td></tr>
+<td>{{.Expect}}</td><td class="got b-{{.Verdict}}">{{.Got}}</td><td class="st m-{{.Match}} {{if .OK}}status-ok{{else}}status-fail{{end}}" title="{{.Detail}}">{{.Status}}{{if or (eq .Status "skipped") (eq .Status "n/a") (eq .Status "error")}}: {{.Detail}}{{end}}</td></tr>
 {{end}}</table>{{end}}
 
 <footer>{{if .SummaryLink}}<a href="{{.SummaryLink}}">summary.json</a> holds every cell's expectation and outcome. {{end}}<code>lockchaos report DIR</code> renders these pages again. Rendered {{.Generated}}.</footer>

@@ -41,7 +41,14 @@ header.verdict { padding: 10px 16px; border-radius: 6px; margin-bottom: 8px; }
 .muted { color: #6c757d; }
 .legend span { display: inline-block; margin-right: 14px; }
 .swatch { display: inline-block; width: 22px; height: 12px; vertical-align: middle; margin-right: 4px; border-radius: 2px; }
-svg.timeline { border: 1px solid #dee2e6; border-radius: 4px; display: block; margin: 4px 0 10px; }
+svg.timeline, svg.plot { border: 1px solid #dee2e6; border-radius: 4px; display: block; margin: 4px 0 10px; }
+.tl-scroll { overflow-x: auto; }
+.zoom-panel { display: none; }
+.zoom-panel.first, .zoom-panel:target { display: block; }
+.zooms:has(.zoom-panel:target) .zoom-panel.first:not(:target) { display: none; }
+pre.cmd { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+table.wide { display: block; overflow-x: auto; }
+@media (max-width: 900px) { body { padding: 10px 12px 32px; } th, td { padding: 2px 5px; } }
 table.matrix { font-size: 0.78em; }
 table.matrix td.cell { text-align: center; padding: 2px 2px; border: 2px solid #fff; outline: 1px solid #dee2e6; }
 table.matrix th { white-space: nowrap; }
@@ -62,10 +69,17 @@ footer { margin-top: 2.5em; font-size: 0.85em; color: #6c757d; }
 `)
 
 var funcs = template.FuncMap{
-	"ms":     func(v float64) string { return checker.Millis(v) },
-	"secs":   func(v float64) string { return checker.Seconds(v) },
-	"fms":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
-	"join":   strings.Join,
+	"ms":   func(v float64) string { return checker.Millis(v) },
+	"secs": func(v float64) string { return checker.Seconds(v) },
+	"fms":  func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"join": strings.Join,
+	"ints": func(v []int) string {
+		s := make([]string, len(v))
+		for i, n := range v {
+			s[i] = fmt.Sprint(n)
+		}
+		return strings.Join(s, ", ")
+	},
 	"subf":   func(a, b float64) float64 { return a - b },
 	"styles": func() template.CSS { return styles },
 	"pct": func(a, b int) string {
@@ -116,21 +130,35 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <p class="legend muted">
 <span><span class="swatch" style="background:#4c6ef5"></span>a hold (one colour per key)</span>
 <span><span class="swatch" style="background:#e03131"></span>two clients held the same key</span>
-<span><span class="swatch" style="background:#f2c14e"></span>fault window (darker on the client it hit)</span>
+<span><span class="swatch" style="background:repeating-linear-gradient(45deg,#212529 0 2px,#fff 2px 5px)"></span>held after the lease ran out on the server (a black tick where it did)</span>
 <span><span class="swatch" style="background:#fff;border:2px solid #d9480f"></span>the release found the lease gone</span>
 <span><span class="swatch" style="background:#fff;border:1.5px dashed #495057"></span>the client learned it lost the lock</span>
+<span><span class="swatch" style="background:#868e96;width:3px"></span>acquire refused</span>
+<span><span class="swatch" style="background:#7048e8;width:8px;transform:rotate(45deg);height:8px"></span>acquire unknown (timed out, errored)</span>
 </p>
+{{if .Actions}}<p class="legend muted" id="action-legend">Faults, one lane per nemesis, labelled with whom they hit, coloured by what they did:
+{{range .Actions}}<span><span class="swatch" style="background:{{.Color}}"></span>{{.Action}}</span>{{end}}
+— a lane per lock node shows when a fault acted on it (a solid tick at its start, dashed at its end).</p>{{end}}
 {{.Timeline}}
-{{if .Zoom}}<h3>Zoom: {{.ZoomCaption}}</h3>
-{{.Zoom}}{{end}}
-<p class="muted">Hover a bar for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release.</p>
+{{if .Zooms}}<div class="zooms">
+{{range $i, $z := .Zooms}}<div class="zoom-panel{{if eq $i 0}} first{{end}}" id="{{$z.ID}}">
+<h3>Zoom: {{$z.Caption}}</h3>
+{{$z.SVG}}
+</div>
+{{end}}</div>{{end}}
+<p class="muted">Hover a shape for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release. A lease ran out on the server by its acquire's return plus the lease ({{.LeaseText}}), by the lock nodes' clocks.{{if gt (len .Zooms) 1}} Each row of the incident table below zooms on its incident.{{end}}</p>
+
+<h2 id="availability">Availability and latency</h2>
+<p class="muted">Acquires completed per second, by outcome (<span style="color:#2f9e44">succeeded</span>, <span style="color:#868e96">refused</span>, <span style="color:#7048e8">unknown</span>), and the latency of every acquire against the time it was invoked (log scale; acquires that never completed at the top); fault windows shaded by what they did.</p>
+{{.RatePlot}}
+{{.LatencyPlot}}
 
 <h2 id="findings">What the checker found</h2>
 <p>{{.Result.Summary}}</p>
 {{if .Result.Reasons}}<ul>{{range .Result.Reasons}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <table>
 <tr><th>porcupine (mutex model, per key)</th><td>{{.Result.Mutex.Porcupine}}{{if .Result.Mutex.Linearizable}} — linearizable: {{boolptr .Result.Mutex.Linearizable}}{{end}}</td></tr>
-<tr><th>interval sweep</th><td>{{.Result.Mutex.OverlapCount}} overlapping pairs of holds</td></tr>
+<tr><th>interval sweep</th><td id="sweep">{{if .Result.Mutex.IncidentCount}}{{.Result.Mutex.IncidentCount}} {{if eq .Result.Mutex.IncidentCount 1}}incident{{else}}incidents{{end}} in which two or more clients held one key, for {{ms .Result.Mutex.CoexistMs}} in all ({{.Result.Mutex.OverlapCount}} overlapping pairs of holds){{else}}no overlapping holds{{end}}</td></tr>
 <tr><th>porcupine and the sweep agree</th><td>{{.Result.Mutex.Agree}}</td></tr>
 <tr><th>operations / holds</th><td>{{.Result.Mutex.Ops}} / {{.Result.Mutex.Holds}}</td></tr>
 <tr><th>faults that landed (hit a live lease as they are meant to)</th><td id="landed">{{.Result.Evidence.Landed}} of {{.Result.Evidence.Faults}}{{if .Result.Evidence.Landed}} — leases lost {{.Result.Evidence.LeasesLost}}, kept {{.Result.Evidence.LeasesKept}}, unknown {{.Result.Evidence.LeasesUnknown}}{{end}}</td></tr>
@@ -139,23 +167,34 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <tr><th>history complete</th><td>{{.Result.Complete}}{{if .Truncated}} (its last line was cut off){{end}}</td></tr>
 </table>
 
-{{if .Overlaps}}
-<h2 id="overlaps">Overlaps</h2>
-<table>
-<tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>caused by</th></tr>
+{{if .Incidents}}
+<h2 id="overlaps">Incidents</h2>
+<p>{{.Result.Mutex.IncidentCount}} {{if eq .Result.Mutex.IncidentCount 1}}incident{{else}}incidents{{end}}: stretches of time in which two or more clients held the same key without a break ({{.Result.Mutex.OverlapCount}} overlapping pairs of holds in all; two or more holders for {{ms .Result.Mutex.CoexistMs}} in total). <span class="muted">Zoom shows an incident in the timeline above.</span></p>
+<table class="wide" id="incidents">
+<tr><th>#</th><th>key</th><th>from</th><th>to</th><th>two or more holders for</th><th>pairs</th><th>clients</th><th>caused by</th><th></th></tr>
+{{range .Incidents}}<tr class="incident-row" data-incident="{{.N}}">
+<td class="num">{{.N}}</td><td><code>{{.Key}}</code></td><td class="num">t={{secs .StartMs}}</td><td class="num">t={{secs .EndMs}}</td><td class="num">{{ms .CoexistMs}}</td><td class="num">{{.Pairs}}</td><td>{{ints .Clients}}</td>
+<td>{{if eq .Cause "fault"}}{{.Faults}}{{else if eq .Cause "stall"}}stalls of the harness{{else}}neither fault nor stall{{end}}</td>
+<td><a class="zoom-link" href="#{{.Zoom}}">zoom</a></td></tr>
+{{end}}</table>
+{{if gt .MoreIncidents 0}}<p class="muted">… and {{.MoreIncidents}} more incidents (result.json lists up to 100).</p>{{end}}
+<h3>Overlapping pairs of holds</h3>
+<table class="wide">
+<tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>caused by</th><th></th></tr>
 {{range .Overlaps}}<tr class="overlap-row">
 <td><code>{{.Key}}</code></td><td>{{index .Clients 0}} and {{index .Clients 1}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{ms (subf .EndMs .StartMs)}}</td>
-<td>client {{(index .Holds 0).Client}}: {{secs (index .Holds 0).StartMs}} – {{secs (index .Holds 0).EndMs}} ({{(index .Holds 0).End}})</td>
+<td>client {{(index .Holds 0).Client}}: {{secs (index .Holds 0).StartMs}} – {{secs (index .Holds 0).EndMs}} ({{(index .Holds 0).End}}{{if (index .Holds 0).LeaseEndMs}}; lease gone by {{secs (index .Holds 0).LeaseEndMs}}{{end}})</td>
 <td>client {{(index .Holds 1).Client}}: {{secs (index .Holds 1).StartMs}} – {{secs (index .Holds 1).EndMs}} ({{(index .Holds 1).End}})</td>
-<td>{{if eq .Cause "stall"}}a stall: {{.Stall.Text}}{{else if eq .Cause "fault"}}faults {{faultids .Faults}}{{else}}neither fault nor stall{{end}}</td></tr>
+<td>{{if eq .Cause "stall"}}a stall: {{.Stall.Text}}{{else if eq .Cause "fault"}}{{.Faults}}{{else}}neither fault nor stall{{end}}</td>
+<td>{{if .Zoom}}<a class="zoom-link" href="#{{.Zoom}}">zoom</a>{{end}}</td></tr>
 {{end}}</table>
-{{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more (result.json lists up to 100).</p>{{end}}
+{{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more pairs (result.json lists up to 100).</p>{{end}}
 {{end}}
 
 <h2 id="faults">Faults</h2>
-{{if .Faults}}<table>
-<tr><th>id</th><th>nemesis</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th><th>landed</th><th>lease</th><th>what it did</th></tr>
-{{range .Faults}}<tr class="fault-row" data-landed="{{.Landed}}"><td class="num">{{.ID}}</td><td>{{.Name}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td><td>{{if .Landed}}yes{{else}}no{{end}}</td><td>{{.Lease}}</td><td>{{.Effect}}</td></tr>
+{{if .Faults}}<table class="wide">
+<tr><th>id</th><th>nemesis</th><th>acted on</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th><th>landed</th><th>lease</th><th>what it did</th></tr>
+{{range .Faults}}<tr class="fault-row" data-landed="{{.Landed}}"><td class="num">{{.ID}}</td><td><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</td><td>{{.Where}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td><td>{{if .Landed}}yes{{else}}no{{end}}</td><td>{{.Lease}}</td><td>{{.Effect}}</td></tr>
 {{end}}</table>
 <p class="muted">A fault landed when it hit a live lease the way it is meant to: a pause past the lease, a node that forgot a lease while its holder still worked, a link slow or cut past the lease. A fault that did not land is no evidence about the lock either way.</p>{{else}}<p>No fault was injected.</p>{{end}}
 
@@ -173,7 +212,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <table>
 <tr><th></th><th>attempted</th><th>succeeded</th><th>refused</th><th>unknown</th><th>success rate</th><th>p50</th><th>p99</th><th>max</th></tr>
 <tr><th>acquire</th><td class="num">{{.Result.Acquire.Attempted}}</td><td class="num">{{.Result.Acquire.OK}}</td><td class="num">{{.Result.Acquire.Failed}}</td><td class="num">{{.Result.Acquire.Unknown}}</td><td class="num" id="acquire-rate">{{pct .Result.Acquire.OK .Result.Acquire.Attempted}}</td><td class="num">{{ms .Result.Acquire.P50ms}}</td><td class="num">{{ms .Result.Acquire.P99ms}}</td><td class="num">{{ms .Result.Acquire.Maxms}}</td></tr>
-<tr><th>release</th><td class="num">{{.Result.Release.Attempted}}</td><td class="num">{{.Result.Release.OK}}</td><td class="num">{{.Result.Release.NotHeld}} not held</td><td class="num">{{.Result.Release.Unknown}}</td><td class="num">{{pct .Result.Release.OK .Result.Release.Attempted}}</td><td class="num">{{ms .Result.Release.P50ms}}</td><td class="num">{{ms .Result.Release.P99ms}}</td><td class="num">–</td></tr>
+<tr><th>release</th><td class="num">{{.Result.Release.Attempted}}</td><td class="num">{{.Result.Release.OK}}</td><td class="num">{{.Result.Release.NotHeld}} not held</td><td class="num">{{.Result.Release.Unknown}}</td><td class="num">{{pct .Result.Release.OK .Result.Release.Attempted}}</td><td class="num">{{ms .Result.Release.P50ms}}</td><td class="num">{{ms .Result.Release.P99ms}}</td><td class="num" id="release-max">{{ms .Result.Release.Maxms}}</td></tr>
 </table>
 <p class="muted">Latencies are of successful operations. A refused acquire found the lock held; an unknown one timed out or errored, and its client never entered the critical section.</p>
 
@@ -186,6 +225,8 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{if .PorcupineError}}<p class="status-fail">The visualization could not be written: {{.PorcupineError}}</p>{{end}}
 
 <h2 id="config">Run</h2>
+{{if .Reproduce}}<p>Reproduce this run (the same settings and the fault schedule it executed):</p>
+<pre class="cmd" id="reproduce">{{.Reproduce}}</pre>{{end}}
 <table>{{range .Config}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
 
 <footer>Evidence: <a href="history.jsonl">history.jsonl</a> (every event), <a href="result.json">result.json</a> (the checker's findings), <a href="workers/">workers/</a> (worker logs). This page is derived from those two files alone; <code>lockchaos report DIR</code> renders it again. Rendered {{.Generated}}.</footer>

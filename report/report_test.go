@@ -102,7 +102,7 @@ func TestRunPageIsSelfContained(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, PorcupineFile))
-	for _, want := range []string{`"Tag":"faults"`, `"Tag":"overlaps"`, `pause-client`} {
+	for _, want := range []string{`"Tag":"faults"`, `"Tag":"overlaps"`, `pause-client client 2`, `id="back-to-report" href="report.html"`, `id="fault-labels"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("porcupine.html lacks the annotation %s", want)
 		}

@@ -11,6 +11,7 @@
 package report
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,10 @@ type Run struct {
 	Truncated bool
 
 	events []history.Event
+	// attempts are every acquire and how it ended; nodeMarks what the
+	// faults did to each lock node (both as the checker reads them).
+	attempts  []checker.Attempt
+	nodeMarks []checker.NodeMark
 }
 
 // Load reads the run in dir: result.json and history.jsonl.
@@ -78,6 +83,8 @@ func Load(dir string) (*Run, error) {
 		}
 	}
 	r.Holds = checker.Holds(events)
+	r.attempts = checker.Attempts(events)
+	r.nodeMarks = checker.NodeMarks(r.Result)
 	clients, keys := map[int]bool{}, map[string]bool{}
 	for c := 0; c < r.Info.Clients; c++ {
 		clients[c] = true
@@ -136,11 +143,43 @@ func (r *Run) writePorcupine(path string) error {
 	if err != nil {
 		return fmt.Errorf("write porcupine visualization: %w", err)
 	}
-	if err := checker.Visualize(f, r.events, r.Result, 0); err != nil {
+	var buf bytes.Buffer
+	if err := checker.Visualize(&buf, r.events, r.Result, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
+	page := buf.Bytes()
+	if i := bytes.Index(page, []byte("<body>")); i >= 0 {
+		i += len("<body>")
+		page = slices.Concat(page[:i], []byte(r.porcupineBanner()), page[i:])
+	}
+	if _, err := f.Write(page); err != nil {
+		f.Close()
+		return fmt.Errorf("write porcupine visualization: %w", err)
+	}
 	return f.Close()
+}
+
+// porcupineBanner heads porcupine's page: the way back to the run's report
+// and the run's faults by label, so that its rows can be read on screen.
+func (r *Run) porcupineBanner() string {
+	var b strings.Builder
+	b.WriteString(`<nav id="lockchaos-banner" style="font:14px system-ui,sans-serif;padding:8px 12px;background:#f1f3f5;border-bottom:1px solid #dee2e6">`)
+	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, RunFile,
+		esc(string(r.Result.Verdict)), esc(orNone(r.Result.Lock)), esc(nemesisList(r.Result.Nemesis)))
+	if r.Result.Mutex.Ops > checker.MaxVisualizeOps {
+		fmt.Fprintf(&b, ` · <span id="bounded">%d operations: only the windows around the first violations are drawn (rows "shown")</span>`, r.Result.Mutex.Ops)
+	}
+	if len(r.Result.Faults) > 0 {
+		b.WriteString(`<ul id="fault-labels" style="margin:4px 0 0;padding-left:18px">`)
+		for _, f := range r.Result.Faults {
+			fmt.Fprintf(&b, `<li><span style="display:inline-block;width:12px;height:10px;background:%s"></span> fault %d: %s %s, t=%s to %s</li>`,
+				actionColor(f.Action), f.ID, esc(f.Name), esc(f.Where()), checker.Seconds(f.StartMs), esc(endText(f.EndMs)))
+		}
+		b.WriteString(`</ul>`)
+	}
+	b.WriteString(`</nav>`)
+	return b.String()
 }
 
 // runData is what the run page template sees.
@@ -149,10 +188,16 @@ type runData struct {
 	Title          string
 	Why            string
 	Timeline       template.HTML
-	Zoom           template.HTML
-	ZoomCaption    string
-	Overlaps       []checker.Overlap
+	Zooms          []zoomPanel
+	RatePlot       template.HTML
+	LatencyPlot    template.HTML
+	Actions        []actionSwatch
+	Incidents      []incidentRow
+	MoreIncidents  int
+	Overlaps       []overlapRow
 	MoreOverlaps   int
+	Reproduce      string
+	LeaseText      string
 	Faults         []faultRow
 	Config         [][2]string
 	AcquireRate    string
@@ -160,8 +205,35 @@ type runData struct {
 	Generated      string
 }
 
+// zoomPanel is a timeline zoomed on one incident; the first is shown at
+// once, the others when a row of the overlap tables links to them.
+type zoomPanel struct {
+	ID      string
+	Caption string
+	SVG     template.HTML
+}
+
+type actionSwatch struct {
+	Action string
+	Color  string
+}
+
+type incidentRow struct {
+	checker.Incident
+	N      int
+	Zoom   string // the zoom panel's id, "" when none
+	Faults string // the faults that explain it, by label
+}
+
+type overlapRow struct {
+	checker.Overlap
+	Zoom   string
+	Faults string
+}
+
 type faultRow struct {
 	checker.FaultWindow
+	Color    string
 	Params   string
 	Duration string
 	End      string
@@ -179,25 +251,79 @@ func (r *Run) pageData() runData {
 		span = max(span, h.EndMs)
 	}
 	d.Timeline = r.timeline(0, span, "timeline")
-	if len(res.Mutex.Overlaps) > 0 {
-		o := res.Mutex.Overlaps[0]
-		from := max(0, o.Holds[0].StartMs-250)
-		to := min(span, max(o.EndMs, o.Holds[0].EndMs, o.Holds[1].EndMs)+250)
-		for _, f := range res.Faults {
-			if slices.Contains(o.Faults, f.ID) {
-				from = max(0, min(from, f.StartMs-100))
+	d.RatePlot = r.ratePlot(span)
+	d.LatencyPlot = r.latencyPlot(span)
+	used := map[string]bool{}
+	for _, f := range res.Faults {
+		used[string(f.Action)] = true
+	}
+	for _, a := range actionOrder {
+		if used[string(a)] {
+			d.Actions = append(d.Actions, actionSwatch{Action: string(a), Color: actionColor(a)})
+		}
+	}
+	if used[""] {
+		d.Actions = append(d.Actions, actionSwatch{Action: "unrecorded", Color: actionColor("")})
+	}
+	labels := map[int]string{}
+	for _, f := range res.Faults {
+		labels[f.ID] = fmt.Sprintf("%s %s (fault %d)", f.Name, f.Where(), f.ID)
+	}
+	faultNames := func(ids []int) string {
+		var s []string
+		for _, id := range ids {
+			s = append(s, cmp.Or(labels[id], fmt.Sprintf("fault %d", id)))
+		}
+		return strings.Join(s, "; ")
+	}
+	incidents := res.Mutex.Incidents
+	if len(incidents) > MaxOverlapRows {
+		incidents = incidents[:MaxOverlapRows]
+	}
+	for i, in := range incidents {
+		row := incidentRow{Incident: in, N: i + 1, Faults: faultNames(in.Faults), Zoom: fmt.Sprintf("zoom-%d", i+1)}
+		from, to := in.StartMs-250, in.EndMs+250
+		for _, o := range res.Mutex.Overlaps {
+			if res.IncidentOf(o) == i {
+				from = min(from, o.Holds[0].StartMs-250, o.Holds[1].StartMs-250)
+				to = max(to, o.Holds[0].EndMs+250, o.Holds[1].EndMs+250)
 			}
 		}
-		d.Zoom = r.timeline(from, to, "zoom")
-		d.ZoomCaption = fmt.Sprintf("the first overlap, t=%s to t=%s", checker.Seconds(from), checker.Seconds(to))
+		for _, f := range res.Faults {
+			if slices.Contains(in.Faults, f.ID) {
+				from = min(from, f.StartMs-100)
+			}
+		}
+		from, to = max(0, from), min(span, to)
+		d.Zooms = append(d.Zooms, zoomPanel{ID: row.Zoom, SVG: r.timeline(from, to, row.Zoom+"-svg"),
+			Caption: fmt.Sprintf("incident %d (%s, %d %s), t=%s to t=%s", i+1, in.Key, in.Pairs, plural(in.Pairs, "pair", "pairs"), checker.Seconds(from), checker.Seconds(to))})
+		d.Incidents = append(d.Incidents, row)
 	}
-	d.Overlaps = res.Mutex.Overlaps
-	if len(d.Overlaps) > MaxOverlapRows {
-		d.Overlaps = d.Overlaps[:MaxOverlapRows]
+	d.MoreIncidents = res.Mutex.IncidentCount - len(d.Incidents)
+	overlaps := res.Mutex.Overlaps
+	if len(overlaps) > MaxOverlapRows {
+		overlaps = overlaps[:MaxOverlapRows]
+	}
+	for _, o := range overlaps {
+		row := overlapRow{Overlap: o, Faults: faultNames(o.Faults)}
+		if i := res.IncidentOf(o); i >= 0 && i < len(d.Zooms) {
+			row.Zoom = d.Zooms[i].ID
+		}
+		d.Overlaps = append(d.Overlaps, row)
 	}
 	d.MoreOverlaps = res.Mutex.OverlapCount - len(d.Overlaps)
+	d.LeaseText = fmt.Sprintf("%d ms", r.Info.Lease())
+	if r.Info.Renew {
+		d.LeaseText += "; not drawn: clients renewed their leases, which the history does not record"
+	}
+	if res.Reproduce != nil && res.Reproduce.Command != "" {
+		d.Reproduce = res.Reproduce.Command
+	} else if _, err := os.Stat(filepath.Join(r.Dir, "config.json")); err == nil {
+		// A run folder from before result.json recorded the command.
+		d.Reproduce = fmt.Sprintf("lockchaos run --replay %s --out %s-replay", filepath.Clean(r.Dir), filepath.Clean(r.Dir))
+	}
 	for _, f := range res.Faults {
-		row := faultRow{FaultWindow: f, Params: checker.Pairs(f.Params), End: "never healed"}
+		row := faultRow{FaultWindow: f, Color: actionColor(f.Action), Params: checker.Pairs(f.Params), End: "never healed"}
 		if f.EndMs != nil {
 			row.End = checker.Seconds(*f.EndMs)
 			row.Duration = checker.Millis(*f.EndMs - f.StartMs)
@@ -225,6 +351,13 @@ func (r *Run) pageData() runData {
 		d.Config = append(d.Config, [2]string{"options", checker.Pairs(in.Options)})
 	}
 	return d
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func orNone(s string) string {

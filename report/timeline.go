@@ -7,26 +7,129 @@ import (
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 )
 
-// Geometry of a timeline, in SVG user units (the SVG scales to the page).
+// Geometry of a timeline, in SVG user units. A timeline is drawn at least
+// tlWidth CSS pixels wide (narrower windows scroll it sideways), so that its
+// text, 10 units and up, never renders below 10 px; wider windows scale it
+// up.
 const (
 	tlWidth  = 1000.0
-	tlLabel  = 70.0 // lane labels
+	tlLabel  = 96.0 // lane labels
 	tlPad    = 10.0
 	tlAxis   = 18.0
 	tlLane   = 20.0
 	tlBar    = 14.0
 	tlFaultH = 18.0
+	tlNodeH  = 18.0
+	tlFont   = 10.0 // the smallest text drawn
+	// tlMaxNodeLanes bounds the node lanes drawn.
+	tlMaxNodeLanes = 16
 )
 
 // keyColors tell the keys of a multi-key run apart; none of them is the red
-// of an overlap or the amber of a fault.
+// of an overlap or a colour of a fault action.
 var keyColors = []string{"#4c6ef5", "#12b886", "#7950f2", "#1098ad", "#5c940d", "#ae3ec9", "#364fc7", "#087f5b"}
 
-// timeline draws [from, to] ms of the run as inline SVG: a lane of fault
-// windows, then one lane per client with its holds as bars; fault windows
-// are shaded across the lanes (darker on the clients a fault acted on) and
+// actionColors colour faults by what they did (history.Action), never by
+// nemesis.
+var actionColors = map[history.Action]string{
+	history.ActionPause:    "#f2c14e",
+	history.ActionKill:     "#868e96",
+	history.ActionCrash:    "#ff8787",
+	history.ActionFailover: "#e599f7",
+	history.ActionNetwork:  "#74c0fc",
+	history.ActionClock:    "#a9e34b",
+	history.ActionSlow:     "#ffc078",
+}
+
+// actionOrder is the order of the colour legend.
+var actionOrder = []history.Action{history.ActionPause, history.ActionKill, history.ActionCrash, history.ActionFailover,
+	history.ActionNetwork, history.ActionClock, history.ActionSlow}
+
+func actionColor(a history.Action) string {
+	if c, ok := actionColors[a]; ok {
+		return c
+	}
+	return "#ced4da" // older histories record no action
+}
+
+// Colours of the marks on client lanes.
+const (
+	colorFailed    = "#868e96"
+	colorUnknown   = "#7048e8"
+	colorLeaseEnd  = "#212529"
+	colorOverlap   = "#e03131"
+	colorOK        = "#2f9e44"
+	maxMarksPerSVG = 20000
+)
+
+// faultLanes are the nemeses of the run's faults, one lane each, in order
+// of their first fault.
+func (r *Run) faultLanes() []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range r.Result.Faults {
+		if !seen[f.Name] {
+			seen[f.Name] = true
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
+// nodeLanes are the lock nodes drawn, one lane each: every node of the run
+// (as many as it recorded), and any node a fault names.
+func (r *Run) nodeLanes() []int {
+	n := r.Info.Nodes
+	for _, m := range r.nodeMarks {
+		n = max(n, m.Node+1)
+	}
+	n = min(n, tlMaxNodeLanes)
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// nodeRows places the node marks of one node that overlap in time on rows
+// of their own (the first free row), so that none hides another: the row of
+// each mark, and how many rows each node needs.
+func (r *Run) nodeRows() (rowOf []int, rows map[int]int) {
+	rowOf = make([]int, len(r.nodeMarks))
+	rows = map[int]int{}
+	ends := map[int][]float64{} // per node, the end of each row's last mark
+	for i, m := range r.nodeMarks {
+		end := math.Inf(1)
+		if m.ToMs != nil {
+			end = *m.ToMs
+		}
+		row := -1
+		for j, e := range ends[m.Node] {
+			if e <= m.FromMs {
+				row = j
+				break
+			}
+		}
+		if row < 0 {
+			row = len(ends[m.Node])
+			ends[m.Node] = append(ends[m.Node], 0)
+		}
+		ends[m.Node][row] = end
+		rowOf[i] = row
+		rows[m.Node] = max(rows[m.Node], row+1)
+	}
+	return rowOf, rows
+}
+
+// timeline draws [from, to] ms of the run as inline SVG: a lane per
+// nemesis with its fault windows (coloured by action, labelled with whom
+// each hit), a lane per lock node with what the faults did to it, then a
+// lane per client with its holds as bars, the moment each lease had run out
+// on the server while its holder still held, and the acquires that failed
+// or got no answer. Fault windows shade the lanes of the clients they hit;
 // every listed overlap is drawn in red on both clients' lanes. Each shape
 // carries a <title> for a tooltip and data- attributes for tools.
 func (r *Run) timeline(from, to float64, id string) template.HTML {
@@ -47,14 +150,29 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 	for i, k := range r.Keys {
 		keyColor[k] = keyColors[i%len(keyColors)]
 	}
-	faultTop := tlAxis + 4
-	lanesTop := faultTop + tlFaultH + 6
+	faults := r.faultLanes()
+	faultLane := map[string]int{}
+	for i, n := range faults {
+		faultLane[n] = i
+	}
+	nodes := r.nodeLanes()
+	rowOf, rows := r.nodeRows()
+	faultTop := tlAxis + 6
+	nodeTop := faultTop + float64(len(faults))*(tlFaultH+2) + 4
+	nodeY := map[int]float64{} // the top of each node's lane
+	y0 := nodeTop
+	for _, n := range nodes {
+		nodeY[n] = y0
+		y0 += float64(max(rows[n], 1))*tlNodeH + 2
+	}
+	lanesTop := y0 + 4
 	height := lanesTop + float64(len(r.Clients))*tlLane + 4
 	laneY := func(c int) float64 { return lanesTop + float64(lane[c])*tlLane }
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="timeline of holds and faults">`,
-		id, tlWidth, height)
+	fmt.Fprintf(&b, `<div class="tl-scroll"><svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" style="min-width:%.0fpx" width="100%%" role="img" aria-label="timeline of holds and faults, t=%s to t=%s" data-from="%.1f" data-to="%.1f">`,
+		id, tlWidth, height, tlWidth, checker.Seconds(from), checker.Seconds(to), from, to)
+	fmt.Fprintf(&b, `<defs><pattern id="%s-hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff" fill-opacity="0.35"/><line x1="0" y1="0" x2="0" y2="6" stroke="%s" stroke-width="2.2"/></pattern></defs>`, id, colorLeaseEnd)
 	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#fff"/>`)
 
 	// Axis and grid lines.
@@ -62,20 +180,31 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 	for t := math.Ceil(from/step) * step; t <= to+1e-9; t += step {
 		xx := x(t)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, xx, tlAxis, xx, height)
-		fmt.Fprintf(&b, `<text x="%.1f" y="12" font-size="10" text-anchor="middle" fill="#555">%s</text>`, xx, tickLabel(t, step))
+		fmt.Fprintf(&b, `<text x="%.1f" y="13" font-size="%.0f" text-anchor="middle" fill="#555">%s</text>`, xx, tlFont+1, tickLabel(t, step))
 	}
 
-	// Lanes.
-	fmt.Fprintf(&b, `<text x="4" y="%.1f" font-size="11" fill="#8a6d00">faults</text>`, faultTop+13)
+	// Lane labels and backgrounds.
+	for i, n := range faults {
+		y := faultTop + float64(i)*(tlFaultH+2)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fff9e6"/>`, tlLabel, y, plot, tlFaultH)
+		fmt.Fprintf(&b, `<text class="lane-label fault-lane" x="4" y="%.1f" font-size="%.0f" fill="#5c4400" data-nemesis="%s">%s</text>`, y+13, tlFont+1, esc(n), esc(clip(n, 15)))
+	}
+	for _, n := range nodes {
+		y := nodeY[n]
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f1f3f5"/>`, tlLabel, y, plot, float64(max(rows[n], 1))*tlNodeH)
+		fmt.Fprintf(&b, `<text class="lane-label node-lane" x="4" y="%.1f" font-size="%.0f" fill="#343a40" data-node="%d">node %d</text>`, y+13, tlFont+1, n, n)
+	}
 	for _, c := range r.Clients {
 		y := laneY(c)
 		if lane[c]%2 == 1 {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f8f9fa"/>`, tlLabel, y, plot, tlLane)
 		}
-		fmt.Fprintf(&b, `<text class="lane-label" x="4" y="%.1f" font-size="11" fill="#333" data-client="%d">client %d</text>`, y+14, c, c)
+		fmt.Fprintf(&b, `<text class="lane-label client-lane" x="4" y="%.1f" font-size="%.0f" fill="#333" data-client="%d">client %d</text>`, y+14, tlFont+1, c, c)
 	}
 
-	// Fault windows: shaded across every lane, darker on the clients hit.
+	// Fault windows: each in its nemesis's lane, labelled with whom it hit;
+	// the lanes of the clients it hit are shaded in its colour, and a fault
+	// that hit no client in particular shades every client lane faintly.
 	for _, f := range r.Result.Faults {
 		end := to
 		if f.EndMs != nil {
@@ -84,29 +213,69 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 		if !visible(f.StartMs, end) {
 			continue
 		}
-		x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+1.5)
-		title := esc(fmt.Sprintf("fault %d: %s on %s from t=%s to %s %s", f.ID, f.Name, f.Target, checker.Seconds(f.StartMs), endText(f.EndMs), "("+checker.Pairs(f.Params)+")"))
-		fmt.Fprintf(&b, `<rect class="fault-shade" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fbe7a6" fill-opacity="0.55"><title>%s</title></rect>`,
-			x1, lanesTop, x2-x1, height-lanesTop-4, title)
-		fmt.Fprintf(&b, `<rect class="fault" data-fault="%d" data-name="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f2c14e" rx="2"><title>%s</title></rect>`,
-			f.ID, esc(f.Name), x1, faultTop, x2-x1, tlFaultH, title)
-		if x2-x1 > 40 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#5c4400">%s</text>`, x1+3, faultTop+13, esc(f.Label()))
+		x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+2)
+		color := actionColor(f.Action)
+		title := esc(faultTitle(f))
+		y := faultTop + float64(faultLane[f.Name])*(tlFaultH+2)
+		if len(f.Clients) == 0 {
+			fmt.Fprintf(&b, `<rect class="fault-shade" data-fault="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.16"><title>%s</title></rect>`,
+				f.ID, x1, lanesTop, x2-x1, height-lanesTop-4, color, title)
+		}
+		fmt.Fprintf(&b, `<rect class="fault" data-fault="%d" data-name="%s" data-action="%s" data-where="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#00000033" rx="2"><title>%s</title></rect>`,
+			f.ID, esc(f.Name), esc(string(f.Action)), esc(f.Where()), x1, y, x2-x1, tlFaultH, color, title)
+		if label := fit(f.Where(), x2-x1-4); label != "" {
+			fmt.Fprintf(&b, `<text class="fault-label" data-fault="%d" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, f.ID, x1+3, y+13, tlFont, esc(label))
 		}
 		for _, c := range f.Clients {
 			if _, ok := lane[c]; ok {
-				fmt.Fprintf(&b, `<rect class="fault-target" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f2c14e" fill-opacity="0.6"><title>%s</title></rect>`,
-					c, x1, laneY(c), x2-x1, tlLane, title)
+				fmt.Fprintf(&b, `<rect class="fault-target" data-fault="%d" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.5"><title>%s</title></rect>`,
+					f.ID, c, x1, laneY(c), x2-x1, tlLane, color, title)
 			}
 		}
 	}
 
-	// Holds.
+	// Node lanes: what each fault did to the node, as its window records it.
+	for mi, m := range r.nodeMarks {
+		top, ok := nodeY[m.Node]
+		if !ok {
+			continue
+		}
+		end := to
+		if m.ToMs != nil {
+			end = *m.ToMs
+		}
+		if !visible(m.FromMs, end) {
+			continue
+		}
+		y := top + float64(rowOf[mi])*tlNodeH
+		x1, x2 := x(m.FromMs), math.Max(x(end), x(m.FromMs)+2)
+		title := esc(fmt.Sprintf("node %d: %s at t=%s, %s at %s — %s", m.Node, m.Start, checker.Seconds(m.FromMs), m.End, endText(m.ToMs), m.Text))
+		fmt.Fprintf(&b, `<rect class="node-mark" data-node="%d" data-fault="%d" data-action="%s" data-start="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.75"><title>%s</title></rect>`,
+			m.Node, m.Fault, esc(string(m.Action)), esc(m.Start), esc(m.End), x1, y+1, x2-x1, tlNodeH-2, actionColor(m.Action), title)
+		// The two moments the record has: the fault's start and its end.
+		if m.FromMs >= from {
+			fmt.Fprintf(&b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2"><title>%s</title></line>`,
+				m.Node, esc(m.Start), x1, y, x1, y+tlNodeH, title)
+		}
+		if m.ToMs != nil && *m.ToMs <= to {
+			fmt.Fprintf(&b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2" stroke-dasharray="3 2"><title>%s</title></line>`,
+				m.Node, esc(m.End), x2, y, x2, y+tlNodeH, title)
+		}
+		text := m.Start + " → " + m.End
+		if fit(text, x2-x1-6) == text {
+			fmt.Fprintf(&b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(text))
+		} else if l := fit(m.Start, tlWidth-tlPad-x1-4); l != "" && (x2-x1 > 30 || to-from < 5000) {
+			fmt.Fprintf(&b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(l))
+		}
+	}
+
+	// Holds, and how long each was held past its lease.
 	for _, h := range r.Holds {
 		if !visible(h.StartMs, h.EndMs) {
 			continue
 		}
 		x1, x2 := x(h.StartMs), math.Max(x(h.EndMs), x(h.StartMs)+1)
+		y := laneY(h.Client) + (tlLane-tlBar)/2
 		stroke := `stroke="none"`
 		switch h.End {
 		case checker.EndReleaseNotHeld:
@@ -117,8 +286,55 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 			stroke = `stroke="#000" stroke-width="1.5"`
 		}
 		fmt.Fprintf(&b, `<rect class="hold" data-client="%d" data-key="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.85" %s rx="1.5"><title>%s</title></rect>`,
-			h.Client, esc(h.Key), esc(string(h.End)), x1, laneY(h.Client)+(tlLane-tlBar)/2, x2-x1, tlBar, keyColor[h.Key], stroke,
+			h.Client, esc(h.Key), esc(string(h.End)), x1, y, x2-x1, tlBar, keyColor[h.Key], stroke,
 			esc(fmt.Sprintf("client %d held %s from t=%s for %s (ended: %s)", h.Client, h.Key, checker.Seconds(h.StartMs), checker.Millis(h.EndMs-h.StartMs), h.End)))
+		if h.LeaseEndMs > 0 && h.LeaseEndMs < h.EndMs && visible(h.LeaseEndMs, h.EndMs) {
+			lx := x(h.LeaseEndMs)
+			title := esc(fmt.Sprintf("client %d's lease on %s had run out on the server by t=%s (granted between t=%s and t=%s, lease %s); the client held on until t=%s, %s past it",
+				h.Client, h.Key, checker.Seconds(h.LeaseEndMs), checker.Seconds(h.LeaseFromMs-r.leaseMs()), checker.Seconds(h.LeaseEndMs-r.leaseMs()),
+				checker.Millis(r.leaseMs()), checker.Seconds(h.EndMs), checker.Millis(h.EndMs-h.LeaseEndMs)))
+			fmt.Fprintf(&b, `<rect class="past-lease" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#%s-hatch)"><title>%s</title></rect>`,
+				h.Client, lx, y, math.Max(x2-lx, 1), tlBar, id, title)
+			fmt.Fprintf(&b, `<line class="lease-expiry" data-client="%d" data-key="%s" data-t="%.1f" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"><title>%s</title></line>`,
+				h.Client, esc(h.Key), h.LeaseEndMs, lx, y-3, lx, y+tlBar+3, colorLeaseEnd, title)
+			if x2-lx > 70 || to-from < 5000 {
+				fmt.Fprintf(&b, `<text class="lease-label" x="%.1f" y="%.1f" font-size="%.0f" fill="%s" font-weight="600">lease gone</text>`, lx+3, y-1, tlFont, colorLeaseEnd)
+			}
+		}
+	}
+
+	// Acquires that failed or got no answer: small marks at the foot of the
+	// client's lane, at their completion (unknown ones that never completed:
+	// at their invocation). Marks that would fall on the same pixel are one.
+	seen := map[[3]int]bool{}
+	marks := 0
+	for _, a := range r.attempts {
+		if a.Outcome == checker.AttemptOK || a.DoneMs < from || a.DoneMs > to {
+			continue
+		}
+		if _, ok := lane[a.Client]; !ok {
+			continue
+		}
+		xx := x(a.DoneMs)
+		k := [3]int{a.Client, int(xx), len(a.Outcome)}
+		if seen[k] || marks >= maxMarksPerSVG {
+			continue
+		}
+		seen[k] = true
+		marks++
+		y := laneY(a.Client) + tlLane - 3
+		what := "refused"
+		if a.Outcome == checker.AttemptUnknown {
+			what = "got no answer (unknown)"
+			if a.Completed {
+				what = fmt.Sprintf("got no clear answer after %s (unknown)", checker.Millis(a.LatencyMs))
+			}
+			fmt.Fprintf(&b, `<path class="acq-unknown" data-client="%d" d="M%.1f %.1f l3 3 l-3 3 l-3 -3 z" fill="%s"><title>%s</title></path>`,
+				a.Client, xx, y-4, colorUnknown, esc(fmt.Sprintf("client %d's acquire of %s at t=%s %s", a.Client, a.Key, checker.Seconds(a.InvokeMs), what)))
+			continue
+		}
+		fmt.Fprintf(&b, `<rect class="acq-fail" data-client="%d" x="%.1f" y="%.1f" width="1.5" height="4" fill="%s"><title>%s</title></rect>`,
+			a.Client, xx-0.75, y-1, colorFailed, esc(fmt.Sprintf("client %d's acquire of %s at t=%s was %s after %s", a.Client, a.Key, checker.Seconds(a.InvokeMs), what, checker.Millis(a.LatencyMs))))
 	}
 
 	// Overlaps, on top of everything.
@@ -132,13 +348,48 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 			if _, ok := lane[c]; !ok {
 				continue
 			}
-			fmt.Fprintf(&b, `<rect class="overlap" data-clients="%d,%d" data-key="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#e03131" fill-opacity="0.9" stroke="#a51111"><title>%s</title></rect>`,
-				o.Clients[0], o.Clients[1], esc(o.Key), x1, laneY(c)+(tlLane-tlBar)/2-2, x2-x1, tlBar+4, title)
+			fmt.Fprintf(&b, `<rect class="overlap" data-clients="%d,%d" data-key="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.9" stroke="#a51111"><title>%s</title></rect>`,
+				o.Clients[0], o.Clients[1], esc(o.Key), x1, laneY(c)+(tlLane-tlBar)/2-2, x2-x1, tlBar+4, colorOverlap, title)
 		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="#e03131"/>`, x1, tlAxis, x2-x1)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"/>`, x1, tlAxis, x2-x1, colorOverlap)
 	}
-	b.WriteString(`</svg>`)
+	b.WriteString(`</svg></div>`)
 	return template.HTML(b.String())
+}
+
+// leaseMs is the lease the run's lock used.
+func (r *Run) leaseMs() float64 { return float64(r.Info.Lease()) }
+
+func faultTitle(f checker.FaultWindow) string {
+	s := fmt.Sprintf("fault %d: %s on %s (%s) from t=%s to %s", f.ID, f.Name, f.Target, f.Action, checker.Seconds(f.StartMs), endText(f.EndMs))
+	if p := checker.Pairs(f.Params); p != "" {
+		s += " (" + p + ")"
+	}
+	if f.Effect != "" {
+		s += " — " + f.Effect
+	}
+	return s
+}
+
+// fit returns s when it fits in w units at the timeline's smallest font
+// (about 6 units a character), a shortened s when some of it does, else "".
+func fit(s string, w float64) string {
+	n := int(w / 6)
+	switch {
+	case n >= len([]rune(s)):
+		return s
+	case n < 4:
+		return ""
+	}
+	return clip(s, n)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func endText(end *float64) string {

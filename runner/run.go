@@ -446,6 +446,7 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 		return checker.Result{}, err
 	}
 	res := checker.Check(events, checker.Options{Timeout: timeout, CutOff: truncated})
+	res.Reproduce = reproduce(dir)
 	return res, writeJSON(filepath.Join(dir, "result.json"), res)
 }
 

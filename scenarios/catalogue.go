@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +47,41 @@ func Catalogue() ([]Scenario, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errors.Join(errs...)
+}
+
+// Load reads the scenario that arg names: a file on disk, or else a
+// built-in scenario by its name (pause-past-ttl-token-lua, with or without
+// .yaml). An argument that is neither is an error listing the built-in
+// names.
+func Load(arg string) (Scenario, error) {
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(arg), ".yaml"), ".yml")
+	builtin, berr := files.ReadFile(name + ".yaml")
+	if name == "" || name+".yaml" == GridFile {
+		berr = fs.ErrNotExist
+	}
+	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, filepath.Separator) {
+		s, err := LoadFile(arg)
+		if errors.Is(err, fs.ErrNotExist) && berr == nil {
+			err = fmt.Errorf("%w (the built-in scenario of that name is --scenario %s)", err, name)
+		}
+		return s, err
+	}
+	if berr == nil {
+		return Parse("scenarios/"+name+".yaml", builtin)
+	}
+	return Scenario{}, fmt.Errorf("scenario %q: no such file, and no built-in scenario has that name; built-in: %s", arg, strings.Join(CatalogueNames(), ", "))
+}
+
+// CatalogueNames lists the built-in scenarios' names.
+func CatalogueNames() []string {
+	paths, _ := fs.Glob(files, "*.yaml")
+	var out []string
+	for _, p := range paths {
+		if p != GridFile {
+			out = append(out, strings.TrimSuffix(p, ".yaml"))
+		}
+	}
+	return out
 }
 
 // LoadGlob loads the scenario files on disk that pattern matches (a grid

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -78,10 +79,31 @@ type Cell struct {
 	Seeds  int
 	Config runner.Config
 	// Skip, when set (StatusNA, StatusSkipped, StatusError), says the cell
-	// does not run; Why says why.
-	Skip Status
-	Why  string
+	// does not run; Why says why, and Reason, for a skipped cell, what it
+	// lacks.
+	Skip   Status
+	Why    string
+	Reason SkipReason
+	// Asked says the cell was asked for by name (--scenarios NAME, or a
+	// scenario file named as such), not only by a glob or the whole matrix:
+	// skipping it hides something the user asked for.
+	Asked bool
 }
+
+// SkipReason says why a cell was skipped.
+type SkipReason string
+
+const (
+	// SkipMissingFeature: the cell needs a lock, nemesis or option this
+	// build lacks.
+	SkipMissingFeature SkipReason = "missing-feature"
+	// SkipMissingFile: a file the cell names (a lua lock's script) is not
+	// there, usually because the matrix runs from outside the repository.
+	SkipMissingFile SkipReason = "missing-file"
+	// SkipNoExpectation: a grid cell with no expectation in grid.yaml (a
+	// lock registered from outside).
+	SkipNoExpectation SkipReason = "no-expectation"
+)
 
 // GridName is the name of the grid cell lock × nem.
 func GridName(lock, nem string) string { return lock + "+" + nem }
@@ -101,6 +123,9 @@ type PlanOptions struct {
 	Filter string
 	// Backend and Image, when set, run every cell there (--backend docker).
 	Backend, Image string
+	// Named says Catalogue was named file by file (no glob): its cells are
+	// all asked for.
+	Named bool
 }
 
 // Plan lists the cells of a matrix: the catalogue first, then the grid row
@@ -123,10 +148,11 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			Shows: s.Shows, Source: s.Source, File: s.File, Expect: s.Expect,
 			Config: s.RunConfig(opts.Quick),
 		}
+		c.Asked = opts.Named
 		if why := s.Unavailable(); why != "" {
-			c.Skip, c.Why = StatusSkipped, why
+			c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipMissingFeature
 		} else if err := runner.Validate(withOut(c.Config)); err != nil {
-			c.Skip, c.Why = invalid("invalid scenario", err)
+			c.Skip, c.Why, c.Reason = invalid("invalid scenario", err)
 		}
 		cells = append(cells, c)
 	}
@@ -139,7 +165,7 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			c.Config.Backend, c.Config.Image = opts.Backend, opts.Image
 			if c.Skip == "" {
 				if err := runner.Validate(withOut(c.Config)); err != nil {
-					c.Skip, c.Why = invalid("not on backend "+opts.Backend, err)
+					c.Skip, c.Why, c.Reason = invalid("not on backend "+opts.Backend, err)
 				}
 			}
 		}
@@ -154,6 +180,7 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			return nil, err
 		}
 		if ok {
+			c.Asked = c.Asked || namedExactly(opts.Filter, c.Name)
 			kept = append(kept, c)
 		}
 	}
@@ -176,15 +203,26 @@ func matchAny(globs, name string) (bool, error) {
 	return false, nil
 }
 
+// namedExactly says one of the comma-separated globs is name itself,
+// without wildcards.
+func namedExactly(globs, name string) bool {
+	for _, g := range strings.Split(globs, ",") {
+		if strings.TrimSpace(g) == name {
+			return true
+		}
+	}
+	return false
+}
+
 // invalid classifies a configuration that runner.Validate refused: an error
 // in the scenario or grid, except for an option naming a file that is not
 // there (the lua lock's script, given relative to the repository), which
 // only means the matrix runs from another directory.
-func invalid(what string, err error) (Status, string) {
+func invalid(what string, err error) (Status, string, SkipReason) {
 	if errors.Is(err, fs.ErrNotExist) {
-		return StatusSkipped, what + ": " + err.Error() + " (paths are relative to the repository: run from its root)"
+		return StatusSkipped, what + ": " + err.Error() + " (paths are relative to the repository: run from its root)", SkipMissingFile
 	}
-	return StatusError, what + ": " + err.Error()
+	return StatusError, what + ": " + err.Error(), ""
 }
 
 // withOut gives cfg a placeholder output folder for Validate, which wants one.
@@ -239,9 +277,9 @@ func gridCells(g Grid) []Cell {
 			case err != nil:
 				c.Skip, c.Why = StatusError, err.Error()
 			case unavailable(cfg) != "":
-				c.Skip, c.Why = StatusSkipped, unavailable(cfg)
+				c.Skip, c.Why, c.Reason = StatusSkipped, unavailable(cfg), SkipMissingFeature
 			case baseErr != nil:
-				c.Skip, c.Why = invalid("grid settings of lock "+l, baseErr)
+				c.Skip, c.Why, c.Reason = invalid("grid settings of lock "+l, baseErr)
 			default:
 				if err := runner.Validate(withOut(cfg)); err != nil {
 					var ue runner.UsageError
@@ -253,7 +291,7 @@ func gridCells(g Grid) []Cell {
 				} else if c.Expect.Verdict == "" {
 					// Never silently: a lock registered from outside has no
 					// row in the built-in grid until its author adds one.
-					c.Skip, c.Why = StatusSkipped, fmt.Sprintf("no expectation for this cell in %s: add expect.%s.%s (safe or violation)", g.File, l, n)
+					c.Skip, c.Why, c.Reason = StatusSkipped, fmt.Sprintf("no expectation for this cell in %s: add expect.%s.%s (safe or violation)", g.File, l, n), SkipNoExpectation
 				}
 			}
 			cells = append(cells, c)
@@ -280,6 +318,11 @@ type ExecOptions struct {
 	AfterRun func(dir string) error
 	// Run performs one run; nil means runner.Run.
 	Run func(context.Context, runner.Config) (checker.Result, error)
+	// Shard, when set, says the cells are shard Index of Count of the
+	// matrix Matrix (ShardOf): the summary then keeps the whole matrix's
+	// plan and axes, and lists its cells, so that shards can be merged.
+	Shard  *Shard
+	Matrix []Cell
 }
 
 // Execute runs the cells that can run, Parallel at a time, and compares each
@@ -324,6 +367,7 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 				began := time.Now()
 				r := runCell(ctx, c, opts, run)
 				r.Seconds = time.Since(began).Seconds()
+				r.Began = began.Format(time.RFC3339Nano)
 				mu.Lock()
 				results[i] = r
 				done++
@@ -352,7 +396,16 @@ feed:
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(), Quick: opts.Quick,
 		AllowInconclusive: opts.AllowInconclusive, Cells: results,
 	}
-	s.Locks, s.Nemeses = axes(cells)
+	whole := cells
+	if opts.Shard != nil {
+		whole = opts.Matrix
+		sh := *opts.Shard
+		sh.Planned = Names(whole)
+		s.Shard = &sh
+	}
+	s.Plan = Fingerprint(whole, opts.Quick, opts.AllowInconclusive)
+	s.Host, _ = os.Hostname()
+	s.Locks, s.Nemeses = Axes(whole)
 	s.tally()
 	return s
 }
@@ -498,7 +551,7 @@ func newResult(c Cell) CellResult {
 	}
 	return CellResult{
 		Name: c.Name, Kind: c.Kind, Lock: c.Lock, Nemesis: c.Nemesis, Shows: c.Shows, Source: c.Source,
-		File: c.File, Expect: expect, Seed: c.Config.Seed,
+		File: c.File, Expect: expect, Seed: c.Config.Seed, SkipReason: c.Reason, Asked: c.Asked,
 	}
 }
 
@@ -531,8 +584,8 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
-// axes returns the grid's locks and nemeses in the order the cells list them.
-func axes(cells []Cell) (lockNames, nemesisNames []string) {
+// Axes returns the grid's locks and nemeses in the order the cells list them.
+func Axes(cells []Cell) (lockNames, nemesisNames []string) {
 	seenL, seenN := map[string]bool{}, map[string]bool{}
 	for _, c := range cells {
 		if c.Kind != KindGrid {

@@ -226,7 +226,7 @@ func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
 	}
 
 	path := filepath.Join(out, "junit.xml")
-	if err := sum.JUnit(path); err != nil {
+	if err := sum.JUnit(path, out); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)

@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -197,7 +199,7 @@ func TestGridExpectationsAreValidated(t *testing.T) {
 // Every cell of the built-in grid that can run has an expectation: none is
 // skipped for the lack of one, none only observed.
 func TestGridExpectsEveryCellThatRuns(t *testing.T) {
-	t.Chdir("..") // the lua lock's script is named relative to the repository
+	t.Chdir(t.TempDir()) // from any directory: the lua lock's script is the bundled one
 	g, err := LoadGrid()
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +225,44 @@ func TestGridExpectsEveryCellThatRuns(t *testing.T) {
 	}
 	if g.Expect["reentrant-watchdog"]["none"] != checker.Safe || g.Expect["reentrant-watchdog"]["slow-hold"] != checker.Safe || g.Expect["fenced"]["crash-restart"] != checker.Violation {
 		t.Errorf("merged expectations: %v", g.Expect["reentrant-watchdog"])
+	}
+}
+
+// --scenario takes a file, or a built-in scenario's name from any
+// directory; an unknown name lists the built-in ones.
+func TestLoadByNameOrFile(t *testing.T) {
+	onDisk, err := LoadFile("pause-past-ttl-token-lua.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load("pause-past-ttl-token-lua.yaml"); err != nil || s.File != "pause-past-ttl-token-lua.yaml" {
+		t.Errorf("a file in the working directory: %s, %v", s.File, err)
+	}
+	t.Chdir(t.TempDir())
+	for _, arg := range []string{"pause-past-ttl-token-lua", "pause-past-ttl-token-lua.yaml"} {
+		s, err := Load(arg)
+		if err != nil || s.Name != "pause-past-ttl-token-lua" || s.File != "scenarios/pause-past-ttl-token-lua.yaml" || s.Config.Lock != onDisk.Config.Lock || s.Expect != onDisk.Expect {
+			t.Errorf("Load(%q) = %s (%s), %v; want the built-in scenario", arg, s.Name, s.File, err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "pause-past-ttl-token-lua.yaml")
+	if err := os.WriteFile(file, []byte("shows: mine\nexpect:\n  verdict: safe\nlock:\n  name: set-nx-px\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Load(file); err != nil || s.Shows != "mine" {
+		t.Errorf("a file named like a built-in scenario: %q, %v; want the file", s.Shows, err)
+	}
+	for arg, want := range map[string]string{
+		"no-such-scenario": `scenario "no-such-scenario": no such file, and no built-in scenario has that name; built-in: `,
+		"grid":             "no built-in scenario has that name",
+		"scenarios/pause-past-ttl-token-lua.yaml": "(the built-in scenario of that name is --scenario pause-past-ttl-token-lua)",
+	} {
+		_, err := Load(arg)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%q): %v, want %q", arg, err, want)
+		}
+		if strings.Contains(want, "built-in: ") && !strings.Contains(err.Error(), "pause-past-ttl-token-lua, ") {
+			t.Errorf("Load(%q): %v, want the built-in names listed", arg, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // SummaryFile is the name of a matrix's summary in its folder.
@@ -19,9 +20,19 @@ type Summary struct {
 	Seconds           float64 `json:"seconds,omitempty"`
 	Quick             bool    `json:"quick"`
 	AllowInconclusive bool    `json:"allow_inconclusive"`
-	// Passed is true when at least one cell ran and no cell's status fails
-	// the matrix: a matrix whose every cell was skipped proves nothing.
+	// Passed is true when at least one cell ran and no cell fails the
+	// matrix: a matrix whose every cell was skipped proves nothing.
 	Passed bool `json:"passed"`
+	// Outcome says why the matrix passed or failed (and so chaos's exit
+	// code): passed, mismatch, error or incomplete.
+	Outcome Outcome `json:"outcome"`
+	// Host is the machine that ran the cells (the machines, joined, for a
+	// merge of shards).
+	Host string `json:"host,omitempty"`
+	// Plan identifies the matrix's configuration (Fingerprint); Shard, when
+	// set, says the summary holds one shard of it.
+	Plan  string `json:"plan,omitempty"`
+	Shard *Shard `json:"shard,omitempty"`
 	// Counts is the number of cells of each status.
 	Counts map[Status]int `json:"counts"`
 	// Locks and Nemeses are the grid's rows and columns.
@@ -50,6 +61,10 @@ type CellResult struct {
 	// looks at it; "error" when the run failed.
 	Got    string `json:"got,omitempty"`
 	Status Status `json:"status"`
+	// SkipReason says what a skipped cell lacks; Asked, that it was asked
+	// for by name (so skipping it fails the matrix as incomplete).
+	SkipReason SkipReason `json:"skip_reason,omitempty"`
+	Asked      bool       `json:"asked,omitempty"`
 	// Detail is the run's one-sentence summary, or why it did not run.
 	Detail string `json:"detail,omitempty"`
 	// Dir is the folder of the run that decided the outcome, relative to
@@ -57,21 +72,81 @@ type CellResult struct {
 	Dir string `json:"dir,omitempty"`
 	// Attempts is how many runs the cell took (seeds, and runs again of a
 	// seed whose run was no evidence); SeedsRun how many seeds.
-	Attempts    int     `json:"attempts,omitempty"`
-	SeedsRun    int     `json:"seeds_run,omitempty"`
-	Seconds     float64 `json:"seconds,omitempty"`
-	ReportError string  `json:"report_error,omitempty"`
+	Attempts int     `json:"attempts,omitempty"`
+	SeedsRun int     `json:"seeds_run,omitempty"`
+	Seconds  float64 `json:"seconds,omitempty"`
+	// Began is when the cell's first run started (RFC 3339).
+	Began       string `json:"began,omitempty"`
+	ReportError string `json:"report_error,omitempty"`
+}
+
+// Outcome is a matrix's result as a whole.
+type Outcome string
+
+const (
+	OutcomePassed Outcome = "passed" // every cell that ran matched, and nothing asked for was skipped
+	// OutcomeMismatch: some verdict differed from its expectation.
+	OutcomeMismatch Outcome = "mismatch"
+	// OutcomeError: some run could not be set up or recorded (and no
+	// verdict differed).
+	OutcomeError Outcome = "error"
+	// OutcomeIncomplete: evidence is missing (and no verdict differed): a
+	// cell was inconclusive (unless allowed) or not run, a cell asked for
+	// by name or needing a missing file was skipped, or no cell ran.
+	OutcomeIncomplete Outcome = "incomplete"
+)
+
+// HidesRequest says a skipped cell hides something the user asked for: it
+// was named, or it lacks a file (the matrix runs from the wrong folder).
+// A cell skipped because this build lacks a feature, or because the grid
+// has no expectation for it, is reported but fails nothing.
+func (c CellResult) HidesRequest() bool {
+	return c.Status == StatusSkipped && (c.Asked || c.SkipReason == SkipMissingFile)
+}
+
+// Fails says whether c makes the matrix fail.
+func (s Summary) Fails(c CellResult) bool {
+	return c.Status.Fails(s.AllowInconclusive) || c.HidesRequest()
 }
 
 func (s *Summary) tally() {
 	s.Counts = map[Status]int{}
-	s.Passed = s.Ran() > 0
+	var mismatch, errored, incomplete bool
 	for _, c := range s.Cells {
 		s.Counts[c.Status]++
-		if c.Status.Fails(s.AllowInconclusive) {
-			s.Passed = false
+		switch {
+		case c.Status == StatusMismatch:
+			mismatch = true
+		case c.Status == StatusError:
+			errored = true
+		case s.Fails(c):
+			incomplete = true
 		}
 	}
+	switch {
+	case mismatch:
+		s.Outcome = OutcomeMismatch
+	case errored:
+		s.Outcome = OutcomeError
+	case incomplete || s.Ran() == 0 && s.Shard == nil:
+		s.Outcome = OutcomeIncomplete
+	default:
+		s.Outcome = OutcomePassed
+	}
+	s.Passed = s.Outcome == OutcomePassed
+}
+
+// Skipped returns the cells skipped (not n/a) and, by reason, how many.
+func (s Summary) Skipped() ([]CellResult, map[SkipReason]int) {
+	var out []CellResult
+	by := map[SkipReason]int{}
+	for _, c := range s.Cells {
+		if c.Status == StatusSkipped {
+			out = append(out, c)
+			by[c.SkipReason]++
+		}
+	}
+	return out, by
 }
 
 // Ran is the number of cells that ran to an outcome (not skipped, n/a or
@@ -91,7 +166,7 @@ func (s Summary) Ran() int {
 func (s Summary) Failed() []CellResult {
 	var out []CellResult
 	for _, c := range s.Cells {
-		if c.Status.Fails(s.AllowInconclusive) {
+		if s.Fails(c) {
 			out = append(out, c)
 		}
 	}
@@ -144,7 +219,7 @@ func ReadSummary(path string) (Summary, error) {
 // folders, the numbers in each run's summary), for a baseline committed to
 // the repository: a diff of it shows only changed outcomes.
 func (s Summary) Stable() Summary {
-	out := Summary{Quick: s.Quick, AllowInconclusive: s.AllowInconclusive, Passed: s.Passed, Counts: s.Counts, Locks: s.Locks, Nemeses: s.Nemeses}
+	out := Summary{Quick: s.Quick, AllowInconclusive: s.AllowInconclusive, Passed: s.Passed, Outcome: s.Outcome, Counts: s.Counts, Locks: s.Locks, Nemeses: s.Nemeses}
 	for _, c := range s.Cells {
 		out.Cells = append(out.Cells, CellResult{
 			Name: c.Name, Kind: c.Kind, Lock: c.Lock, Nemesis: c.Nemesis, Seed: c.Seed,
@@ -214,8 +289,20 @@ func orDash(s string) string {
 }
 
 // JUnit writes the matrix as JUnit XML, one test case per cell in two
-// suites (catalogue and grid), for CI systems that show test results.
-func (s Summary) JUnit(path string) error {
+// suites (catalogue and grid), for CI systems that show test results. dir
+// is the matrix's folder as the CI job sees it (relative to the project's
+// folder for GitLab, absolute for Jenkins): each case's report is attached
+// as [[ATTACHMENT|dir/<run>/report.html]] in its system-out, the form
+// GitLab and Jenkins' junit-attachments read.
+//
+// A mismatch is a failure ("expected violation, got safe: …"); an
+// inconclusive cell a failure too, unless allowed; a cell that could not
+// run, was interrupted, or was skipped although asked for, an error; a
+// cell with no firm expectation (n/a, skipped, only observed, or
+// inconclusive and allowed) is skipped, never passing. Times are wall
+// times: a suite's time runs from its first cell's start to its last
+// cell's end, not the sum of runs that went in parallel.
+func (s Summary) JUnit(path, dir string) error {
 	type failure struct {
 		Message string `xml:"message,attr"`
 		Type    string `xml:"type,attr"`
@@ -234,29 +321,38 @@ func (s Summary) JUnit(path string) error {
 		SystemOut string   `xml:"system-out,omitempty"`
 	}
 	type testsuite struct {
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Errors   int        `xml:"errors,attr"`
-		Skipped  int        `xml:"skipped,attr"`
-		Time     string     `xml:"time,attr"`
-		Cases    []testcase `xml:"testcase"`
+		Name      string     `xml:"name,attr"`
+		Tests     int        `xml:"tests,attr"`
+		Failures  int        `xml:"failures,attr"`
+		Errors    int        `xml:"errors,attr"`
+		Skipped   int        `xml:"skipped,attr"`
+		Time      string     `xml:"time,attr"`
+		Timestamp string     `xml:"timestamp,attr,omitempty"`
+		Hostname  string     `xml:"hostname,attr,omitempty"`
+		Cases     []testcase `xml:"testcase"`
 	}
 	type testsuites struct {
-		XMLName xml.Name    `xml:"testsuites"`
-		Name    string      `xml:"name,attr"`
-		Suites  []testsuite `xml:"testsuite"`
+		XMLName   xml.Name    `xml:"testsuites"`
+		Name      string      `xml:"name,attr"`
+		Tests     int         `xml:"tests,attr"`
+		Failures  int         `xml:"failures,attr"`
+		Errors    int         `xml:"errors,attr"`
+		Skipped   int         `xml:"skipped,attr"`
+		Time      string      `xml:"time,attr"`
+		Timestamp string      `xml:"timestamp,attr,omitempty"`
+		Suites    []testsuite `xml:"testsuite"`
 	}
 	suites := map[Kind]*testsuite{
 		KindCatalogue: {Name: "lockchaos.catalogue"},
 		KindGrid:      {Name: "lockchaos.grid"},
 	}
-	secs := map[Kind]float64{}
+	spans := map[Kind]*wallSpan{KindCatalogue: {}, KindGrid: {}}
 	for _, c := range s.Cells {
 		ts := suites[c.Kind]
 		if ts == nil {
 			continue
 		}
+		spans[c.Kind].add(c)
 		tc := testcase{Name: c.Name, Classname: ts.Name, Time: fmt.Sprintf("%.3f", c.Seconds)}
 		if c.Kind == KindGrid {
 			tc.Classname = ts.Name + "." + c.Lock
@@ -270,38 +366,56 @@ func (s Summary) JUnit(path string) error {
 			out = append(out, c.Detail)
 		}
 		if c.Dir != "" {
-			out = append(out, "run: "+filepath.Join(c.Dir, "report.html"))
+			// On a line of its own: junit-attachments wants nothing
+			// before or after it.
+			out = append(out, "[[ATTACHMENT|"+filepath.Join(dir, c.Dir, "report.html")+"]]")
 		}
 		tc.SystemOut = strings.Join(out, "\n")
-		switch c.Status {
-		case StatusMismatch:
-			tc.Failure = &failure{Type: "mismatch", Message: fmt.Sprintf("expected %s, got %s", c.Expect, c.Got), Text: c.Detail}
+		switch {
+		case c.Status == StatusMismatch:
+			tc.Failure = &failure{Type: "mismatch", Message: fmt.Sprintf("expected %s, got %s: %s", orDash(c.Expect), orDash(c.Got), c.Detail), Text: c.Detail}
 			ts.Failures++
-		case StatusInconclusive:
-			if s.AllowInconclusive {
-				tc.Skipped = &skipped{Message: "inconclusive (allowed): " + c.Detail}
-				ts.Skipped++
-			} else {
-				tc.Failure = &failure{Type: "inconclusive", Message: "inconclusive", Text: c.Detail}
-				ts.Failures++
-			}
-		case StatusError, StatusNotRun:
-			tc.Error = &failure{Type: string(c.Status), Message: c.Detail, Text: c.Detail}
+		case c.Status == StatusInconclusive && !s.AllowInconclusive:
+			tc.Failure = &failure{Type: "inconclusive", Message: fmt.Sprintf("expected %s, got no evidence either way: %s", orDash(c.Expect), c.Detail), Text: c.Detail}
+			ts.Failures++
+		case c.Status == StatusInconclusive:
+			tc.Skipped = &skipped{Message: "inconclusive (allowed): " + c.Detail}
+			ts.Skipped++
+		case c.Status == StatusError, c.Status == StatusNotRun:
+			tc.Error = &failure{Type: string(c.Status), Message: string(c.Status) + ": " + c.Detail, Text: c.Detail}
 			ts.Errors++
-		case StatusNA, StatusSkipped:
+		case c.HidesRequest():
+			tc.Error = &failure{Type: "skipped", Message: "skipped, but asked for: " + c.Detail, Text: c.Detail}
+			ts.Errors++
+		case c.Status == StatusNA, c.Status == StatusSkipped:
 			tc.Skipped = &skipped{Message: string(c.Status) + ": " + c.Detail}
 			ts.Skipped++
+		case c.Expect == "":
+			tc.Skipped = &skipped{Message: "no expectation, only observed: got " + orDash(c.Got)}
+			ts.Skipped++
 		}
-		secs[c.Kind] += c.Seconds
 		ts.Cases = append(ts.Cases, tc)
 		ts.Tests++
 	}
-	doc := testsuites{Name: "lockchaos chaos"}
+	host := s.Host
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	doc := testsuites{Name: "lockchaos chaos", Time: fmt.Sprintf("%.3f", s.Seconds), Timestamp: s.Started}
 	for _, k := range []Kind{KindCatalogue, KindGrid} {
-		if suites[k].Tests > 0 {
-			suites[k].Time = fmt.Sprintf("%.3f", secs[k])
-			doc.Suites = append(doc.Suites, *suites[k])
+		ts := suites[k]
+		if ts.Tests == 0 {
+			continue
 		}
+		ts.Time, ts.Timestamp, ts.Hostname = fmt.Sprintf("%.3f", spans[k].seconds()), spans[k].timestamp(), host
+		if ts.Timestamp == "" {
+			ts.Timestamp = s.Started
+		}
+		doc.Tests += ts.Tests
+		doc.Failures += ts.Failures
+		doc.Errors += ts.Errors
+		doc.Skipped += ts.Skipped
+		doc.Suites = append(doc.Suites, *ts)
 	}
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -316,4 +430,31 @@ func (s Summary) JUnit(path string) error {
 		return fmt.Errorf("write JUnit XML: %w", err)
 	}
 	return nil
+}
+
+// wallSpan is the wall time of a set of cells: from the first start to the
+// last end.
+type wallSpan struct{ first, last time.Time }
+
+func (w *wallSpan) add(c CellResult) {
+	t, err := time.Parse(time.RFC3339Nano, c.Began)
+	if err != nil {
+		return
+	}
+	end := t.Add(time.Duration(c.Seconds * float64(time.Second)))
+	if w.first.IsZero() || t.Before(w.first) {
+		w.first = t
+	}
+	if end.After(w.last) {
+		w.last = end
+	}
+}
+
+func (w *wallSpan) seconds() float64 { return w.last.Sub(w.first).Seconds() }
+
+func (w *wallSpan) timestamp() string {
+	if w.first.IsZero() {
+		return ""
+	}
+	return w.first.Format(time.RFC3339)
 }

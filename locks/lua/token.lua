@@ -1,5 +1,6 @@
 -- token.lua: token-lua written as a lua lock file, to run with
---   lockchaos run --lock lua --opt lua.file=locks/lua/token.lua ...
+--   lockchaos run --lock lua --opt lua.file=builtin:token.lua ...
+-- (bundled in the binary; a copy of this file elsewhere works by its path).
 --
 -- Every script gets KEYS[1] the lock key, KEYS[2] a companion key (unused
 -- here), ARGV[1] the lease's token, ARGV[2] the TTL in ms, ARGV[3] the
