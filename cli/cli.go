@@ -118,8 +118,15 @@ func Main(args []string) int {
 // signalContext is cancelled by the first SIGINT or SIGTERM, which stops the
 // run in order; a second one kills the coordinator at once (its children die
 // with it through Pdeathsig).
+//
+// A closed stdout (`lockchaos run … | head -1`) does not end the run: with
+// SIGPIPE caught, a write to it fails instead of killing the coordinator,
+// and the run finishes and writes its result. (A caught signal's handler is
+// reset when a worker is exec'd, unlike an ignored one: workers keep the
+// default.)
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {

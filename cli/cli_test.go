@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -360,6 +361,31 @@ func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
 	_, stderr, code = lockchaos(t, "chaos", "--quick", "--scenarios", "reentrant-lock-reentry", "--out", matrix)
 	if code != ExitUsage || !strings.Contains(stderr, "already holds a matrix") {
 		t.Errorf("chaos into a folder holding a matrix: exit %d, %q; want a usage error", code, stderr)
+	}
+}
+
+// A reader that stops reading (lockchaos run … | head -1) does not cost
+// the run its result: the coordinator finishes and writes result.json.
+func TestClosedStdoutDoesNotLoseTheResult(t *testing.T) {
+	dir := t.TempDir()
+	// 6 s: progress lines come every 2 s, and the later ones meet the
+	// closed pipe before the result is written.
+	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--clients", "2", "--duration", "6s", "--out", dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Close() // like head -1
+	_ = cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, "result.json")); err != nil {
+		t.Errorf("the run whose stdout closed wrote no result.json (%v); %v", err, cmd.ProcessState)
 	}
 }
 

@@ -34,17 +34,24 @@ func cmdMerge(args []string) int {
 	baseline := fs.String("baseline", DefaultBaseline, "committed summary to compare outcomes with, when the file exists")
 	jsonOut := fs.Bool("json", false, "print the merged summary as JSON on stdout (the human-readable summary goes to stderr)")
 	force := fs.Bool("force", false, "let --out replace the matrix it holds")
-	if code, ok := parse(fs, mergeUsage, args); !ok {
-		return code
+	// Flags may come before, between or after the folders.
+	var dirs []string
+	for rest := args; ; {
+		if code, ok := parse(fs, mergeUsage, rest); !ok {
+			return code
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dirs, rest = append(dirs, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() == 0 {
+	if len(dirs) == 0 {
 		fmt.Fprintln(os.Stderr, "lockchaos merge: give the shards' folders: lockchaos merge DIR...")
 		return ExitUsage
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	dirs := fs.Args()
 	var sums []scenarios.Summary
 	seen := map[string]string{}
 	for _, d := range dirs {
