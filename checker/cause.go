@@ -74,8 +74,11 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, typical i
 		if worst.client < 0 {
 			who = "the coordinator (which forwards every request through its proxies)"
 		}
-		st = &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6,
-			Text: fmt.Sprintf("%s could not run for %s", who, Millis(float64(worst.end-worst.start)/1e6))}
+		text := fmt.Sprintf("%s could not run for %s", who, Millis(float64(worst.end-worst.start)/1e6))
+		if worst.why != "" {
+			text = worst.why
+		}
+		st = &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6, Text: text}
 	}
 	switch {
 	case delay > 0 && delay >= e-s:
@@ -134,4 +137,37 @@ func union(parts [][2]int64) int64 {
 		}
 	}
 	return total
+}
+
+// slowResource returns, as stalls, the times the harness's own resource
+// node held a client up: a read or write of the protected counter that took
+// at least 10 ms longer than the run's typical one, with no fault active
+// while it was in flight (no fault acts on the resource node or its links,
+// so such a delay is the machine's, not the lock's). A hold stretched past
+// its lease that way is a stall of the harness, like a process that could
+// not run; the stall covers the op's time beyond the typical one.
+func slowResource(ops []resourceOp, spans []faultSpan) []stall {
+	var lat []int64
+	for _, o := range ops {
+		if o.outcome != "" {
+			lat = append(lat, o.done-o.invoke)
+		}
+	}
+	if len(lat) == 0 {
+		return nil
+	}
+	slices.Sort(lat)
+	typical := lat[len(lat)/2]
+	const least = 10_000_000 // ns
+	var out []stall
+	for _, o := range ops {
+		took := o.done - o.invoke
+		if o.outcome == "" || took-typical < least || len(faultsBefore(spans, o.invoke, o.done+1)) > 0 {
+			continue
+		}
+		out = append(out, stall{client: o.client, start: o.invoke + typical, end: o.done,
+			why: fmt.Sprintf("client %d's %s of the protected counter took %s with no fault active (the run's typical: %s): the harness's own resource node answered late on a busy machine",
+				o.client, o.f, Millis(float64(took)/1e6), Millis(float64(typical)/1e6))})
+	}
+	return out
 }

@@ -69,6 +69,22 @@ func TestOverlapCauses(t *testing.T) {
 			summary: "no fault was active (client 0 could not run for 20 ms, shorter than the overlap)",
 		},
 		{
+			name: "the harness's resource node answered late",
+			// Client 0's write took 260 ms where writes take 1 ms: its
+			// hold outlived its lease by the harness's doing, not the lock's.
+			h: new(hist).start().hold(1, k0, 1, 4).write(1, k0, 2, 3, history.OK, 1, 0).hold(1, k0, 5, 8).write(1, k0, 6, 7, history.OK, 2, 0).
+				hold(0, k0, 10, 305).write(0, k0, 20, 280, history.OK, 3, 0).hold(1, k0, 290, 320).write(1, k0, 295, 296, history.OK, 4, 0),
+			cause:   CauseStall,
+			summary: "client 0's write of the protected counter took 260 ms with no fault active (the run's typical: 1.0 ms): the harness's own resource node answered late",
+		},
+		{
+			name: "a slow resource op under a fault is no stall",
+			h: new(hist).start().fault(1, "latency", nil, 15, 400).hold(1, k0, 1, 4).write(1, k0, 2, 3, history.OK, 1, 0).hold(1, k0, 5, 8).write(1, k0, 6, 7, history.OK, 2, 0).
+				hold(0, k0, 10, 305).write(0, k0, 20, 280, history.OK, 3, 0).hold(1, k0, 290, 320).write(1, k0, 295, 296, history.OK, 4, 0),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
 			name:  "another client's stall is not the earlier holder's",
 			h:     new(hist).start().stall(1, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
 			cause: CauseNone,

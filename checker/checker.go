@@ -49,6 +49,10 @@ func Check(events []history.Event, opts Options) Result {
 	for _, f := range faults {
 		landed[f.ID] = f.Landed
 	}
+	// The harness's own resource node answering late is a stall of the
+	// harness too (slowResource).
+	tr.stalls = append(tr.stalls, slowResource(tr.resourceOps, spans)...)
+	slices.SortStableFunc(tr.stalls, func(a, b stall) int { return cmp.Compare(a.start, b.start) })
 	count, byCause, byLanded, overlaps, incidents := sweep(tr.holds, spans, tr.stalls, landed, tl)
 	checkMs := float64(time.Since(began).Microseconds()) / 1e3
 

@@ -73,10 +73,12 @@ type trace struct {
 	workloadNs int64
 }
 
-// stall is one [start, end] during which a process could not run.
+// stall is one [start, end] during which a process could not run, or
+// (why set) during which the harness held a client up otherwise.
 type stall struct {
 	client     int
 	start, end int64
+	why        string // "" for a process that could not run
 }
 
 // malformed counts events that break the history's own rules. Each one is a

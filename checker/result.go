@@ -49,7 +49,8 @@ type Result struct {
 	// they hit: a safe verdict from a run whose faults never landed says
 	// nothing about the faults.
 	Evidence Evidence `json:"evidence"`
-	// Stalls are the times a process of the run could not run.
+	// Stalls are the times a process of the run could not run, or the
+	// harness's own resource node held a client up (slowResource).
 	Stalls StallStats `json:"stalls"`
 
 	// FirstViolationMs is the time to the start of the first overlap: from
