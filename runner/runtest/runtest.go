@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -240,42 +239,13 @@ func Verdict(t testing.TB, res checker.Result, want checker.Verdict) {
 	}
 }
 
-// NeedClockShim makes sure the clock shim is built (make shim) before a
-// run that needs it; without make or gcc it fails with the lookup's
-// message.
+// NeedClockShim makes sure the clock shim is there before a run that needs
+// it: cluster.ClockShim finds the one make shim built, or compiles it on
+// first use; without a C compiler it fails with the lookup's message.
 func NeedClockShim(t testing.TB) {
 	t.Helper()
-	if _, err := cluster.ClockShim(); err == nil {
-		return
-	}
-	root := moduleRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "make", "-C", root, "shim").CombinedOutput(); err != nil {
-		t.Logf("make shim: %v\n%s", err, out)
-	}
 	if _, err := cluster.ClockShim(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// moduleRoot is the folder of the module's go.mod, above the test's package
-// folder (where go test runs it).
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = up
 	}
 }
 
