@@ -42,6 +42,7 @@ func Check(events []history.Event, opts Options) Result {
 	tr.cutOff = opts.CutOff
 	fillLatencies(tr)
 	faults, spans := faultWindows(sorted, tl, tr.holds)
+	tr.acquire.DuringFaults = duringFaults(tr.attempts, spans)
 
 	began := time.Now()
 	answer := porcupine.CheckOperationsTimeout(MutexModel(), tr.ops, timeout)

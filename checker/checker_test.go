@@ -645,3 +645,55 @@ func TestCutOffHistoryIsNeverSafe(t *testing.T) {
 		t.Errorf("cut off after an overlap: %s, want violation", r.Summary)
 	}
 }
+
+// TestAvailabilityDuringFaults counts the acquires invoked while a fault
+// window was open, and those of them that returned the lock; an acquire
+// invoked before the fault or after it healed does not count.
+func TestAvailabilityDuringFaults(t *testing.T) {
+	h := (&hist{}).start()
+	h.hold(0, "lock:0", 10, 20)                             // before the fault
+	h.fault(1, "pause-client", []int{1}, 100, 300)          // 100–300 ms
+	h.hold(0, "lock:0", 150, 160)                           // during: ok
+	h.acquireAnswer(1, "lock:0", 199, 400, history.Fail)    // during: failed
+	h.op(0, history.Invoke, history.Acquire, "lock:0", 250) // during: never answered
+	h.op(0, history.Info, history.Acquire, "lock:0", 260)   //
+	h.hold(1, "lock:0", 500, 510)                           // after
+	r := Check(h.end(600).events, Options{})
+	if got, want := r.Acquire.DuringFaults, (Availability{Attempted: 3, OK: 1}); got != want {
+		t.Errorf("during faults: %+v, want %+v (all acquires: %+v)", got, want, r.Acquire)
+	}
+}
+
+// TestChainOfReleasesInheritsTheCauseOfItsFirstLink: with a release that
+// deletes whoever holds the key (set-nx-px's DEL), one hold that a stall of
+// the harness stretched past its lease starts a chain — its late release
+// deletes the next holder's lease, a third client takes the key from under
+// that one — and every link of the chain is the stall's, not the lock's
+// own failure on a machine without faults.
+func TestChainOfReleasesInheritsTheCauseOfItsFirstLink(t *testing.T) {
+	h := &hist{}
+	h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
+		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, Keys: 1, TTLms: 300}})
+	h.hold(0, "lock:0", 10, 400) // lease until 310; a 290 ms stall holds it to 400
+	h.stall(0, 100, 390)
+	h.hold(2, "lock:0", 320, 450) // takes the expired key; lease until 620
+	h.hold(1, "lock:0", 410, 470) // client 0's late DEL at 400 freed client 2's key
+	r := Check(h.end(600).events, Options{})
+	if r.Mutex.OverlapCount != 2 || r.Evidence.Overlaps[CauseStall] != 2 || !r.StallOnly() {
+		t.Fatalf("overlaps %d by cause %v, want 2, both the stall's:\n%+v", r.Mutex.OverlapCount, r.Evidence.Overlaps, r.Mutex.Overlaps)
+	}
+	second := r.Mutex.Overlaps[1]
+	if second.Clients != [2]int{2, 1} || second.Stall == nil || !strings.Contains(second.Stall.Text, "client 0's release, after another client had taken its key, deleted client 2's lease") {
+		t.Errorf("second link: %+v (stall %+v)", second, second.Stall)
+	}
+
+	// Without the stall, the same chain is the lock's own.
+	h = &hist{}
+	h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
+		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, Keys: 1, TTLms: 300}})
+	h.hold(0, "lock:0", 10, 400).hold(2, "lock:0", 320, 450).hold(1, "lock:0", 410, 470)
+	r = Check(h.end(600).events, Options{})
+	if r.Evidence.Overlaps[CauseNone] != 2 {
+		t.Errorf("without a stall: overlaps by cause %v, want 2 of the lock's own", r.Evidence.Overlaps)
+	}
+}

@@ -267,6 +267,15 @@ type AcquireStats struct {
 	P50ms float64 `json:"p50_ms"`
 	P99ms float64 `json:"p99_ms"`
 	Maxms float64 `json:"max_ms"`
+	// DuringFaults counts the acquires invoked while a fault window was
+	// open: the lock's availability under its faults.
+	DuringFaults Availability `json:"during_faults"`
+}
+
+// Availability counts acquires and those that returned the lock.
+type Availability struct {
+	Attempted int `json:"attempted"`
+	OK        int `json:"ok"`
 }
 
 // ReleaseStats counts release operations.

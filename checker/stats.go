@@ -14,6 +14,25 @@ func fillLatencies(tr *trace) {
 	tr.release.P50ms, tr.release.P99ms, tr.release.Maxms = percentiles(tr.releaseLatNs)
 }
 
+// duringFaults counts the acquires invoked while some fault window was
+// open (an acquire that never completed counts as not OK).
+func duringFaults(attempts []attempt, spans []faultSpan) Availability {
+	var a Availability
+	for _, at := range attempts {
+		t := at.inv.Time
+		for _, s := range spans {
+			if t >= s.start && t < s.end {
+				a.Attempted++
+				if at.outcome == AttemptOK {
+					a.OK++
+				}
+				break
+			}
+		}
+	}
+	return a
+}
+
 // percentiles returns the nearest-rank p50 and p99 and the maximum, in ms.
 func percentiles(ns []int64) (p50, p99, maxMs float64) {
 	if len(ns) == 0 {

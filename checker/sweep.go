@@ -2,6 +2,7 @@ package checker
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -37,12 +38,13 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 	}
 	var all []found
 	var active []int
-	kept := 0 // overlaps listed for the current key
+	var stale []staleRelease // of the current key
+	kept := 0                // overlaps listed for the current key
 	var keyIncidents []incident
 	for n, bi := range order {
 		b := &holds[bi]
 		if n > 0 && holds[order[n-1]].key != b.key {
-			active, kept = active[:0], 0
+			active, kept, stale = active[:0], 0, stale[:0]
 			incidents = append(incidents, mergeIncidents(keyIncidents)...)
 			keyIncidents = keyIncidents[:0]
 		}
@@ -62,6 +64,16 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 			count++
 			end := min(a.end, b.end)
 			cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
+			if cause == CauseNone {
+				if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
+					cause, causes, st = r.cause, r.faults, r.note(a.client)
+				}
+			}
+			if a.how == EndRelease {
+				// b took the key while a held it: a's release, whenever it
+				// comes, is no longer the owner's.
+				stale = append(stale, staleRelease{client: a.client, at: a.end, cause: cause, faults: causes, why: st})
+			}
 			byCause[cause]++
 			keyIncidents = append(keyIncidents, incident{key: b.key, start: b.start, end: end, pairs: 1,
 				holds: []int{ai, bi}, spans: [][2]int64{{b.start, end}},
@@ -95,6 +107,49 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 		overlaps = append(overlaps, f.o)
 	}
 	return count, byCause, byLanded, overlaps, incidents
+}
+
+// staleRelease is the release of a hold whose key another client took
+// while it held it (it was the earlier hold of an overlap): a lock whose
+// release does not check who owns the key (a plain DEL) deletes the lease
+// of whoever holds it then. It keeps the cause of that overlap.
+type staleRelease struct {
+	client int
+	at     int64
+	cause  string
+	faults []int
+	why    *StallNote
+}
+
+// freedBy returns the stale release that let b acquire the key while a
+// still held a live lease on it — a release by another client, after a
+// began and before b did — or nil. The overlap of a and b is then that
+// release's doing, and has the cause of the overlap that made it stale:
+// a lock whose release deletes whatever holds the key turns one hold that
+// outlived its lease into a chain of overlaps (each release deleting the
+// next holder's key), and the chain is as much the fault's (or the
+// harness stall's) as its first link.
+func freedBy(stale []staleRelease, a, b *hold, lease int64) *staleRelease {
+	if lease <= 0 || a.grantedOK <= 0 || b.start >= a.grantedOK+lease {
+		return nil // a's lease had run out: a outlived it on its own
+	}
+	for i := len(stale) - 1; i >= 0; i-- {
+		r := &stale[i]
+		if r.client != a.client && r.at >= a.start && r.at <= b.start {
+			return r
+		}
+	}
+	return nil
+}
+
+// note says, for a hold of client victim, how r's release freed its key.
+func (r *staleRelease) note(victim int) *StallNote {
+	if r.cause != CauseStall || r.why == nil {
+		return r.why
+	}
+	n := *r.why
+	n.Text = fmt.Sprintf("client %d's release, after another client had taken its key, deleted client %d's lease; the chain began with a stall: %s", r.client, victim, r.why.Text)
+	return &n
 }
 
 // typicalAcquire is the median time the holds' acquires took, in ns.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,6 +69,10 @@ func cmdChaos(args []string) int {
 	force := fs.Bool("force", false, "let --out replace the matrix it holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1 ≤ I ≤ N), chosen by cell name; join the shards' folders with lockchaos merge")
 	jsonOut := fs.Bool("json", false, "print the summary as JSON on stdout (the human-readable summary goes to stderr)")
+	shrinkCells := fs.Bool("shrink", false, "after the matrix, shrink every mismatch whose run violated into OUT/CELL.shrink (lockchaos shrink)")
+	var shrinkBudget time.Duration
+	var spans spanFlags
+	spans.DurationVar(fs, &shrinkBudget, "shrink-budget", 5*time.Minute, "time for all the shrinks of --shrink together")
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code
 	}
@@ -81,6 +84,10 @@ func cmdChaos(args []string) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *parallel < 1 {
 		fmt.Fprintf(os.Stderr, "lockchaos chaos: --parallel %d: want at least 1\n", *parallel)
+		return ExitUsage
+	}
+	if shrinkBudget <= 0 {
+		fmt.Fprintf(os.Stderr, "lockchaos chaos: --shrink-budget %v: want a positive duration such as 5m\n", shrinkBudget)
 		return ExitUsage
 	}
 	fromFiles := *pattern != "" && (strings.HasSuffix(*pattern, ".yaml") || strings.HasSuffix(*pattern, ".yml"))
@@ -132,16 +139,9 @@ func cmdChaos(args []string) int {
 		cells = scenarios.ShardOf(matrix, sh.Index, sh.Count)
 	}
 
-	if *out == "" {
-		*out = filepath.Join("results", time.Now().Format("20060102-150405"))
-	}
-	if _, err := os.Stat(filepath.Join(*out, scenarios.SummaryFile)); err == nil && !*force {
-		fmt.Fprintf(os.Stderr, "lockchaos chaos: --out %s already holds a matrix (%s): choose another folder, or give --force to replace it\n", *out, scenarios.SummaryFile)
-		return ExitUsage
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "lockchaos chaos: create %s: %v\n", *out, err)
-		return ExitSetup
+	*out = outFolder(*out, "")
+	if code, ok := claimOut("chaos", *out, scenarios.SummaryFile, "a matrix", *force, true); !ok {
+		return code
 	}
 	printPlan(os.Stderr, cells, *parallel, *out)
 	if sh != nil {
@@ -155,9 +155,15 @@ func cmdChaos(args []string) int {
 		Progress: os.Stderr, Shard: sh, Matrix: matrix,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	return finishMatrix("chaos", sum, *out, finishOptions{
+	code := finishMatrix("chaos", sum, *out, finishOptions{
 		JUnit: *junit, Baseline: *baseline, BaselineExplicit: set["baseline"], UpdateBaseline: *updateBaseline, JSON: *jsonOut,
 	})
+	if *shrinkCells && shrinkMismatches(ctx, sum, *out, shrinkBudget) > 0 {
+		if _, err := writeIndex(*out, sum); err != nil { // now with the shrinks' links
+			fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
+		}
+	}
+	return code
 }
 
 // finishOptions say what finishMatrix writes besides summary.json and

@@ -43,8 +43,12 @@ Usage:
   lockchaos run   --scenario FILE|NAME [flags]                     one scenario (file or built-in name); flags override its fields
   lockchaos chaos [--quick] [--scenarios GLOB] [--parallel N]      the catalogue and the lock × fault grid
                   [--junit FILE] [--out DIR] [--allow-inconclusive] [--backend docker]
-                  [--shard I/N] [--json]
+                  [--shard I/N] [--json] [--shrink]
   lockchaos merge DIR...                                           join the folders of chaos --shard runs
+  lockchaos compare --locks L1,L2 [--nemeses N1,N2] [--seeds K]    locks side by side: detection rate, time to
+                  [--out DIR] | --rerun DIR                        violation, throughput, availability (CSV, HTML)
+  lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
+                                                                   (DIR2/minimal.yaml), its witness, its run
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
@@ -55,7 +59,7 @@ Usage:
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
 differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
-(lockchaos chaos -h).
+(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced, 3, 4.
 
 Run 'lockchaos help run' for the flags of run.
 `
@@ -74,8 +78,12 @@ func Main(args []string) int {
 		return cmdRun(args[1:])
 	case "chaos":
 		return cmdChaos(args[1:])
+	case "compare":
+		return cmdCompare(args[1:])
 	case "merge":
 		return cmdMerge(args[1:])
+	case "shrink":
+		return cmdShrink(args[1:])
 	case "check":
 		return cmdCheck(args[1:])
 	case "report":

@@ -282,7 +282,7 @@ func scratchDirsOf(t *testing.T, pid int) []string {
 // on stdout and exit 0; a bad flag gets one line naming it, and where to
 // look, on stderr.
 func TestHelpAndBadFlags(t *testing.T) {
-	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list"} {
+	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list", "shrink"} {
 		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
 			out, stderr, code := lockchaos(t, args...)
 			if code != 0 || !strings.Contains(out, "Usage: lockchaos "+cmd) || stderr != "" {

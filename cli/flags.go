@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -47,4 +49,35 @@ func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// outFolder is where a command writes a folder of results: out as given,
+// or results/NAME-<time> (name "" for results/<time>).
+func outFolder(out, name string) string {
+	if out != "" {
+		return out
+	}
+	stamp := time.Now().Format("20060102-150405")
+	if name == "" {
+		return filepath.Join("results", stamp)
+	}
+	return filepath.Join("results", name+"-"+stamp)
+}
+
+// claimOut refuses out when it already holds what the command writes
+// (file, what: "a matrix") unless force, and creates it. When ok is false
+// the command is done and code is its exit status.
+func claimOut(cmd, out, file, what string, force, create bool) (code int, ok bool) {
+	if _, err := os.Stat(filepath.Join(out, file)); err == nil && !force {
+		fmt.Fprintf(os.Stderr, "lockchaos %s: --out %s already holds %s (%s): choose another folder, or give --force to replace it\n", cmd, out, what, file)
+		return ExitUsage, false
+	}
+	if !create {
+		return 0, true
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "lockchaos %s: create %s: %v\n", cmd, out, err)
+		return ExitSetup, false
+	}
+	return 0, true
 }

@@ -85,9 +85,8 @@ func cmdMerge(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos merge: --out %s is one of the shards: choose another folder\n", *out)
 		return ExitUsage
 	}
-	if _, err := os.Stat(filepath.Join(*out, scenarios.SummaryFile)); err == nil && !*force {
-		fmt.Fprintf(os.Stderr, "lockchaos merge: --out %s already holds a matrix (%s): choose another folder, or give --force to replace it\n", *out, scenarios.SummaryFile)
-		return ExitUsage
+	if code, ok := claimOut("merge", *out, scenarios.SummaryFile, "a matrix", *force, false); !ok {
+		return code
 	}
 	// The shards' run folders (each cell's, and its attempts'), each
 	// from one shard only.
@@ -109,9 +108,8 @@ func cmdMerge(args []string) int {
 			from[e.Name()] = d
 		}
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(os.Stderr, "lockchaos merge: create %s: %v\n", *out, err)
-		return ExitSetup
+	if code, ok := claimOut("merge", *out, scenarios.SummaryFile, "a matrix", true, true); !ok {
+		return code
 	}
 	for name, d := range from {
 		dst := filepath.Join(*out, name)

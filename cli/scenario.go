@@ -43,6 +43,7 @@ func applyScenario(fs *flag.FlagSet, cfg *runner.Config, path, nemeses string, o
 	}
 	if _, ok := given["nemesis"]; ok {
 		cfg.Nemeses = strings.Split(nemeses, ",")
+		cfg.Replay = nil // the file's steps were for its own nemeses: these draw their own
 		for n := range cfg.NemesisOptions {
 			if !slices.Contains(cfg.Nemeses, n) {
 				delete(cfg.NemesisOptions, n) // options of a nemesis the flag dropped

@@ -33,6 +33,9 @@ type ReentrantWatchdog struct {
 	// the watchdog timeout when there is none.
 	lease    time.Duration
 	watchdog bool
+	// keepRenewing: a failed renewal does not stop the watchdog
+	// (ReentrantWatchdogOptions.KeepRenewing).
+	keepRenewing bool
 
 	mu sync.Mutex
 	// renewals is Redisson's EXPIRATION_RENEWAL_MAP: one watchdog per key
@@ -56,6 +59,7 @@ const redissonThreadID = 1
 type ReentrantWatchdogOptions struct {
 	WatchdogTimeout time.Duration `opt:"watchdog-timeout" default:"1ttl" help:"lease when no lease-time is given, renewed every third of it by the watchdog (Redisson's lockWatchdogTimeout, whose default is 30s); follows --ttl unless set"`
 	LeaseTime       time.Duration `opt:"lease-time" default:"0s" help:"explicit lease time (Redisson's lock(leaseTime)): the lease just expires, no watchdog; 0 uses the watchdog"`
+	KeepRenewing    bool          `opt:"keep-renewing" default:"false" help:"a renewal that fails (a timeout, a reset connection) is logged and the watchdog renews again at its next tick, as Redisson does since 3.44.0; false: one failed renewal stops the watchdog for good and the lease runs out under its holder, as in Redisson before 3.44.0 (redisson#775)"`
 }
 
 // lease is Redisson's internalLockLeaseTime, the key of the option that set
@@ -84,7 +88,9 @@ func init() {
 		Options:     ReentrantWatchdogOptions{},
 		New: func(cfg Config) (Locker, error) {
 			l := &ReentrantWatchdog{cfg: cfg, renewals: map[string]*renewal{}}
-			l.lease, _, l.watchdog = cfg.Options.(*ReentrantWatchdogOptions).lease()
+			o := cfg.Options.(*ReentrantWatchdogOptions)
+			l.lease, _, l.watchdog = o.lease()
+			l.keepRenewing = o.KeepRenewing
 			l.field = fmt.Sprintf("%s:%d", uuid4(cfg), redissonThreadID)
 			return l, nil
 		},
@@ -198,9 +204,14 @@ func (l *ReentrantWatchdog) granted(key string) Lease {
 // watch renews key's lease every third of it while this client holds it.
 // It ends when the outermost release cancels it, when a renewal finds the
 // field gone (closing lost: the client learns it lost the lock), or, as in
-// Redisson, when a renewal fails: Redisson logs "Can't update lock
-// expiration" and stops renewing without telling the owner, whose lease
-// then runs out under it.
+// Redisson before 3.44.0, when a renewal fails: Redisson logged "Can't
+// update lock expiration" and stopped renewing without telling the owner,
+// whose lease then ran out under it (redisson#775; #2515 and #3194 were
+// about the entry it left behind, which kept later locks of the same name
+// from being renewed at all, fixed in 3.12.1 and 3.14.0). With
+// keepRenewing it logs the failure and renews again at the next tick, as
+// Redisson's renewal scheduler does since 3.44.0 (RenewalTask.run
+// reschedules after an error).
 func (l *ReentrantWatchdog) watch(ctx context.Context, key string, r *renewal) {
 	t := time.NewTicker(l.lease / 3)
 	defer t.Stop()
@@ -214,6 +225,8 @@ func (l *ReentrantWatchdog) watch(ctx context.Context, key string, r *renewal) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case err != nil && l.keepRenewing:
+			fmt.Fprintf(os.Stderr, "reentrant-watchdog: can't update lock %s expiration, renewing again in %v: %v\n", key, l.lease/3, err)
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "reentrant-watchdog: can't update lock %s expiration, watchdog stopped: %v\n", key, err)
 			l.forget(key, r)

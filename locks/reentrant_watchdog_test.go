@@ -3,6 +3,7 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -211,6 +212,59 @@ func TestReentrantWatchdogStopsSilentlyWhenARenewalFails(t *testing.T) {
 		t.Errorf("a's release: %v, want ErrNotHeld", err)
 	}
 	b.Release(ctx, lb)
+}
+
+// The same fault — one renewal times out while the node holds scripts
+// back for half the lease — against both watchdogs: Redisson's before
+// 3.44.0 stops for good (redisson#775) and the lease runs out under its
+// owner; with keep-renewing (Redisson 3.44.0 and later) the next renewal,
+// after the pause, keeps the lease alive.
+func TestReentrantWatchdogKeepRenewingRidesOutAFailedRenewal(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep-renewing=%v", keep), func(t *testing.T) {
+			ctx := context.Background()
+			admin := node(t)
+			impatient := redis.NewClient(&redis.Options{Addr: admin.Options().Addr, ReadTimeout: 50 * ms, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+			t.Cleanup(func() { impatient.Close() })
+			// Renewals at 200, 400, 600 ms…: the pause covers the first
+			// one only, with 100 ms to spare on either side.
+			ttl := 600 * ms
+			opts := map[string]string{"watchdog-timeout": "1ttl", "keep-renewing": fmt.Sprint(keep)}
+			a := newLock(t, "reentrant-watchdog", impatient, "a", ttl, opts)
+			b := newLock(t, "reentrant-watchdog", admin, "bb", ttl, opts)
+			la, err := a.Acquire(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.Do(ctx, "CLIENT", "PAUSE", 300, "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * ttl)
+			lb, err := b.Acquire(ctx, "k")
+			if !keep {
+				if err != nil {
+					t.Fatalf("b could not take the lock: %v (the watchdog went on renewing after the failure)", err)
+				}
+				b.Release(ctx, lb)
+				return
+			}
+			if err == nil {
+				b.Release(ctx, lb)
+				t.Fatal("b took the lock: the watchdog stopped after one failed renewal")
+			}
+			if !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatal(err)
+			}
+			select {
+			case <-la.Lost:
+				t.Error("the owner was told it lost a lease it kept")
+			default:
+			}
+			if err := a.Release(ctx, la); err != nil {
+				t.Errorf("a's release of the lease its watchdog kept: %v", err)
+			}
+		})
+	}
 }
 
 func TestReentrantWatchdogExplicitLeaseTimeJustExpires(t *testing.T) {

@@ -24,6 +24,7 @@ type TokenLuaWait struct {
 type TokenLuaWaitOptions struct {
 	NumReplicas Count         `opt:"numreplicas" default:"0" help:"replicas that must acknowledge the acquire (WAIT's numreplicas)"`
 	Timeout     time.Duration `opt:"timeout" default:"0.1ttl" help:"WAIT's timeout (Redisson waits up to 1s against a 30s lease)"`
+	IgnoreAcks  bool          `opt:"ignore-acks" default:"false" help:"WAIT's answer is not checked: the acquire succeeds however few replicas acknowledged it, as Redisson's RLock did before 3.16.7 (redisson#3994, #3253)"`
 }
 
 func init() {
@@ -51,7 +52,7 @@ func (l *TokenLuaWait) Acquire(ctx context.Context, key string) (Lease, error) {
 	if err != nil {
 		return Lease{}, fmt.Errorf("token-lua-wait: WAIT after the acquire (the key is set on the master): %w", err)
 	}
-	if Count(acked) >= l.o.NumReplicas {
+	if Count(acked) >= l.o.NumReplicas || l.o.IgnoreAcks {
 		return Lease{Key: key, Owner: l.cfg.Owner, Token: token}, nil
 	}
 	if err := scriptOne(ctx, compareAndDelete, conn, key, token); err != nil {
@@ -73,7 +74,7 @@ func (l *TokenLuaWait) Release(ctx context.Context, lease Lease) error {
 	if err != nil {
 		return fmt.Errorf("token-lua-wait: WAIT after the release (the key is deleted on the master): %w", err)
 	}
-	if Count(acked) < l.o.NumReplicas {
+	if Count(acked) < l.o.NumReplicas && !l.o.IgnoreAcks {
 		return fmt.Errorf("token-lua-wait: released on the master, but %d of %d replicas acknowledged within %v", acked, l.o.NumReplicas, l.o.Timeout)
 	}
 	return nil

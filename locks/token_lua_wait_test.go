@@ -54,6 +54,28 @@ func TestTokenLuaWaitFailsWithoutTheReplicasItAsksFor(t *testing.T) {
 	}
 }
 
+// With ignore-acks, as Redisson's RLock before 3.16.7, the acquire succeeds
+// although no replica acknowledged it, and the key stays.
+func TestTokenLuaWaitIgnoreAcksTakesTheLockUnacknowledged(t *testing.T) {
+	ctx := context.Background()
+	rdb := node(t)
+	l := newLock(t, "token-lua-wait", rdb, "a", 10*time.Second, map[string]string{"numreplicas": "1", "timeout": "100ms", "ignore-acks": "true"})
+	start := time.Now()
+	lease, err := l.Acquire(ctx, "k")
+	if err != nil {
+		t.Fatalf("acquire with no replica to acknowledge it: %v, want the lock anyway", err)
+	}
+	if took := time.Since(start); took < 100*ms {
+		t.Errorf("the acquire answered after %v: it did not WAIT its 100ms for the replica", took)
+	}
+	if v := rdb.Get(ctx, "k").Val(); v != lease.Token {
+		t.Errorf("key holds %q, want the lease's token", v)
+	}
+	if err := l.Release(ctx, lease); err != nil {
+		t.Errorf("release unacknowledged by any replica: %v, want it ignored too", err)
+	}
+}
+
 func TestTokenLuaWaitWithoutFaultsIsSafe(t *testing.T) {
 	res, _ := run(t, runCfg(t, "token-lua-wait"))
 	wantVerdict(t, res, checker.Safe)

@@ -32,6 +32,10 @@ type aimed struct {
 	bound    time.Duration // the stretch's bound since the acquire's invoke
 	armed    int64         // when the client said it would stay inside
 	released bool
+	// sameToken keeps the client inside, once its lease is lost, until
+	// another client holds the key under a fencing token no lower than
+	// its own, not only until another client holds it (lostEffect).
+	sameToken bool
 }
 
 // triggerWait bounds how long a step waits for its client to hold its key.
@@ -161,16 +165,40 @@ func (a *aimed) expiryIn() time.Duration {
 
 // untilTaken keeps the client inside until another client holds its key —
 // the overlap that a lost lease lets happen — or the stretch's bound
-// passes, then lets it go. It returns who took the key, or -1.
+// passes, then lets it go. It returns who took the key, or -1. With
+// sameToken, a taker whose fencing token is lower than the client's does
+// not count (see prepared.effect).
 func (a *aimed) untilTaken(ctx context.Context) (int, error) {
 	taker := -1
 	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
 			for _, h := range v.Holders {
-				if h.Key == a.Key && h.Client != a.Client {
+				if h.Key == a.Key && h.Client != a.Client && (!a.sameToken || h.Fence >= a.Fence) {
 					taker = h.Client
 					return true
+				}
+			}
+			return false
+		})
+		cancel()
+	}
+	return taker, a.release()
+}
+
+// throughBound keeps the client inside until the stretch's bound passes,
+// even once another client holds its key, then lets it go: the overlap a
+// lost lease lets happen then lasts until the holder leaves, long enough
+// that no stall of the harness can pass for its cause. It returns the
+// first client seen holding the key meanwhile, or -1.
+func (a *aimed) throughBound(ctx context.Context) (int, error) {
+	taker := -1
+	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
+		wctx, cancel := context.WithTimeout(ctx, left)
+		_ = a.env.Await(wctx, func(v View) bool {
+			for _, h := range v.Holders {
+				if h.Key == a.Key && h.Client != a.Client && taker < 0 {
+					taker = h.Client
 				}
 			}
 			return false

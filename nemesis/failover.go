@@ -160,9 +160,18 @@ func (p *prepared) partial(target string, rest func(context.Context) error) *Fau
 }
 
 // effect asks the lock nodes, now that clients point at the promoted
-// replica, whether the aimed lease survived (aimed.lostEffect).
+// replica, whether the aimed lease survived (aimed.lostEffect). A lost
+// lease keeps its holder inside until another client holds the key under
+// a fencing token no lower than the holder's: the promoted replica lacks
+// every write since the cut, not only the aimed acquire's, so the first
+// clients to take the key there may get tokens older than the holder's
+// (which a fenced resource rejects), and the holder's own token, issued
+// again, must go to another client while the holder still holds — not
+// to the holder coming back for the key. A lock without fencing tokens
+// lets it go at the first taker.
 func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.Effect, error) {
 	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env.LockNodes(), p.a.Holding), quorum: quorum(env)}
+	p.a.sameToken = true
 	return p.a.lostEffect(ctx, history.Now(), v, what)
 }
 

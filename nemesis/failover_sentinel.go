@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -23,12 +25,24 @@ import (
 // back, then replicate directly, no longer through their relays. Sentinel
 // refuses to fail the same primary over again within twice its failover
 // timeout, so this nemesis injects once per run.
+//
+// With manual, nothing is killed and replication is not cut: the nemesis
+// asks a sentinel for a manual failover (SENTINEL FAILOVER <name>, what an
+// operator runs before maintenance) and waits until the sentinels name the
+// promoted replica. The old primary is still a primary then — Sentinel
+// converts it into a replica only seconds later — and the clients' links
+// still point at it, as a client that has not yet followed the switch
+// would: the step's client acquires there, on a primary that no longer
+// replicates to anyone. Then the links follow Sentinel to the new primary,
+// which never saw the key, and the next client acquires it (the write loss
+// of redis/redis#6062).
 type FailoverSentinel struct {
 	onNode
 	onVotes
-	Cut      string        `opt:"cut" default:"all" oneof:"all,none" help:"replication cut, in every lock node's group, before the acquire: all or none (replication stays healthy)"`
+	Cut      string        `opt:"cut" default:"all" oneof:"all,none" help:"replication cut, in every lock node's group, before the acquire: all or none (replication stays healthy); manual cuts nothing"`
 	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long after the promotion the old primary stays dead (then it restarts as a replica)"`
 	Timeout  time.Duration `opt:"timeout" default:"20s" help:"how long the sentinels may take to promote a replica"`
+	Manual   bool          `opt:"manual" default:"false" help:"a manual failover (SENTINEL FAILOVER) of a live, healthy primary instead of a kill: once the sentinels name the new primary, the step's client acquires on the old one, which still accepts writes, then the clients follow Sentinel (redis#6062); single-node locks"`
 
 	done atomic.Bool
 }
@@ -47,6 +61,9 @@ func (f *FailoverSentinel) Applies(t Topology) error {
 	if t.Replicas < 1 || t.Sentinels < 1 {
 		return fmt.Errorf("failover-sentinel needs replicas and sentinels (this run: --replicas %d, --sentinels %d): use e.g. --replicas 2 --sentinels 3", t.Replicas, t.Sentinels)
 	}
+	if f.Manual && t.Quorum > 1 {
+		return fmt.Errorf("failover-sentinel manual=true fails a node over before the hold it aims at, and a quorum lock's hold (%s) may not take that node: use it with a single-node lock", t.Lock)
+	}
 	return f.onNode.Applies(t)
 }
 
@@ -54,17 +71,12 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if f.done.Load() {
 		return nil, ErrDone
 	}
-	repl, err := replicationOf(env)
+	if f.Manual {
+		return f.manual(ctx, env, step)
+	}
+	repl, net, sentinels, err := sentinelsOf(env)
 	if err != nil {
 		return nil, err
-	}
-	net, err := linksOf(env)
-	if err != nil {
-		return nil, err
-	}
-	sentinels := repl.Sentinels()
-	if len(sentinels) == 0 {
-		return nil, errors.New("failover-sentinel: the run has no sentinels")
 	}
 	cutOf := func(g *Group) []int {
 		if f.Cut == "all" {
@@ -143,4 +155,116 @@ func awaitPromotion(ctx context.Context, sentinels []string, name, old string, t
 		}
 	}
 	return "", fmt.Errorf("the sentinels did not promote a replica of %s within %v (last error: %v); see the sentinel logs", name, timeout, last)
+}
+
+// manual is the manual=true failover (see FailoverSentinel): SENTINEL
+// FAILOVER of a healthy primary, an acquire on the old primary once the
+// sentinels have promoted a replica, then the clients follow Sentinel.
+func (f *FailoverSentinel) manual(ctx context.Context, env Env, step Step) (*Fault, error) {
+	_, net, sentinels, err := sentinelsOf(env)
+	if err != nil {
+		return nil, err
+	}
+	g := groupOf(env, f.Node.pick(env, step, nil))
+	if g == nil || len(g.Replicas()) == 0 {
+		return nil, fmt.Errorf("failover-sentinel manual: lock node %d has no replicas to promote", step.Node)
+	}
+	i := g.Index
+	_, oldNode := g.Primary()
+	params := map[string]string{"manual": "true", "cut": "none", "node": strconv.Itoa(i)}
+	fault := &Fault{Params: params, Nodes: []int{i}, Start: history.Now(),
+		Target: fmt.Sprintf("lock node %d: manual failover of primary %s", i, oldNode.Name())}
+	f.done.Store(true)
+	// A sentinel refuses while it does not yet see a replica it can
+	// promote (NOGOODSLAVE) or another failover is on: ask again.
+	deadline := time.Now().Add(f.Timeout)
+	for {
+		_, err = redisDo(ctx, sentinels[0], "SENTINEL", "FAILOVER", g.Name)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fault, fmt.Errorf("failover-sentinel manual of lock node %d: SENTINEL FAILOVER %s: %w", i, g.Name, err)
+	}
+	asked := history.Now()
+	addr, err := awaitPromotion(ctx, sentinels, g.Name, oldNode.Addr(), f.Timeout)
+	if err != nil {
+		params["promoted"] = "none yet after " + round(time.Duration(history.Now()-asked)).String()
+		return fault, fmt.Errorf("failover-sentinel manual of lock node %d: %w", i, err)
+	}
+	promotedAt := history.Now()
+	params["sentinel-decision"] = round(time.Duration(promotedAt - asked)).String()
+	var newNode cluster.Node
+	for _, n := range g.Members() {
+		if n.Addr() == addr {
+			newNode = n
+		}
+	}
+	if newNode == nil {
+		return fault, fmt.Errorf("failover-sentinel manual of lock node %d: the sentinels promoted %s, which is no member of %s", i, addr, g.Name)
+	}
+	params["promoted"], params["promoted-by"] = newNode.Name(), fmt.Sprintf("SENTINEL FAILOVER, %d sentinels", len(sentinels))
+	fault.Target = fmt.Sprintf("lock node %d: manual failover, sentinels promoted %s; the clients stayed on %s", i, newNode.Name(), oldNode.Name())
+	// The links still point at the old primary: the step's client's next
+	// hold is taken there, after the promotion.
+	a, err := aimAt(ctx, env, step, stretchBound(env))
+	if err != nil {
+		// No hold came: point the clients at the new primary anyway.
+		_, aerr := g.Adopt(addr)
+		return fault, errors.Join(err, aerr, redirect(net.Proxies(), i, addr))
+	}
+	fault.Aim = a.aim()
+	fault.Heal = func(context.Context) error { return aRelease(a) }
+	role, _ := redisDo(ctx, oldNode.Addr(), "ROLE")
+	if r, ok := role.([]any); ok && len(r) > 0 {
+		params["old-primary-role"] = fmt.Sprint(r[0])
+	}
+	params["old-primary-had-key"] = fmt.Sprint(len(holdersOf(ctx, env.LockNodes(), a.Holding)) > 0)
+	params["acquired-on-old-primary"] = fmt.Sprintf("client %d, %s, %s after the promotion", a.Client, a.Key, round(time.Duration(a.OK-promotedAt)))
+	// Now the clients follow Sentinel, the way a sentinel-aware client
+	// does on +switch-master or on its first READONLY error.
+	if _, err := g.Adopt(addr); err != nil {
+		return fault, err
+	}
+	if err := redirect(net.Proxies(), i, addr); err != nil {
+		return fault, fmt.Errorf("failover-sentinel manual of lock node %d: %w", i, err)
+	}
+	// Whether the lease survived: the new primary never saw it. The holder
+	// stays inside for its whole stretch, past the next client's acquire.
+	after := holdersOf(ctx, env.LockNodes(), a.Holding)
+	e := &history.Effect{Landed: true, Note: fmt.Sprintf("client %d acquired %s on the old primary %s after the sentinels had promoted %s, then the clients followed them; ", a.Client, a.Key, oldNode.Name(), newNode.Name())}
+	if len(after) > 0 {
+		e.Lease, e.Note = history.LeaseKept, e.Note+"the new primary had the key"
+		fault.Effect = e
+		return fault, a.release()
+	}
+	e.Lease, e.Note = history.LeaseLost, e.Note+"the new primary did not have the key"
+	taker, err := a.throughBound(ctx)
+	if taker >= 0 {
+		e.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, a.Key, a.Client)
+	} else {
+		e.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", a.Key, a.Client)
+	}
+	fault.Effect = e
+	return fault, err
+}
+
+// sentinelsOf returns what a failover through Sentinel needs of the run:
+// its replication groups, its links and its sentinels.
+func sentinelsOf(env Env) (Replication, Links, []string, error) {
+	repl, err := replicationOf(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sentinels := repl.Sentinels()
+	if len(sentinels) == 0 {
+		return nil, nil, nil, errors.New("failover-sentinel: the run has no sentinels")
+	}
+	return repl, net, sentinels, nil
 }

@@ -28,6 +28,8 @@ func TestFailoverSentinelAppliesChecksTheTopology(t *testing.T) {
 		{"failover-sentinel", nil, topoReplicated, "needs replicas and sentinels"},
 		{"failover-sentinel", nil, topoSentinels, ""},
 		{"failover-sentinel", map[string]string{"node": "3"}, topoSentinels, "node=3"},
+		{"failover-sentinel", map[string]string{"manual": "true"}, topoSentinels, "single-node lock"},
+		{"failover-sentinel", map[string]string{"manual": "true"}, nemesis.Topology{Backend: "local", LockNodes: 1, Clients: 4, Quorum: 1, Replicas: 1, Sentinels: 3}, ""},
 	})
 }
 
@@ -50,6 +52,27 @@ func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
 	p := res.Faults[0].Params
 	if p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
 		t.Errorf("the fault does not show a sentinel promotion: %v", p)
+	}
+	runtest.SentinelsSawTheFailover(t, c)
+}
+
+// A manual failover (SENTINEL FAILOVER) of a healthy primary: nothing is
+// killed, replication is never cut, and the lock acquired on the old
+// primary after the sentinels promoted its replica is lost when the
+// clients follow them (redis/redis#6062).
+func TestManualSentinelFailoverLosesALockTakenOnTheOldPrimary(t *testing.T) {
+	if _, err := exec.LookPath("redis-sentinel"); err != nil {
+		t.Fatal("redis-sentinel is not installed: run make setup as root, or apt-get install -y redis-sentinel")
+	}
+	c := runtest.FaultConfig(t, "token-lua", []string{"failover-sentinel"}, "failover-sentinel.manual=true", "failover-sentinel.schedule=at=300ms")
+	c.TTL, c.Hold, c.Duration = time.Second, 100*ms, 8*time.Second
+	c.Replicas, c.Sentinels = 1, 3
+	res, _ := runtest.RunFaults(t, &c)
+	runtest.Verdict(t, res, checker.Violation)
+	runtest.Landed(t, res, history.LeaseLost)
+	p := res.Faults[0].Params
+	if p["manual"] != "true" || p["cut"] != "none" || p["killed"] != "" || p["old-primary-role"] != "master" || p["old-primary-had-key"] != "true" || p["acquired-on-old-primary"] == "" {
+		t.Errorf("the fault does not show a manual failover with the lock taken on the old, live primary: %v", p)
 	}
 	runtest.SentinelsSawTheFailover(t, c)
 }

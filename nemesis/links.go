@@ -114,6 +114,99 @@ func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, durat
 	return f, nil
 }
 
+// renewalFault is a fault on the holder's links that lasts exactly across
+// one renewal of its lease. A watchdog that renews every third of the
+// lease (Redisson's, the worker's --renew) counts from the moment its
+// client took in the grant, which the history places at the acquire's
+// return (only a stall of the client's process, which the worker records,
+// comes between the two): its first renewal is due a third of the lease
+// after the return and has failed failAfter later (how long the fault
+// takes to fail a request), its second is due at two thirds. The fault
+// waits for the step's client's next hold, begins at once, and heals
+// halfway between the first renewal's failure and the second renewal, so
+// either side has a sixth of the lease (less half of failAfter) to spare.
+// It keeps the holder in its critical section until hold after its
+// acquire's invoke, past its lease (or, with hold 0, only until the heal):
+// a lock that renews again after a failure keeps its lease; one that gives
+// up on the first failure loses it while its holder works on, and the
+// overlap lasts until the holder leaves.
+func renewalFault(ctx context.Context, env Env, step Step, failAfter, hold time.Duration, what string, params map[string]string,
+	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
+	bound := hold
+	if bound == 0 {
+		bound = stretchBound(env)
+	}
+	a, err := aimAt(ctx, env, step, bound)
+	if err != nil {
+		return nil, err
+	}
+	third := env.Lease().Nanoseconds() / 3
+	first, failed, second := a.OK+third, a.OK+third+failAfter.Nanoseconds(), a.OK+2*third
+	healAt := (failed + second) / 2
+	links, target, clients := holderLinks.pick(env, net.Proxies(), step, a)
+	start := history.Now()
+	heal, err := install(links)
+	if err != nil {
+		return nil, errors.Join(err, a.release())
+	}
+	params["links"] = strconv.Itoa(len(links))
+	d := max(time.Until(timeOf(healAt)), 0)
+	params["resets"] = round(d).String()
+	f := &Fault{Target: target + " across one renewal", Params: params, Clients: clients, Aim: a.aim(), Start: start, Duration: d}
+	f.Heal = func(ctx context.Context) error {
+		err := heal(ctx)
+		e := a.renewalEffect(start, history.Now(), first, failed, second, "the links were "+what)
+		f.Effect = e
+		if hold == 0 {
+			return errors.Join(err, a.release())
+		}
+		// Keep the holder at work past its lease until hold has passed,
+		// as a long critical section would: a lease no longer renewed is
+		// taken by another client long before the holder leaves.
+		taker, rerr := a.throughBound(ctx)
+		if taker >= 0 {
+			e.Note += fmt.Sprintf("; client %d acquired %s while client %d, kept in its critical section for %v after its acquire, still held it", taker, a.Key, a.Client, hold)
+		} else {
+			e.Note += fmt.Sprintf("; client %d stayed in its critical section for %v after its acquire, and no other client acquired %s meanwhile", a.Client, hold, a.Key)
+		}
+		return errors.Join(err, rerr)
+	}
+	return f, nil
+}
+
+var holderLinks = linkChoice{kind: "holder", n: -1}
+
+// renewalEffect is the effect of a renewalFault from start to end: the
+// first renewal of the aimed lease was due at first and had failed by
+// failed, the second was due at second. It landed when it began before the
+// first renewal, lasted until it had failed, and healed before the second,
+// while the holder still held; what became of the lease is the history's
+// (a lock that gave up renewing loses it while its holder works on).
+func (a *aimed) renewalEffect(start, end, first, failed, second int64, what string) *history.Effect {
+	since := func(t int64) time.Duration { return round(time.Duration(t - a.OK)) }
+	e := &history.Effect{Note: fmt.Sprintf("%s from %v to %v after client %d's acquire of %s returned; its %s lease's first renewal was due at %v and failed by %v, its second was due at %v",
+		what, since(start), since(end), a.Client, a.Key, a.env.Lease(), since(first), since(failed), since(second))}
+	_, holding := holdingOf(a.env, a.Client, a.Key, a.Invoked)
+	switch {
+	case start >= first:
+		e.Note += ": it began too late, the first renewal may have gone through"
+	case end <= failed:
+		e.Note += ": it healed before the first renewal had certainly failed"
+	case end >= second:
+		e.Note += ": it healed too late, the second renewal may have failed too"
+	case !holding:
+		e.Note += fmt.Sprintf(": client %d no longer held %s when it healed", a.Client, a.Key)
+	default:
+		e.Landed = true
+		e.Note += ": exactly the first renewal failed, with a third of the lease left for the next"
+	}
+	return e
+}
+
 func is(n int) func(int) bool { return func(x int) bool { return x == n } }
 
 // freshestHolder is the hold that began last: it has the most of its

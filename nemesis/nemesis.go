@@ -228,6 +228,9 @@ type Holding struct {
 	OK, Invoked int64
 	// Token marks the lease on the lock's nodes (history.Event.Token).
 	Token string
+	// Fence is the fencing token the acquire returned (fenced locks; 0
+	// otherwise).
+	Fence int64
 }
 
 // Spec registers one nemesis.

@@ -2,90 +2,20 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/lockchaos/lockchaos/internal/browser"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // The pages are checked in a real browser: headless Chromium renders them
 // (scripts run, CSS applies), and the test reads the DOM it dumps and a
 // screenshot it takes. `go test -artifacts ./report` keeps the screenshots.
-
-// chromium finds the browser. A missing browser fails the test: skipping
-// would let the reports go untested without anyone noticing.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("headless Chromium is needed to test the HTML reports and was not found: run `make setup` " +
-		"(as root it installs Debian's chromium package; otherwise it says what to install)")
-	return ""
-}
-
-// browse runs Chromium on the file page with extra flags (--dump-dom,
-// --screenshot=…) and returns what it printed.
-func browse(t *testing.T, page string, extra ...string) string {
-	t.Helper()
-	bin := chromium(t)
-	profile := t.TempDir() // a fresh profile each time: no state between runs
-	abs, err := filepath.Abs(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The networking flags keep Chromium from reaching out (it is refused
-	// here anyway, and a report must not need the network).
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir=" + profile, "--window-size=1280,1600"}
-	args = append(args, extra...)
-	args = append(args, "file://"+abs)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, lastLines(errb.String(), 10))
-	}
-	return out.String()
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// elements returns the attributes of every start tag of the given name
-// whose attributes match filter, in the DOM Chromium dumped.
-func elements(dom, tag string, filter func(map[string]string) bool) []map[string]string {
-	var out []map[string]string
-	attr := regexp.MustCompile(`([a-zA-Z_:][-a-zA-Z0-9_:.]*)="([^"]*)"`)
-	for _, m := range regexp.MustCompile(`<`+tag+`\b([^>]*)>`).FindAllStringSubmatch(dom, -1) {
-		a := map[string]string{}
-		for _, kv := range attr.FindAllStringSubmatch(m[1], -1) {
-			a[kv[1]] = strings.ReplaceAll(kv[2], "&amp;", "&")
-		}
-		if filter == nil || filter(a) {
-			out = append(out, a)
-		}
-	}
-	return out
-}
 
 func TestViolationPageInBrowser(t *testing.T) {
 	dir := t.TempDir()
@@ -94,7 +24,7 @@ func TestViolationPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dom := browse(t, page, "--dump-dom")
+	dom := browser.Browse(t, page, "--dump-dom")
 
 	why := regexp.MustCompile(`(?s)<p id="why">(.*?)</p>`).FindStringSubmatch(dom)
 	if why == nil {
@@ -108,7 +38,7 @@ func TestViolationPageInBrowser(t *testing.T) {
 	if !strings.Contains(dom, `<span id="verdict" class="badge">violation</span>`) {
 		t.Error("the page does not show the verdict violation")
 	}
-	overlaps := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "overlap" })
+	overlaps := browser.Elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "overlap" })
 	lanes := map[string]bool{}
 	for _, o := range overlaps {
 		if o["data-clients"] != "2,4" || o["data-key"] != "lock:0" {
@@ -126,7 +56,7 @@ func TestViolationPageInBrowser(t *testing.T) {
 	if len(lanes) < 2 {
 		t.Errorf("overlaps drawn on %d lane(s), want both clients' lanes", len(lanes))
 	}
-	holds := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "hold" })
+	holds := browser.Elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "hold" })
 	ends := map[string]string{}
 	for _, h := range holds {
 		ends[h["data-client"]] = h["data-end"]
@@ -134,8 +64,8 @@ func TestViolationPageInBrowser(t *testing.T) {
 	if len(holds) < 3 || ends["2"] != "release-not-held" || ends["4"] != "release" {
 		t.Errorf("holds drawn: %v; want client 2's ending release-not-held and client 4's release", ends)
 	}
-	faults := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault" && a["data-name"] == "pause-client" })
-	targets := elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault-target" && a["data-client"] == "2" })
+	faults := browser.Elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault" && a["data-name"] == "pause-client" })
+	targets := browser.Elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "fault-target" && a["data-client"] == "2" })
 	if len(faults) == 0 || len(targets) == 0 {
 		t.Errorf("the pause of client 2 is not shaded: %d fault bars, %d bands on client 2's lane", len(faults), len(targets))
 	}
@@ -146,8 +76,8 @@ func TestViolationPageInBrowser(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.ArtifactDir(), "violation.png")
-	browse(t, page, "--screenshot="+shot)
-	if n := countColor(t, shot, 0xe0, 0x31, 0x31); n < 20 {
+	browser.Browse(t, page, "--screenshot="+shot)
+	if n := browser.CountColor(t, shot, "#e03131"); n < 20 {
 		t.Errorf("the screenshot shows %d pixels of the overlap red, want the overlaps visible", n)
 	}
 	t.Logf("screenshot: %s", shot)
@@ -205,9 +135,9 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := browse(t, probed, "--dump-dom")
+	dom := browser.Browse(t, probed, "--dump-dom")
 
-	cells := elements(dom, "td", func(a map[string]string) bool { return strings.Contains(a["class"], "cell") })
+	cells := browser.Elements(dom, "td", func(a map[string]string) bool { return strings.Contains(a["class"], "cell") })
 	got := map[string]map[string]string{}
 	for _, c := range cells {
 		got[c["data-lock"]+"+"+c["data-nemesis"]] = c
@@ -243,7 +173,7 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 			t.Errorf("cell %s: bar %q, want the verdict's colour %s", name, b, rgb(verdict))
 		}
 	}
-	links := elements(dom, "a", func(a map[string]string) bool { return strings.HasSuffix(a["href"], "report.html") })
+	links := browser.Elements(dom, "a", func(a map[string]string) bool { return strings.HasSuffix(a["href"], "report.html") })
 	hrefs := map[string]bool{}
 	for _, l := range links {
 		hrefs[l["href"]] = true
@@ -258,10 +188,8 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 	}
 
 	shot := filepath.Join(t.ArtifactDir(), "index.png")
-	browse(t, page, "--screenshot="+shot)
-	var r, g, bl uint8
-	fmt.Sscanf(ColorMismatch, "#%02x%02x%02x", &r, &g, &bl)
-	if n := countColor(t, shot, r, g, bl); n < 200 {
+	browser.Browse(t, page, "--screenshot="+shot)
+	if n := browser.CountColor(t, shot, ColorMismatch); n < 200 {
 		t.Errorf("the screenshot shows %d pixels of the mismatch colour, want the mismatched cell painted", n)
 	}
 	t.Logf("screenshot: %s", shot)
@@ -272,31 +200,6 @@ func rgb(hex string) string {
 	var r, g, b int
 	fmt.Sscanf(hex, "#%02x%02x%02x", &r, &g, &b)
 	return fmt.Sprintf("rgb(%d, %d, %d)", r, g, b)
-}
-
-// countColor counts the pixels of the PNG at path that have the colour.
-func countColor(t *testing.T, path string, r, g, b uint8) int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("the screenshot was not written: %v", err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("decode screenshot: %v", err)
-	}
-	n := 0
-	bounds := img.Bounds()
-	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
-		for x := bounds.Min.X; x < bounds.Max.X; x++ {
-			pr, pg, pb, _ := img.At(x, y).RGBA()
-			if uint8(pr>>8) == r && uint8(pg>>8) == g && uint8(pb>>8) == b {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // TestRunPageLanesInBrowser renders a run with faults that overlap in
@@ -332,7 +235,7 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := browse(t, probed, "--dump-dom")
+	dom := browser.Browse(t, probed, "--dump-dom")
 	full := regexp.MustCompile(`(?s)<svg id="timeline".*?</svg>`).FindString(dom)
 	if full == "" {
 		t.Fatal("no #timeline SVG")
@@ -340,7 +243,7 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 
 	// Two faults that overlap in time are both visible: each in its own
 	// lane, coloured by its action, with a box the browser laid out.
-	faults := elements(full, "rect", func(a map[string]string) bool { return a["class"] == "fault" })
+	faults := browser.Elements(full, "rect", func(a map[string]string) bool { return a["class"] == "fault" })
 	byName := map[string]map[string]string{}
 	for _, f := range faults {
 		byName[f["data-name"]] = f
@@ -366,11 +269,11 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 		t.Error("the fault bars do not name node 1 and client 2")
 	}
 	// Node lanes: one per lock node, with what the faults did to them.
-	nodeLanes := elements(full, "text", func(a map[string]string) bool { return strings.Contains(a["class"], "node-lane") })
+	nodeLanes := browser.Elements(full, "text", func(a map[string]string) bool { return strings.Contains(a["class"], "node-lane") })
 	if len(nodeLanes) != 3 {
 		t.Errorf("%d node lanes, want one per lock node (3)", len(nodeLanes))
 	}
-	marks := elements(full, "rect", func(a map[string]string) bool { return a["class"] == "node-mark" })
+	marks := browser.Elements(full, "rect", func(a map[string]string) bool { return a["class"] == "node-mark" })
 	got := map[string]string{}
 	for _, m := range marks {
 		got[m["data-node"]] = m["data-start"] + "/" + m["data-end"]
@@ -380,22 +283,22 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 	}
 	// The lease's end on the server, on client 2's lane, beside the hold
 	// it still believed it had.
-	expiry := elements(full, "line", func(a map[string]string) bool { return a["class"] == "lease-expiry" })
+	expiry := browser.Elements(full, "line", func(a map[string]string) bool { return a["class"] == "lease-expiry" })
 	if len(expiry) != 1 || expiry[0]["data-client"] != "2" || expiry[0]["data-t"] != "3500.5" {
 		t.Errorf("lease-expiry marks %v; want one, client 2's lease gone by t=3500.5 ms", expiry)
 	}
-	if len(elements(full, "rect", func(a map[string]string) bool { return a["class"] == "past-lease" })) != 1 {
+	if len(browser.Elements(full, "rect", func(a map[string]string) bool { return a["class"] == "past-lease" })) != 1 {
 		t.Error("client 2's hold past its lease is not hatched")
 	}
 	// Failed and unknown acquires.
-	if n := len(elements(full, "rect", func(a map[string]string) bool { return a["class"] == "acq-fail" })); n != 8 {
+	if n := len(browser.Elements(full, "rect", func(a map[string]string) bool { return a["class"] == "acq-fail" })); n != 8 {
 		t.Errorf("%d refused-acquire marks, want 8", n)
 	}
-	if n := len(elements(full, "path", func(a map[string]string) bool { return a["class"] == "acq-unknown" })); n != 1 {
+	if n := len(browser.Elements(full, "path", func(a map[string]string) bool { return a["class"] == "acq-unknown" })); n != 1 {
 		t.Errorf("%d unknown-acquire marks, want 1", n)
 	}
 	// The rate and latency plots, with the fault windows shaded.
-	points := elements(dom, "circle", func(a map[string]string) bool { return strings.HasPrefix(a["class"], "lat-point") })
+	points := browser.Elements(dom, "circle", func(a map[string]string) bool { return strings.HasPrefix(a["class"], "lat-point") })
 	outcomes := map[string]int{}
 	for _, p := range points {
 		outcomes[p["data-outcome"]]++
@@ -404,7 +307,7 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 		t.Errorf("latency plot points by outcome %v; want 3 ok, 8 fail, 1 unknown", outcomes)
 	}
 	if !strings.Contains(dom, `id="latency-plot"`) || !strings.Contains(dom, `id="rate-plot"`) ||
-		len(elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "plot-fault" })) != 8 {
+		len(browser.Elements(dom, "rect", func(a map[string]string) bool { return a["class"] == "plot-fault" })) != 8 {
 		t.Error("the rate and latency plots with their 4 fault windows each are missing")
 	}
 	// The overlaps table names faults, groups pairs into incidents, and
@@ -416,14 +319,14 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 	}
 
 	shot := filepath.Join(t.ArtifactDir(), "lanes.png")
-	browse(t, page, "--screenshot="+shot, "--hide-scrollbars")
-	if n := countColor(t, shot, 0xe0, 0x31, 0x31); n < 20 {
+	browser.Browse(t, page, "--screenshot="+shot, "--hide-scrollbars")
+	if n := browser.CountColor(t, shot, "#e03131"); n < 20 {
 		t.Errorf("the screenshot shows %d pixels of the overlap red", n)
 	}
 	copyShot(t, shot, "report-lanes.png")
 
 	// At 800 px no SVG text renders below 10 px.
-	narrow := browse(t, probed, "--dump-dom", "--window-size=800,1600")
+	narrow := browser.Browse(t, probed, "--dump-dom", "--window-size=800,1600")
 	m := regexp.MustCompile(`data-min-font="([0-9.]+)"`).FindStringSubmatch(narrow)
 	if m == nil {
 		t.Fatal("the probe did not run")
@@ -434,7 +337,7 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 		t.Errorf("at 800 px the smallest SVG text renders at %.2f px, want at least 10", least)
 	}
 	shot800 := filepath.Join(t.ArtifactDir(), "report-800px.png")
-	browse(t, page, "--screenshot="+shot800, "--window-size=800,1600", "--hide-scrollbars")
+	browser.Browse(t, page, "--screenshot="+shot800, "--window-size=800,1600", "--hide-scrollbars")
 	copyShot(t, shot800, "report-800px.png")
 }
 

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/shrink"
 )
 
 // IndexFile is the matrix's page in its folder.
@@ -69,6 +72,9 @@ func WriteIndex(dir string, s scenarios.Summary) (string, error) {
 		if c.Kind == scenarios.KindCatalogue {
 			d.Catalogue = append(d.Catalogue, cellView(c, dir, s))
 		}
+		if v := cellView(c, dir, s); v.Shrink != "" {
+			d.Shrinkable = append(d.Shrinkable, v)
+		}
 		if s.Fails(c) {
 			d.Problems = append(d.Problems, cellView(c, dir, s))
 		} else if c.Status == scenarios.StatusSkipped {
@@ -122,6 +128,7 @@ type indexData struct {
 	Skipped     []cellData
 	Matrix      []matrixRow
 	Catalogue   []cellData
+	Shrinkable  []cellData // the violation cells, with the command that shrinks each
 	SummaryLink string
 	Generated   string
 }
@@ -146,6 +153,10 @@ type cellData struct {
 	Link string
 	// OK is false when the cell fails the matrix.
 	OK bool
+	// Shrink is the command that shrinks a violation cell's run
+	// (lockchaos shrink); Shrunk and Witness link its minimal.yaml and
+	// witness.md once it is shrunk (chaos --shrink), relative to the index.
+	Shrink, Shrunk, Witness string
 }
 
 func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData {
@@ -190,6 +201,15 @@ func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData 
 	if c.Dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, c.Dir, RunFile)); err == nil {
 			d.Link = path.Join(filepath.ToSlash(c.Dir), RunFile)
+		}
+	}
+	if c.Dir != "" && c.Verdict == string(checker.Violation) {
+		run := filepath.Join(dir, c.Dir)
+		d.Shrink = "lockchaos shrink " + runner.ShellQuote(run)
+		if _, err := os.Stat(filepath.Join(shrink.DirFor(run), shrink.ScenarioFile)); err == nil {
+			if rel, err := filepath.Rel(dir, shrink.DirFor(run)); err == nil {
+				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), shrink.ScenarioFile), path.Join(filepath.ToSlash(rel), shrink.WitnessFile)
+			}
 		}
 	}
 	return d
@@ -240,7 +260,7 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 </header>
 
 {{if .Problems}}<h2 id="problems">What failed</h2>
-<ul class="problems">{{range .Problems}}<li data-cell="{{.Name}}"><b>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</b>: {{if eq .Status "mismatch"}}expected {{.Expect}}, got {{.Got}}{{else}}{{.Status}}{{if .Expect}} — expected {{.Expect}}{{end}}{{if .Got}}, got {{.Got}}{{end}}{{end}}{{if .Detail}}. {{.Detail}}{{end}}</li>
+<ul class="problems">{{range .Problems}}<li data-cell="{{.Name}}"><b>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</b>: {{if eq .Status "mismatch"}}expected {{.Expect}}, got {{.Got}}{{else}}{{.Status}}{{if .Expect}} — expected {{.Expect}}{{end}}{{if .Got}}, got {{.Got}}{{end}}{{end}}{{if .Detail}}. {{.Detail}}{{end}}{{if .Shrunk}} Shrunk: <a href="{{.Shrunk}}">minimal.yaml</a>, <a href="{{.Witness}}">witness</a>.{{else if .Shrink}} Shrink it: <code>{{.Shrink}}</code>{{end}}</li>
 {{end}}</ul>{{end}}
 {{if .Skipped}}<h2 id="skipped">Skipped</h2>
 <ul class="skipped">{{range .Skipped}}<li data-cell="{{.Name}}"><b>{{.Name}}</b>{{if .SkipReason}} ({{.SkipReason}}){{end}}: {{.Detail}}</li>
@@ -270,6 +290,11 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 <td>{{if .Link}}<a href="{{.Link}}">{{.Name}}</a>{{else}}{{.Name}}{{end}}</td><td>{{.Shows}}</td><td>{{.Lock}}</td><td>{{.Nemesis}}</td><td class="muted">{{.Source}}</td>
 <td>{{.Expect}}</td><td class="got b-{{.Verdict}}">{{.Got}}</td><td class="st m-{{.Match}} {{if .OK}}status-ok{{else}}status-fail{{end}}" title="{{.Detail}}">{{.Status}}{{if or (eq .Status "skipped") (eq .Status "n/a") (eq .Status "error")}}: {{.Detail}}{{end}}</td></tr>
 {{end}}</table>{{end}}
+
+{{if .Shrinkable}}<details id="shrink"><summary>Shrink a violation: the smallest run that still violates ({{len .Shrinkable}} {{if eq (len .Shrinkable) 1}}cell{{else}}cells{{end}} violated)</summary>
+<p class="muted">Each command searches for fewer faults, clients and keys, a shorter run and hold that still violate, and writes a scenario that reproduces it (minimal.yaml) and its witness; <code>chaos --shrink</code> shrinks every mismatch by itself.</p>
+<ul>{{range .Shrinkable}}<li data-cell="{{.Name}}"><b>{{.Name}}</b>: <code>{{.Shrink}}</code>{{if .Shrunk}} — shrunk: <a href="{{.Shrunk}}">minimal.yaml</a>, <a href="{{.Witness}}">witness</a>{{end}}</li>
+{{end}}</ul></details>{{end}}
 
 <footer>{{if .SummaryLink}}<a href="{{.SummaryLink}}">summary.json</a> holds every cell's expectation and outcome. {{end}}<code>lockchaos report DIR</code> renders these pages again. Rendered {{.Generated}}.</footer>
 </body>

@@ -148,6 +148,9 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{end}}</div>{{end}}
 <p class="muted">Hover a shape for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release. A lease ran out on the server by its acquire's return plus the lease ({{.LeaseText}}), by the lock nodes' clocks.{{if gt (len .Zooms) 1}} Each row of the incident table below zooms on its incident.{{end}}</p>
 
+{{if .Witness}}<h2 id="witness">Witness</h2>
+<ol id="witness-story">{{range .Witness}}<li>{{.}}</li>{{end}}</ol>{{end}}
+
 <h2 id="availability">Availability and latency</h2>
 <p class="muted">Acquires completed per second, by outcome (<span style="color:#2f9e44">succeeded</span>, <span style="color:#868e96">refused</span>, <span style="color:#7048e8">unknown</span>), and the latency of every acquire against the time it was invoked (log scale; acquires that never completed at the top); fault windows shaded by what they did.</p>
 {{.RatePlot}}

@@ -187,6 +187,7 @@ type runData struct {
 	*Run
 	Title          string
 	Why            string
+	Witness        []string // checker.Witness: the first overlap's story
 	Timeline       template.HTML
 	Zooms          []zoomPanel
 	RatePlot       template.HTML
@@ -250,6 +251,7 @@ func (r *Run) pageData() runData {
 	for _, h := range r.Holds {
 		span = max(span, h.EndMs)
 	}
+	d.Witness = checker.Witness(res)
 	d.Timeline = r.timeline(0, span, "timeline")
 	d.RatePlot = r.ratePlot(span)
 	d.LatencyPlot = r.latencyPlot(span)

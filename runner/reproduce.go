@@ -24,7 +24,7 @@ func reproduce(dir string) *checker.Reproduce {
 		r.Schedule = json.RawMessage(s)
 	}
 	clean := filepath.Clean(dir)
-	r.Command = "lockchaos run --replay " + shellQuote(clean) + " --out " + shellQuote(clean+"-replay")
+	r.Command = "lockchaos run --replay " + ShellQuote(clean) + " --out " + ShellQuote(clean+"-replay")
 	return r
 }
 
@@ -53,7 +53,8 @@ func Version() string {
 	return strings.TrimSpace(version)
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' || r == ',' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))

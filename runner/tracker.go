@@ -34,6 +34,7 @@ type heldKey struct {
 	ok      int64 // the outermost acquire's ok (history time)
 	invoked int64 // its invoke
 	token   string
+	fence   int64
 }
 
 type inFlight struct {
@@ -86,7 +87,7 @@ func (t *tracker) observe(e history.Event) {
 				t.holding[e.Client] = keys
 			}
 			if keys[e.Key] == nil {
-				keys[e.Key] = &heldKey{since: now, ok: e.Time, invoked: inv.invoked, token: e.Token}
+				keys[e.Key] = &heldKey{since: now, ok: e.Time, invoked: inv.invoked, token: e.Token, fence: e.Fence}
 				t.stats.holds++
 			}
 			keys[e.Key].depth++
@@ -140,7 +141,7 @@ func (t *tracker) holdersLocked() []nemesis.Holding {
 }
 
 func holding(c int, k string, h *heldKey) nemesis.Holding {
-	return nemesis.Holding{Client: c, Key: k, Since: h.since, OK: h.ok, Invoked: h.invoked, Token: h.token}
+	return nemesis.Holding{Client: c, Key: k, Since: h.since, OK: h.ok, Invoked: h.invoked, Token: h.token, Fence: h.fence}
 }
 
 func (t *tracker) acquiringFor(d time.Duration) []int {

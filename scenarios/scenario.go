@@ -49,6 +49,9 @@ type Scenario struct {
 	QuickDuration time.Duration
 	// Config is the run; Out is left empty for the caller.
 	Config runner.Config
+
+	// file is the scenario as written, for Variant.
+	file fileScenario
 }
 
 // Defaults of a scenario file's optional fields are the run's own
@@ -164,6 +167,7 @@ func Parse(name string, b []byte) (Scenario, error) {
 		File:   name,
 		Shows:  strings.TrimSpace(f.Shows),
 		Source: strings.TrimSpace(f.Source),
+		file:   f,
 	}
 	var errs []error
 	if s.Shows == "" {
@@ -271,6 +275,7 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 		}
 	}
 
+	cfg.Replay = f.replay(cfg, func(field, msg string) { errs = append(errs, bad(field, "%s", msg)) })
 	cfg.Replicas, cfg.Sentinels, cfg.Persistence = f.Topology.Replicas, f.Topology.Sentinels, f.Topology.Persistence
 	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
 	// The ranges are the runner's (runner.CheckSettings); its errors name
@@ -365,6 +370,9 @@ type fileFaults struct {
 type fileNemesis struct {
 	Name    string            `yaml:"name"`
 	Options map[string]string `yaml:"options"`
+	// Steps, when given, are the nemesis's steps to take, as a run's
+	// schedule.json records them (steps.go).
+	Steps []fileStep `yaml:"steps"`
 }
 
 // Duration is a duration in a scenario file, read by option.ParseSpan as
@@ -557,7 +565,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		if n.Kind != yaml.ScalarNode {
 			w.fail(n, path, "want a plain value, not a list or mapping")
 		}
-	case reflect.Int, reflect.Int64:
+	case reflect.Int, reflect.Int64, reflect.Uint64:
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 			w.fail(n, path, "%q: want a whole number", n.Value)
 		}

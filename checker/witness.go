@@ -1,0 +1,107 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Witness tells the story of a violation in a few lines, from its result
+// alone: the first overlap's earlier hold and the lease it rested on, the
+// faults that explain the overlap and what each did, the second client's
+// acquire (after the first lease ran out, or while it should still have
+// lived: the lock forgot it), how long the first client went on, and how
+// long both held the key. `lockchaos shrink` writes it as witness.md and a
+// run's report shows it. Nil unless the verdict is a violation.
+func Witness(res Result) []string {
+	if res.Verdict != Violation {
+		return nil
+	}
+	if len(res.Mutex.Overlaps) == 0 {
+		return []string{"No two holds overlapped in the history, but the protected resource shows the damage: " + res.Resource.Summary + "."}
+	}
+	var ttl float64
+	if res.Settings != nil {
+		ttl = float64(res.Settings.Lease())
+	}
+	o := res.Mutex.Overlaps[0]
+	a, b := o.Holds[0], o.Holds[1]
+	var lines []string
+
+	first := fmt.Sprintf("Client %d acquired %s at t=%s", a.Client, o.Key, Seconds(a.StartMs))
+	if a.LeaseEndMs > 0 {
+		lease := ""
+		if ttl > 0 {
+			lease = " " + Millis(ttl)
+		}
+		first += fmt.Sprintf("; its%s lease ran out on the lock's nodes by t=%s at the latest", lease, Seconds(a.LeaseEndMs))
+	}
+	lines = append(lines, first+".")
+
+	faults := 0
+	for _, f := range res.Faults {
+		if !slices.Contains(o.Faults, f.ID) {
+			continue
+		}
+		faults++
+		what := faultSentence(f, o, ttl)
+		s := fmt.Sprintf("Fault %d, %s: %s", f.ID, f.Label(), what)
+		if rest, ok := strings.CutPrefix(what, "fault "+f.Label()+" "); ok {
+			s = fmt.Sprintf("Fault %d, %s, %s", f.ID, f.Label(), rest) // "…, was active for …"
+		}
+		if f.Effect != "" {
+			s += " — " + f.Effect
+		}
+		lines = append(lines, s+".")
+	}
+	if faults == 0 {
+		s := "No fault was active"
+		switch {
+		case ttl > 0 && a.EndMs-a.StartMs > ttl:
+			s += fmt.Sprintf(": client %d's critical section lasted %s, longer than the %s lease", a.Client, Millis(a.EndMs-a.StartMs), Millis(ttl))
+		case o.Stall != nil:
+			s += ": " + o.Stall.Text + " (a stall of the harness)"
+		}
+		lines = append(lines, s+".")
+	}
+
+	second := fmt.Sprintf("Client %d acquired %s at t=%s", b.Client, o.Key, Seconds(b.StartMs))
+	switch {
+	case a.LeaseEndMs <= 0:
+		second += fmt.Sprintf(", while client %d still held it", a.Client)
+	case b.StartMs >= a.LeaseEndMs:
+		second += fmt.Sprintf(", %s after client %d's lease had run out, while client %d still held it", Millis(b.StartMs-a.LeaseEndMs), a.Client, a.Client)
+	case a.LeaseFromMs > 0 && b.StartMs < a.LeaseFromMs:
+		second += fmt.Sprintf(", while client %d's lease should have lived %s more: the lock had forgotten it", a.Client, Millis(a.LeaseFromMs-b.StartMs))
+	default:
+		second += fmt.Sprintf(", about when client %d's lease ran out, while client %d still held it", a.Client, a.Client)
+	}
+	lines = append(lines, second+".")
+
+	went := fmt.Sprintf("Client %d went on in its critical section until t=%s", a.Client, Seconds(a.EndMs))
+	if a.LeaseEndMs > 0 && a.EndMs > a.LeaseEndMs {
+		went += fmt.Sprintf(", %s after its lease had run out", Millis(a.EndMs-a.LeaseEndMs))
+	}
+	switch a.End {
+	case EndReleaseNotHeld:
+		went += "; its release found the lease already gone"
+	case EndReleaseUnknown:
+		went += "; its release got no answer"
+	case EndLost:
+		went += "; only then did it learn it had lost the lock"
+	case EndExit:
+		went += ", when its process died"
+	case EndOpen:
+		went += ", the end of the history, still holding"
+	}
+	lines = append(lines, went+".")
+
+	both := fmt.Sprintf("Both held %s for %s from t=%s", o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs))
+	if n := res.Resource.LostUpdates; n > 0 {
+		both += fmt.Sprintf("; %d %s of the protected counter %s lost", n, word(n, "update", "updates"), word(n, "was", "were"))
+	}
+	if n := res.Mutex.OverlapCount; n > 1 {
+		both += fmt.Sprintf(" (%d overlapping pairs of holds in the run)", n)
+	}
+	return append(lines, both+".")
+}

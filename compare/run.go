@@ -1,0 +1,244 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Files of a comparison's folder.
+const (
+	JSONFile  = "compare.json"
+	CSVFile   = "compare.csv"
+	IndexFile = "index.html"
+)
+
+// Comparison is what compare.json holds: the spec, the cells as planned
+// (each with its whole run configuration, so that --rerun repeats them
+// exactly), and a row per cell.
+type Comparison struct {
+	Schema  int     `json:"schema"`
+	Version string  `json:"version"`
+	Host    string  `json:"host"`
+	Started string  `json:"started"`
+	Seconds float64 `json:"seconds"`
+	// Interrupted says the comparison was stopped before every run was done.
+	Interrupted bool   `json:"interrupted"`
+	Spec        Spec   `json:"spec"`
+	Cells       []Cell `json:"cells"`
+	Rows        []Row  `json:"rows"`
+	// Command is the command line that repeats it.
+	Command string `json:"command"`
+}
+
+// Schema is the version of compare.json's layout.
+const Schema = 1
+
+// Options tune Execute.
+type Options struct {
+	// Out is the comparison's folder; a run writes Out/LOCK+NEMESIS/seedN.
+	Out   string
+	Force bool
+	// Progress receives a line as each run ends.
+	Progress io.Writer
+	// AfterRun, when set, is called with each finished run's folder (to
+	// render its report); an error is shown but changes nothing.
+	AfterRun func(dir string) error
+	// Run performs one run; nil means runner.Run.
+	Run func(context.Context, runner.Config) (checker.Result, error)
+}
+
+// job is one seed of one cell.
+type job struct{ cell, seed int }
+
+// Execute runs the cells' seeds, Parallel at a time, seed by seed across
+// the cells so that every cell advances together, and stops a cell early
+// once it has violated and run MinSeeds seeds (when EarlyStop is set). A
+// run that was no evidence either way runs again with the same seed, up
+// to scenarios.MaxAttempts times, as in the matrix. Cancelling ctx stops
+// the runs in progress and leaves the rest out.
+func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Comparison {
+	run := opts.Run
+	if run == nil {
+		run = runner.Run
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	start := time.Now()
+	var jobs []job
+	for k := 0; k < spec.Seeds; k++ {
+		for i, c := range cells {
+			if c.Skip == "" {
+				jobs = append(jobs, job{i, k})
+			}
+		}
+	}
+	var (
+		mu      sync.Mutex
+		runs    = make([][]Run, len(cells))
+		stopped = make([]bool, len(cells))
+		done    int
+		skipped int // jobs left out by early stops
+	)
+	next := 0
+	take := func() (job, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for next < len(jobs) {
+			j := jobs[next]
+			next++
+			if stopped[j.cell] {
+				skipped++
+				continue
+			}
+			return j, true
+		}
+		return job{}, false
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < spec.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				j, ok := take()
+				if !ok {
+					return
+				}
+				c := cells[j.cell]
+				r := runSeed(ctx, c, j.seed, opts, run)
+				if ctx.Err() != nil && r.Outcome != OutcomeViolation {
+					return // interrupted: not evidence
+				}
+				mu.Lock()
+				runs[j.cell] = append(runs[j.cell], r)
+				done++
+				n, v := len(runs[j.cell]), 0
+				for _, x := range runs[j.cell] {
+					if x.Outcome == OutcomeViolation {
+						v++
+					}
+				}
+				note := ""
+				if spec.EarlyStop && !stopped[j.cell] && n >= spec.MinSeeds && n < spec.Seeds {
+					if lo, _ := Wilson(v, n); lo > 0 {
+						stopped[j.cell] = true
+						note = fmt.Sprintf(" — stops early: its interval excludes 0 after %d seeds", n)
+					}
+				}
+				elapsed := time.Since(start)
+				remaining := len(jobs) - done - skipped - countStopped(jobs[next:], stopped)
+				eta := "?"
+				if done > 0 {
+					eta = clock(time.Duration(float64(elapsed) / float64(done) * float64(max(remaining, 0))))
+				}
+				fmt.Fprintf(progress, "[cell %d/%d, %d runs done, %s elapsed, ETA ≤%s] %s seed %d: %s%s (%d of %d seeds violated)%s\n",
+					j.cell+1, len(cells), done, clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	cmp := Comparison{Schema: Schema, Version: runner.Version(), Started: start.Format(time.RFC3339),
+		Seconds: time.Since(start).Seconds(), Interrupted: ctx.Err() != nil, Spec: spec, Cells: cells}
+	cmp.Host, _ = os.Hostname()
+	for i, c := range cells {
+		cmp.Rows = append(cmp.Rows, rowOf(c, runs[i], spec.Seeds, stopped[i]))
+	}
+	return cmp
+}
+
+// countStopped counts the jobs left that belong to stopped cells.
+func countStopped(left []job, stopped []bool) int {
+	n := 0
+	for _, j := range left {
+		if stopped[j.cell] {
+			n++
+		}
+	}
+	return n
+}
+
+func attempts(r Run) string {
+	if r.Attempts > 1 {
+		return fmt.Sprintf(" after %d attempts", r.Attempts)
+	}
+	return ""
+}
+
+// runSeed runs seed k of cell c, again while it is no evidence.
+func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.Context, runner.Config) (checker.Result, error)) Run {
+	cfg := c.Config
+	cfg.Seed = c.Config.Seed + int64(k)
+	var r Run
+	for try := 1; try <= scenarios.MaxAttempts; try++ {
+		dir := filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed))
+		if try > 1 {
+			dir += fmt.Sprintf(".attempt%d", try)
+		}
+		cfg.Out, cfg.Force = filepath.Join(opts.Out, dir), opts.Force
+		res, err := run(ctx, cfg)
+		r = runOf(res, err, float64(cfg.TTL.Milliseconds()))
+		r.Seed, r.Dir, r.Attempts = cfg.Seed, filepath.ToSlash(dir), try
+		if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
+			_ = opts.AfterRun(cfg.Out)
+		}
+		if r.Outcome != OutcomeNoEvidence || ctx.Err() != nil {
+			break
+		}
+	}
+	return r
+}
+
+func clock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}
+
+// Write writes compare.json and compare.csv to dir.
+func (c Comparison) Write(dir string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, CSVFile))
+	if err != nil {
+		return err
+	}
+	if err := WriteCSV(f, c.Rows); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Read reads the comparison in dir (its compare.json).
+func Read(dir string) (Comparison, error) {
+	var c Comparison
+	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		return c, fmt.Errorf("%w (a comparison's folder holds %s)", err, JSONFile)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", filepath.Join(dir, JSONFile), err)
+	}
+	if c.Schema != Schema {
+		return c, fmt.Errorf("%s: schema %d, this lockchaos reads %d", filepath.Join(dir, JSONFile), c.Schema, Schema)
+	}
+	return c, nil
+}
