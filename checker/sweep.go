@@ -110,9 +110,11 @@ func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool
 }
 
 // staleRelease is the release of a hold whose key another client took
-// while it held it (it was the earlier hold of an overlap): a lock whose
-// release does not check who owns the key (a plain DEL) deletes the lease
-// of whoever holds it then. It keeps the cause of that overlap.
+// while it held it (it was the earlier hold of an overlap), answered ok: a
+// lock whose release does not check who owns the key (a plain DEL) deleted
+// the lease of whoever held it then. (A release that checks its token
+// answers not-held there and ends its hold otherwise, so it never counts.)
+// It keeps the cause of that overlap.
 type staleRelease struct {
 	client int
 	at     int64

@@ -141,10 +141,10 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 				remaining := len(jobs) - done - skipped - countStopped(jobs[next:], stopped)
 				eta := "?"
 				if done > 0 {
-					eta = clock(time.Duration(float64(elapsed) / float64(done) * float64(max(remaining, 0))))
+					eta = scenarios.Clock(time.Duration(float64(elapsed) / float64(done) * float64(max(remaining, 0))))
 				}
 				fmt.Fprintf(progress, "[cell %d/%d, %d runs done, %s elapsed, ETA ≤%s] %s seed %d: %s%s (%d of %d seeds violated)%s\n",
-					j.cell+1, len(cells), done, clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
+					j.cell+1, len(cells), done, scenarios.Clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
 				mu.Unlock()
 			}
 		}()
@@ -202,18 +202,9 @@ func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.
 	return r
 }
 
-func clock(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
-}
-
 // Write writes compare.json and compare.csv to dir.
 func (c Comparison) Write(dir string) error {
-	b, err := json.MarshalIndent(c, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, JSONFile), append(b, '\n'), 0o644); err != nil {
+	if err := runner.WriteJSON(filepath.Join(dir, JSONFile), c); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, CSVFile))

@@ -47,7 +47,7 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
 		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
 	}
-	if err := writeJSON(filepath.Join(cfg.Out, ConfigFile), cfg); err != nil {
+	if err := WriteJSON(filepath.Join(cfg.Out, ConfigFile), cfg); err != nil {
 		return checker.Result{}, err
 	}
 	hist, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
@@ -447,7 +447,7 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 	}
 	res := checker.Check(events, checker.Options{Timeout: timeout, CutOff: truncated})
 	res.Reproduce = reproduce(dir)
-	return res, writeJSON(filepath.Join(dir, "result.json"), res)
+	return res, WriteJSON(filepath.Join(dir, "result.json"), res)
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's

@@ -70,10 +70,11 @@ func (l *scheduleLog) write(path string, nemeses []nemesis.Scheduled) error {
 	for _, n := range nemeses {
 		s.Nemeses = append(s.Nemeses, NemesisSchedule{Name: n.Name, Plan: n.Plan.String(), Steps: append([]nemesis.Executed{}, l.steps[n.Name]...)})
 	}
-	return writeJSON(path, s)
+	return WriteJSON(path, s)
 }
 
-func writeJSON(path string, v any) error {
+// WriteJSON writes v to path as indented JSON, whole or not at all.
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -373,7 +373,7 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 				done++
 				tally[r.Status]++
 				fmt.Fprintf(progress, "[%*d/%d %s] %-40s %-16s %s   (so far: %s)\n",
-					len(fmt.Sprint(len(todo))), done, len(todo), clock(time.Since(start)), c.Name, r.Got, describeStatus(r), tallyLine(tally))
+					len(fmt.Sprint(len(todo))), done, len(todo), Clock(time.Since(start)), c.Name, r.Got, describeStatus(r), tallyLine(tally))
 				if r.ReportError != "" {
 					fmt.Fprintf(progress, "    report: %s\n", r.ReportError)
 				}
@@ -579,7 +579,8 @@ func tallyLine(t map[Status]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func clock(d time.Duration) string {
+// Clock writes d as m:ss, for progress lines.
+func Clock(d time.Duration) string {
 	d = d.Round(time.Second)
 	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }

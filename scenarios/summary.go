@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/runner"
 )
 
 // SummaryFile is the name of a matrix's summary in its folder.
@@ -185,18 +187,7 @@ func (s Summary) Cell(name string) (CellResult, bool) {
 
 // Write writes s as dir/summary.json.
 func (s Summary) Write(dir string) error {
-	return writeJSON(filepath.Join(dir, SummaryFile), s)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return runner.WriteJSON(filepath.Join(dir, SummaryFile), s)
 }
 
 // ReadSummary reads a summary.json (or a folder holding one).

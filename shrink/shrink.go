@@ -297,7 +297,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if !s.test(orig, "the original configuration and fault schedule, unchanged") {
 		s.rep.Stopped = s.stopped()
 		s.rep.Seconds = time.Since(start).Seconds()
-		werr := writeJSON(filepath.Join(o.Out, ReportFile), s.rep)
+		werr := runner.WriteJSON(filepath.Join(o.Out, ReportFile), s.rep)
 		a := s.rep.Candidates[0]
 		var err error
 		switch {
@@ -656,7 +656,7 @@ func (s *shrinker) finish() error {
 	}
 	s.rep.Witness = WitnessFile
 	s.rep.Seconds = time.Since(s.start).Seconds()
-	return writeJSON(filepath.Join(out, ReportFile), s.rep)
+	return runner.WriteJSON(filepath.Join(out, ReportFile), s.rep)
 }
 
 // writeScenario writes the minimal configuration cfg as a scenario file,
@@ -788,17 +788,6 @@ func countEvents(dir string) int {
 		}
 	}
 	return n
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
