@@ -20,6 +20,9 @@ type Report struct {
 	Host       Host              `json:"host"`
 	Throughput []ThroughputRow   `json:"throughput"`
 	Checker    []CheckerRow      `json:"checker"`
+	Scale      []ScaleRow        `json:"scale,omitempty"`
+	Live       []LiveRow         `json:"live,omitempty"`
+	Soak       []SoakRow         `json:"soak,omitempty"`
 	Detection  []DetectionRow    `json:"detection"`
 	Matrix     []MatrixRow       `json:"matrix"`
 	Notes      []string          `json:"notes"`
@@ -57,10 +60,14 @@ func Markdown(r Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %d CPUs, %s, %s.\n\n", r.Date, r.Host.CPUs, r.Host.Go, r.Host.Redis)
 	if len(r.Throughput) > 0 {
-		b.WriteString("**Throughput** (acquire+release pairs/s, no faults, 1000 keys; median of the runs; redis-benchmark: SET NX PX + DEL pairs with the same connections, same machine, same run)\n\n")
-		b.WriteString("| clients | harness via proxies | harness direct | redis-benchmark | direct / redis-benchmark | proxies / direct |\n|---|---|---|---|---|---|\n")
+		b.WriteString("**Throughput** (acquire+release pairs/s, no faults, 1000 keys; median of the runs; redis-benchmark: SET NX PX + DEL pairs with the same connections, same machine, same run; each ratio is the median of the rounds' own ratios, a round measuring the three one after the other)\n\n")
+		b.WriteString("| clients | harness via proxies | harness direct | bare go-redis | redis-benchmark | direct / redis-benchmark | proxies / direct | direct / bare | bare / redis-benchmark |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, t := range r.Throughput {
-			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f | %.3f | %.2f |\n", t.Clients, t.ViaProxies, t.Direct, t.RedisBenchmark, ratio(t.Direct, t.RedisBenchmark), ratio(t.ViaProxies, t.Direct))
+			dpr, vpd := t.DirectPerRedis, t.ViaPerDirect
+			if dpr == 0 && vpd == 0 { // a report from before the rounds' ratios were kept
+				dpr, vpd = ratio(t.Direct, t.RedisBenchmark), ratio(t.ViaProxies, t.Direct)
+			}
+			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %s | %.0f | %.3f | %.2f | %s | %s |\n", t.Clients, t.ViaProxies, t.Direct, orDash(t.Bare, "%.0f"), t.RedisBenchmark, dpr, vpd, orDash(t.DirectPerBare, "%.2f"), orDash(t.BarePerRedis, "%.3f"))
 		}
 		b.WriteString("\n")
 	}
@@ -69,6 +76,38 @@ func Markdown(r Report) string {
 		b.WriteString("| benchmark | ops | keys | holds | time | memory |\n|---|---|---|---|---|---|\n")
 		for _, c := range r.Checker {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.Name, c.Ops, c.Keys, c.Holds, dur(c.NsPerOp), mem(c.BytesPerOp))
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Scale) > 0 {
+		b.WriteString("**Checker at scale** (synthetic safe histories, 16 clients, 100 keys; each in a process of its own: its peak RSS is the check's; stream: the streaming checker fed the history as it is made, never held, as `lockchaos check` feeds it from the file; memory: the whole history held and then checked, as the checker worked before; the targets: < 1 GiB at ≥ 1M operations/s on 10M operations)\n\n")
+		b.WriteString("| mode | operations | time | operations/s | peak RSS | verdict |\n|---|---|---|---|---|---|\n")
+		for _, x := range r.Scale {
+			fmt.Fprintf(&b, "| %s | %d | %.1f s | %.0f | %.0f MiB | %s |\n", x.Mode, x.Ops, x.Seconds, x.OpsPerSec, x.PeakRSSMiB, x.Verdict)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Live) > 0 {
+		b.WriteString("**Live detection** (token-lua, `--stop-on-violation`: from the start of the first overlap to its report on the progress line; the target: within 1 TTL)\n\n")
+		b.WriteString("| nemesis | TTL | reported after | in TTLs |\n|---|---|---|---|\n")
+		for _, l := range r.Live {
+			lag, per := "not seen", "–"
+			if l.LagMs != nil {
+				lag, per = fmt.Sprintf("%.1f ms", *l.LagMs), fmt.Sprintf("%.3f", *l.LagTTL)
+			}
+			fmt.Fprintf(&b, "| %s | %.0f ms | %s | %s |\n", l.Nemesis, l.TTLms, lag, per)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Soak) > 0 {
+		b.WriteString("**Soak** (the coordinator's resident memory while a long run goes on at full rate, after its first minute; then `lockchaos check` of its history; the targets: max/min ≤ 1.2, check ≤ 1/10 of the run)\n\n")
+		b.WriteString("| run | length | history | coordinator RSS min–max | max/min | check | check/run | check's peak RSS | verdict |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, x := range r.Soak {
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %.0f–%.0f MiB | %.2f | %.0f s | %.3f | %.0f MiB | %s |\n", x.Command,
+				time.Duration(x.Seconds*float64(time.Second)), mem(float64(x.Events)), x.RSSMinMiB, x.RSSMaxMiB, x.Flatness, x.CheckSeconds, x.CheckPerRun, x.CheckRSSMiB, x.Verdict)
+			if x.PerHour != "" {
+				fmt.Fprintf(&b, "\n%s\n", x.PerHour)
+			}
 		}
 		b.WriteString("\n")
 	}
@@ -94,6 +133,14 @@ func Markdown(r Report) string {
 		fmt.Fprintf(&b, "- **%s failed**: %s\n", k, e)
 	}
 	return b.String()
+}
+
+// orDash formats v, or "–" for a figure an older report did not measure.
+func orDash(v float64, format string) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func ratio(a, b float64) float64 {

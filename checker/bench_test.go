@@ -1,7 +1,6 @@
 package checker
 
 import (
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -12,83 +11,11 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// simulate returns a safe history of about ops operations (acquires and
-// releases; resource reads and writes ride along inside holds) by clients
-// contending for keys, the way a real run looks: most acquires on a busy key
-// fail, holds never overlap.
+// simulate is Synthetic's history in memory.
 func simulate(ops, clients, keys int, seed uint64) []history.Event {
-	r := rand.New(rand.NewPCG(seed, 1))
 	var events []history.Event
-	add := func(t int64, kind history.Kind, c int, f, key string) {
-		events = append(events, history.Event{Time: t, Kind: kind, Client: c, F: f, Key: key})
-	}
-	add(0, history.RunStart, history.NoClient, "", "")
-	events[0].Run = &history.RunInfo{Lock: "bench", Nemesis: []string{}}
-	freeAt := make([]int64, keys)
-	q := &clientQueue{}
-	for c := 0; c < clients; c++ {
-		heap.Push(q, clientAt{c: c, t: int64(r.IntN(1000))})
-	}
-	counter := make([]int64, keys)
-	done := 0
-	for done < ops {
-		next := heap.Pop(q).(clientAt)
-		t, c := next.t, next.c
-		k := r.IntN(keys)
-		key := fmt.Sprintf("lock:%d", k)
-		add(t, history.Invoke, c, history.Acquire, key)
-		t += 100 + int64(r.IntN(100))
-		done++
-		if t <= freeAt[k] {
-			add(t, history.Fail, c, history.Acquire, key)
-		} else {
-			add(t, history.OK, c, history.Acquire, key)
-			v := counter[k]
-			add(t+10, history.Invoke, c, history.Read, key)
-			events = append(events, history.Event{Time: t + 20, Kind: history.OK, Client: c, F: history.Read, Key: key, Value: history.Int64(v)})
-			t += 1000 + int64(r.IntN(1000))
-			events = append(events, history.Event{Time: t, Kind: history.Invoke, Client: c, F: history.Write, Key: key, Value: history.Int64(v + 1)})
-			add(t+10, history.OK, c, history.Write, key)
-			counter[k]++
-			add(t+20, history.Invoke, c, history.Release, key)
-			freeAt[k] = t + 20 + 50 // a release takes effect before its reply
-			add(t+100, history.OK, c, history.Release, key)
-			t += 100
-			done++
-		}
-		heap.Push(q, clientAt{c: c, t: t + int64(r.IntN(500))})
-	}
-	end := int64(0)
-	for _, e := range events {
-		end = max(end, e.Time)
-	}
-	for k := range keys {
-		events = append(events, history.Event{Time: end + 1, Kind: history.Probe, Client: history.NoClient, F: "resource", Key: fmt.Sprintf("lock:%d", k), Value: history.Int64(counter[k])})
-	}
-	for c := 0; c < clients; c++ {
-		events = append(events, history.Event{Time: end + 2, Kind: history.WorkerExit, Client: c, Expected: true})
-	}
-	return append(events, history.Event{Time: end + 3, Kind: history.RunEnd, Client: history.NoClient})
-}
-
-type clientAt struct {
-	c int
-	t int64
-}
-
-type clientQueue []clientAt
-
-func (q clientQueue) Len() int { return len(q) }
-func (q clientQueue) Less(i, j int) bool {
-	return q[i].t < q[j].t || (q[i].t == q[j].t && q[i].c < q[j].c)
-}
-func (q clientQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *clientQueue) Push(x any)   { *q = append(*q, x.(clientAt)) }
-func (q *clientQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+	Synthetic(ops, clients, keys, seed, func(e history.Event) { events = append(events, e) })
+	return events
 }
 
 var benchSizes = []struct{ ops, keys int }{
@@ -115,8 +42,8 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkPorcupine and BenchmarkSweep split Check's cost between the proof
-// and the explanation, on the same histories.
+// BenchmarkPorcupine is porcupine alone on the whole history, unsegmented,
+// as the checker ran it before it cut each key's history into segments.
 func BenchmarkPorcupine(b *testing.B) {
 	for _, s := range benchSizes {
 		events := simulate(s.ops, 16, s.keys, 1)
@@ -131,21 +58,6 @@ func BenchmarkPorcupine(b *testing.B) {
 			}
 			b.ReportMetric(float64(holds), "holds")
 			b.ReportMetric(float64(len(ops)), "porcupine-ops")
-		})
-	}
-}
-
-func BenchmarkSweep(b *testing.B) {
-	for _, s := range benchSizes {
-		tr := replay(sortByTime(simulate(s.ops, 16, s.keys, 1)))
-		b.Run(fmt.Sprintf("ops=%d/keys=%d", s.ops, s.keys), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if n, _, _, _, _ := sweep(tr.holds, nil, nil, nil, timeline{}); n != 0 {
-					b.Fatal("overlaps in a safe history")
-				}
-			}
-			b.ReportMetric(float64(len(tr.holds)), "holds")
 		})
 	}
 }
@@ -206,4 +118,40 @@ func BenchmarkPorcupineConcurrentWaitersViolation(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStream is the streaming checker fed Synthetic's history as it is
+// made, never held: the cost at scale (make bench reports its peak RSS).
+func BenchmarkStream(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(fmt.Sprintf("ops=%d/keys=%d", s.ops, s.keys), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				st := NewStream(Options{})
+				Synthetic(s.ops, 16, s.keys, 1, st.Add)
+				if r := st.Result(); r.Verdict != Safe {
+					b.Fatalf("synthetic history checked %s: %v", r.Verdict, r.Reasons)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkStreamOnly is the streaming checker alone on a history already
+// in memory (in time order): what it costs per event, without the
+// generator.
+func BenchmarkStreamOnly(b *testing.B) {
+	events := simulate(1_000_000, 16, 100, 1)
+	b.ResetTimer()
+	b.ReportAllocs()
+	for b.Loop() {
+		st := NewStream(Options{})
+		for _, e := range events {
+			st.Add(e)
+		}
+		if r := st.Result(); r.Verdict != Safe {
+			b.Fatalf("synthetic history checked %s: %v", r.Verdict, r.Reasons)
+		}
+	}
+	b.ReportMetric(float64(len(events)), "events")
 }

@@ -139,6 +139,10 @@ func union(parts [][2]int64) int64 {
 	return total
 }
 
+// slowResourceNs is how much longer than the run's typical read or write of
+// the resource one must take to be a stall of the harness (slowResource).
+const slowResourceNs = 10_000_000
+
 // slowResource returns, as stalls, the times the harness's own resource
 // node held a client up: a read or write of the protected counter that took
 // at least 10 ms longer than the run's typical one, with no fault active
@@ -146,19 +150,11 @@ func union(parts [][2]int64) int64 {
 // so such a delay is the machine's, not the lock's). A hold stretched past
 // its lease that way is a stall of the harness, like a process that could
 // not run; the stall covers the op's time beyond the typical one.
-func slowResource(ops []resourceOp, spans []faultSpan) []stall {
-	var lat []int64
-	for _, o := range ops {
-		if o.outcome != "" {
-			lat = append(lat, o.done-o.invoke)
-		}
-	}
-	if len(lat) == 0 {
-		return nil
-	}
-	slices.Sort(lat)
-	typical := lat[len(lat)/2]
-	const least = 10_000_000 // ns
+//
+// ops are the candidates: every op that took at least slowResourceNs;
+// typical is the median of all of them.
+func slowResource(ops []resourceOp, typical int64, spans []faultSpan) []stall {
+	const least = slowResourceNs
 	var out []stall
 	for _, o := range ops {
 		took := o.done - o.invoke

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -27,89 +25,21 @@ type Options struct {
 	// (history.ReadFile dropped it): the file is not whole, whether or not
 	// a run-end came before the cut, so the run cannot be called safe.
 	CutOff bool
-	_      struct{}
+	// Live: only OnOverlap is wanted, never Result (the run's live check):
+	// the stream keeps no overlaps, faults, stalls or segments, so that its
+	// memory stays flat however much the run breaks.
+	Live bool
+	_    struct{}
 }
 
 // Check decides the verdict of one run from its events, given in any order.
+// It is the streaming checker (Stream) fed the events sorted by time.
 func Check(events []history.Event, opts Options) Result {
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
+	s := NewStream(opts)
+	for _, e := range sortByTime(events) {
+		s.Add(e)
 	}
-	sorted := sortByTime(events)
-	tl := newTimeline(sorted)
-	tr := replay(sorted)
-	tr.cutOff = opts.CutOff
-	fillLatencies(tr)
-	faults, spans := faultWindows(sorted, tl, tr.holds)
-	tr.acquire.DuringFaults = duringFaults(tr.attempts, spans)
-
-	began := time.Now()
-	answer := porcupine.CheckOperationsTimeout(MutexModel(), tr.ops, timeout)
-	landed := map[int]bool{}
-	for _, f := range faults {
-		landed[f.ID] = f.Landed
-	}
-	// The harness's own resource node answering late is a stall of the
-	// harness too (slowResource).
-	tr.stalls = append(tr.stalls, slowResource(tr.resourceOps, spans)...)
-	slices.SortStableFunc(tr.stalls, func(a, b stall) int { return cmp.Compare(a.start, b.start) })
-	count, byCause, byLanded, overlaps, incidents := sweep(tr.holds, spans, tr.stalls, landed, tl)
-	checkMs := float64(time.Since(began).Microseconds()) / 1e3
-
-	resource, resourceGaps := checkResource(tr.resourceOps, sorted)
-
-	r := Result{
-		Schema:  ResultSchema,
-		Reasons: []string{},
-		Nemesis: []string{},
-		Mutex: MutexResult{
-			Ops:          len(tr.ops),
-			Holds:        len(tr.holds),
-			OverlapCount: count,
-			Overlaps:     overlaps,
-			CheckMs:      checkMs,
-		},
-		Resource: resource,
-		Acquire:  tr.acquire,
-		Release:  tr.release,
-		Liveness: LivenessResult{DeadlockedKeys: deadlockedKeys(sorted)},
-		Faults:   faults,
-		// Beyond a cut or a death, a history is not whole when it breaks its
-		// own rules or the coordinator says it lost part of it.
-		Complete: tr.runEnd != nil && !tr.cutOff && len(tr.unexpectedExits) == 0 &&
-			tr.malformed.reason() == "" && len(tr.runEndErrors) == 0,
-	}
-	if len(sorted) > 0 {
-		r.DurationMs = tl.ms(tl.end)
-	}
-	r.WorkloadMs = float64(tr.workloadNs) / 1e6
-	r.Mutex.IncidentCount, r.Mutex.Incidents, r.Mutex.CoexistMs = listIncidents(incidents, overlaps, tl)
-	r.Evidence = evidence(faults, byCause, byLanded)
-	r.Stalls = stallStats(tr.stalls)
-	if tr.runStart != nil && tr.runStart.Run != nil {
-		run := tr.runStart.Run
-		r.Lock, r.Seed = run.Lock, run.Seed
-		settings := *run
-		r.Settings = &settings
-		r.Nemesis = append(r.Nemesis, run.Nemesis...)
-	}
-	if len(overlaps) > 0 {
-		o := overlaps[0]
-		first, cause := o.StartMs, o.Cause
-		if cause == CauseFault {
-			earliest := o.StartMs
-			for _, f := range faults {
-				if slices.Contains(o.Faults, f.ID) {
-					earliest = min(earliest, f.StartMs)
-				}
-			}
-			first -= earliest
-		}
-		r.FirstViolationMs, r.FirstViolationCause = &first, cause
-	}
-	decide(&r, tr, answer, timeout, resourceGaps, tl)
-	return r
+	return s.Result()
 }
 
 // sortByTime returns a copy of events in time order. Events arrive in the
@@ -119,21 +49,24 @@ func Check(events []history.Event, opts Options) Result {
 // same timestamp happened before the coordinator saw them.
 func sortByTime(events []history.Event) []history.Event {
 	sorted := slices.Clone(events)
-	rank := func(k history.Kind) int {
-		switch k {
-		case history.FaultEnd:
-			return 1
-		case history.WorkerExit:
-			return 2
-		case history.RunEnd:
-			return 3
-		}
-		return 0
-	}
 	slices.SortStableFunc(sorted, func(a, b history.Event) int {
-		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(rank(a.Kind), rank(b.Kind)))
+		return cmp.Or(cmp.Compare(a.Time, b.Time), cmp.Compare(sortRank(a.Kind), sortRank(b.Kind)))
 	})
 	return sorted
+}
+
+// sortRank orders the events of one instant: a fault-end, a worker-exit and
+// the run-end after the others, in that order.
+func sortRank(k history.Kind) int {
+	switch k {
+	case history.FaultEnd:
+		return 1
+	case history.WorkerExit:
+		return 2
+	case history.RunEnd:
+		return 3
+	}
+	return 0
 }
 
 // timeline maps monotonic nanoseconds to the milliseconds of a result,

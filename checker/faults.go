@@ -18,6 +18,10 @@ type faultSpan struct {
 }
 
 // faultRecord is one fault as the history tells it, before it is judged.
+// A window runs from the first start of its ID to the first end not before
+// it. A fault-end whose start is missing from the history is taken to have
+// been active since the run started: windows only explain overlaps, so a
+// wider one hides nothing.
 type faultRecord struct {
 	w          FaultWindow
 	start, end int64
@@ -25,53 +29,12 @@ type faultRecord struct {
 	ended      bool
 	fault      *history.Fault
 	effect     *history.Effect
-}
-
-// faultWindows pairs fault-start and fault-end events by fault ID, in order
-// of start, and judges each fault: whether it landed, and what became of the
-// lease it hit (judge). A window runs from the first start of its ID to the
-// first end not before it. A fault-end whose start is missing from the
-// history is taken to have been active since the run started: windows only
-// explain overlaps, so a wider one hides nothing.
-func faultWindows(sorted []history.Event, tl timeline, holds []hold) ([]FaultWindow, []faultSpan) {
-	byID := map[int]*faultRecord{}
-	var all []*faultRecord
-	for _, e := range sorted {
-		if e.Fault == nil || (e.Kind != history.FaultStart && e.Kind != history.FaultEnd) {
-			continue
-		}
-		w := byID[e.Fault.ID]
-		if w == nil {
-			f := e.Fault
-			w = &faultRecord{start: tl.origin, end: tl.end, fault: f,
-				w: FaultWindow{ID: f.ID, Name: f.Name, Action: f.Action, Target: f.Target, Params: f.Params, Clients: f.Clients,
-					Stopped: f.Stopped, Nodes: f.Nodes, Step: f.Step}}
-			byID[f.ID] = w
-			all = append(all, w)
-		}
-		switch {
-		case e.Kind == history.FaultStart && !w.started && !w.ended:
-			w.start, w.started = e.Time, true
-		case e.Kind == history.FaultEnd && !w.ended:
-			w.end, w.ended, w.effect = e.Time, true, e.Effect
-		}
-	}
-	slices.SortStableFunc(all, func(a, b *faultRecord) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.w.ID, b.w.ID))
-	})
-	windows := make([]FaultWindow, 0, len(all))
-	spans := make([]faultSpan, 0, len(all))
-	for _, w := range all {
-		w.w.StartMs = tl.ms(w.start)
-		if w.ended {
-			end := tl.ms(w.end)
-			w.w.EndMs = &end
-		}
-		judge(w, holds, tl)
-		windows = append(windows, w.w)
-		spans = append(spans, faultSpan{id: w.w.ID, start: w.start, end: w.end, stopped: w.fault.Stopped})
-	}
-	return windows, spans
+	// aimed is the hold the fault was aimed at, when the history has it.
+	aimed *hold
+	// holds are those held when it began, and the first maxFaultHolds
+	// begun during it (during counts those).
+	holds  []*hold
+	during int
 }
 
 // judge decides whether a fault landed and what became of the lease it hit.
@@ -88,7 +51,7 @@ func faultWindows(sorted []history.Event, tl timeline, holds []hold) ([]FaultWin
 // A fault aimed at no hold, with no effect recorded (a standing partition),
 // landed when some hold of a client it acted on (any client, when it acted
 // on none directly) was in progress during its window.
-func judge(r *faultRecord, holds []hold, tl timeline) {
+func judge(r *faultRecord, tl timeline) {
 	w, e, f := &r.w, r.effect, r.fault
 	if e != nil {
 		w.Landed, w.Lease, w.Effect = e.Landed, e.Lease, e.Note
@@ -98,8 +61,7 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 			// The first such hold, in an order that does not depend on the
 			// order events of one instant arrived in.
 			var first *hold
-			for i := range holds {
-				h := &holds[i]
+			for _, h := range r.holds {
 				if h.start < r.end && h.end > r.start && (len(f.Clients) == 0 || slices.Contains(f.Clients, h.client)) &&
 					(first == nil || cmp.Or(cmp.Compare(h.start, first.start), cmp.Compare(h.client, first.client), cmp.Compare(h.key, first.key)) < 0) {
 					first = h
@@ -117,13 +79,7 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 	}
 	a := f.Aim
 	w.Aim = &AimedHold{Client: a.Client, Key: a.Key, SinceMs: tl.ms(a.Since)}
-	var aimed *hold
-	for i := range holds {
-		if h := &holds[i]; h.client == a.Client && h.key == a.Key && h.start == a.Since {
-			aimed = h
-			break
-		}
-	}
+	aimed := r.aimed
 	switch {
 	case aimed == nil:
 		w.Landed, w.Lease = false, ""
@@ -142,7 +98,8 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 		return
 	}
 	switch {
-	case takenDuring(aimed, holds):
+	case aimed.overlapped:
+		// Another client held the key while it was held.
 		w.Lease = history.LeaseLost
 	case aimed.how == EndLost || aimed.how == EndReleaseNotHeld:
 		w.Lease = history.LeaseLost
@@ -152,17 +109,6 @@ func judge(r *faultRecord, holds []hold, tl timeline) {
 	default:
 		w.Lease = history.LeaseUnknown
 	}
-}
-
-// takenDuring says whether another client held h's key while h was held.
-func takenDuring(h *hold, holds []hold) bool {
-	for i := range holds {
-		o := &holds[i]
-		if o.key == h.key && o.client != h.client && o.start < h.end && o.end > h.start {
-			return true
-		}
-	}
-	return false
 }
 
 // faultsBefore returns the IDs of the faults that can explain an overlap

@@ -32,6 +32,14 @@ func TestDataReports(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := golden(Check(events, Options{CutOff: cut}))
+			// The file read as a stream gives the same answer.
+			fromFile, err := CheckFile(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if streamed := golden(fromFile); string(streamed) != string(got) {
+				t.Errorf("CheckFile and Check disagree on %s:\nCheckFile:\n%s\nCheck:\n%s", path, streamed, got)
+			}
 			want := filepath.Join(dir, "result.json")
 			if *update {
 				if err := os.WriteFile(want, got, 0o644); err != nil {

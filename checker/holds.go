@@ -24,6 +24,7 @@ const (
 
 // hold is one critical section in nanoseconds of the monotonic clock.
 type hold struct {
+	id      int // 1, 2, … in order of start
 	key     string
 	client  int
 	invoked int64 // the outermost acquire's invoke
@@ -34,6 +35,8 @@ type hold struct {
 	// successful acquire (a reentrant one sets the lease again): the lock's
 	// nodes set the lease between the two.
 	granted, grantedOK int64
+	// overlapped: another client's hold of the key overlapped it.
+	overlapped bool
 }
 
 // resourceOp is one completed or abandoned read or write of the resource.
@@ -51,16 +54,23 @@ type resourceOp struct {
 // trace is what one pass over the time-ordered events reconstructs.
 type trace struct {
 	cutOff bool // the file's last line was cut off (Options.CutOff)
-	holds  []hold
-	ops    []porcupine.Operation // the mutex history given to porcupine
+	// holds, ops (the mutex history given to porcupine), attempts (every
+	// acquire and how it ended, in order of completion) and resourceOps
+	// are kept only by a whole replay (replay); the streaming checker
+	// consumes them as they come.
+	holds       []hold
+	ops         []porcupine.Operation
+	attempts    []attempt
+	resourceOps []resourceOp
+	opCount     int // mutex operations
 
-	acquire      AcquireStats
-	release      ReleaseStats
-	acquireLatNs []int64
-	releaseLatNs []int64
-	// attempts are every acquire and how it ended, in order of completion.
-	attempts        []attempt
-	resourceOps     []resourceOp
+	acquire  AcquireStats
+	release  ReleaseStats
+	resource ResourceResult // the counts the streaming oracle keeps
+	// rejectedReads is how many of resource.StaleRejected were reads.
+	rejectedReads   int
+	acquireLat      samples // of successful acquires
+	releaseLat      samples // of answered releases
 	runStart        *history.Event
 	runEnd          *history.Event // the last run-end in time
 	runEndErrors    []string
@@ -116,115 +126,192 @@ func (m malformed) reason() string {
 
 type pendingOp struct {
 	inv  history.Event
-	op   int // index in trace.ops of the release this invoke started, or -1
-	hold int // index in trace.holds of the hold this release ended, or -1
+	op   *porcupine.Operation // the release op this invoke started, or nil
+	hold *hold                // the hold this release ended, or nil
 }
 
 type openHold struct {
 	depth int
-	hold  int // index in trace.holds
+	hold  *hold
 }
 
 type clientState struct {
-	pending *pendingOp
+	pending *pendingOp // nil, or slot
+	slot    pendingOp
 	open    map[string]*openHold
 	last    int64 // time of the client's latest event
 }
 
-// replay walks events (sorted by time) as each client lived them. Clients are
-// sequential, so a completion belongs to the client's pending invoke.
+// sink receives what the replay reconstructs, as it happens: the streaming
+// checker consumes it and forgets, the batch replay (replay) keeps it.
+type sink interface {
+	// holdStarted: a hold began (its acquire returned ok); its fields
+	// change until holdSettled.
+	holdStarted(h *hold)
+	// holdEnded: h.end is set (a release was invoked, or the hold was
+	// dropped); h.how may still change until holdSettled.
+	holdEnded(h *hold)
+	// holdSettled: h.how is final.
+	holdSettled(h *hold)
+	// opAdded: a mutex operation for porcupine. A release's Return and
+	// Output are final only at opReturned.
+	opAdded(o *porcupine.Operation, key string)
+	opReturned(o *porcupine.Operation, key string)
+	attempted(a attempt)
+	// resourceInvoked: a read or write of the resource was invoked at t.
+	resourceInvoked(client int, key string, t int64)
+	resourceDone(r resourceOp)
+}
+
+// replayer walks events (in time order) as each client lived them. Clients
+// are sequential, so a completion belongs to the client's pending invoke.
+type replayer struct {
+	tr      *trace
+	clients map[int]*clientState
+	out     sink
+	holdID  int
+	live    bool // keep no stalls (Options.Live)
+}
+
+func newReplayer(out sink) *replayer {
+	return &replayer{tr: &trace{}, clients: map[int]*clientState{}, out: out}
+}
+
+// replay is the whole replay of a time-ordered history, kept in a trace.
 func replay(events []history.Event) *trace {
-	tr := &trace{}
-	clients := map[int]*clientState{}
-	state := func(c int) *clientState {
-		cs := clients[c]
-		if cs == nil {
-			cs = &clientState{open: map[string]*openHold{}}
-			clients[c] = cs
-		}
-		return cs
+	c := &collector{}
+	rp := newReplayer(c)
+	for _, e := range events {
+		rp.add(e)
 	}
-	for i := range events {
-		e := events[i]
-		switch e.Kind {
-		case history.RunStart:
-			if tr.runStart == nil {
-				tr.runStart = &events[i]
-			}
-			continue
-		case history.RunEnd:
-			tr.runEnd = &events[i]
-			tr.workloadNs = e.WorkloadNs
-			if e.Error != "" {
-				tr.runEndErrors = append(tr.runEndErrors, e.Error)
-			}
-			continue
-		case history.FaultStart, history.FaultEnd, history.Probe, history.Stretch:
-			continue
-		case history.Stall:
-			if e.StallNs > 0 {
-				tr.stalls = append(tr.stalls, stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time})
-			}
-			continue
-		case history.Invoke, history.OK, history.Fail, history.Info, history.Lost, history.WorkerExit:
-		default:
-			tr.malformed.unknownKinds++
-			continue
+	rp.finish()
+	tr := rp.tr
+	tr.holds = make([]hold, len(c.holds))
+	for i, h := range c.holds {
+		tr.holds[i] = *h
+	}
+	tr.ops = make([]porcupine.Operation, len(c.ops))
+	for i, o := range c.ops {
+		tr.ops[i] = *o
+	}
+	tr.attempts, tr.resourceOps = c.attempts, c.resourceOps
+	return tr
+}
+
+// collector keeps everything a replay reconstructs (replay).
+type collector struct {
+	holds       []*hold
+	ops         []*porcupine.Operation
+	attempts    []attempt
+	resourceOps []resourceOp
+}
+
+func (c *collector) holdStarted(h *hold)                      { c.holds = append(c.holds, h) }
+func (c *collector) holdEnded(*hold)                          {}
+func (c *collector) holdSettled(*hold)                        {}
+func (c *collector) opAdded(o *porcupine.Operation, _ string) { c.ops = append(c.ops, o) }
+func (c *collector) opReturned(*porcupine.Operation, string)  {}
+func (c *collector) attempted(a attempt)                      { c.attempts = append(c.attempts, a) }
+func (c *collector) resourceInvoked(int, string, int64)       {}
+func (c *collector) resourceDone(r resourceOp)                { c.resourceOps = append(c.resourceOps, r) }
+
+func (rp *replayer) state(c int) *clientState {
+	cs := rp.clients[c]
+	if cs == nil {
+		cs = &clientState{open: map[string]*openHold{}}
+		rp.clients[c] = cs
+	}
+	return cs
+}
+
+// add replays one event; events come in time order.
+func (rp *replayer) add(e history.Event) {
+	tr := rp.tr
+	switch e.Kind {
+	case history.RunStart:
+		if tr.runStart == nil {
+			ev := e
+			tr.runStart = &ev
 		}
-		if e.Client < 0 {
-			tr.malformed.noClient++
-			continue
+		return
+	case history.RunEnd:
+		ev := e
+		tr.runEnd = &ev
+		tr.workloadNs = e.WorkloadNs
+		if e.Error != "" {
+			tr.runEndErrors = append(tr.runEndErrors, e.Error)
 		}
-		if tr.runEnd != nil && e.Kind != history.WorkerExit {
-			tr.malformed.afterRunEnd++ // later in time: ties sort before the run-end
+		return
+	case history.FaultStart, history.FaultEnd, history.Probe, history.Stretch:
+		return
+	case history.Stall:
+		if e.StallNs > 0 && !rp.live {
+			tr.stalls = append(tr.stalls, stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time})
 		}
-		cs := state(e.Client)
-		cs.last = max(cs.last, e.Time)
-		switch e.Kind {
-		case history.Invoke:
-			tr.invoke(cs, e)
-		case history.OK, history.Fail, history.Info:
-			tr.complete(cs, e)
-		case history.Lost:
-			if oh := cs.open[e.Key]; oh != nil {
-				tr.drop(cs, e.Key, oh, e.Time, EndLost)
-			}
-		case history.WorkerExit:
-			// A dead process touches nothing: its holds end here, and its
-			// pending operation will never complete.
-			for _, k := range sortedKeys(cs.open) {
-				tr.drop(cs, k, cs.open[k], e.Time, EndExit)
-			}
-			tr.abandon(cs)
-			if !e.Expected {
-				tr.unexpectedExits = append(tr.unexpectedExits, e)
-			}
+		return
+	case history.Invoke, history.OK, history.Fail, history.Info, history.Lost, history.WorkerExit:
+	default:
+		tr.malformed.unknownKinds++
+		return
+	}
+	if e.Client < 0 {
+		tr.malformed.noClient++
+		return
+	}
+	if tr.runEnd != nil && e.Kind != history.WorkerExit {
+		tr.malformed.afterRunEnd++ // later in time: ties sort before the run-end
+	}
+	cs := rp.state(e.Client)
+	cs.last = max(cs.last, e.Time)
+	switch e.Kind {
+	case history.Invoke:
+		rp.invoke(cs, e)
+	case history.OK, history.Fail, history.Info:
+		rp.complete(cs, e)
+	case history.Lost:
+		if oh := cs.open[e.Key]; oh != nil {
+			rp.drop(cs, e.Key, oh, e.Time, EndLost)
+		}
+	case history.WorkerExit:
+		// A dead process touches nothing: its holds end here, and its
+		// pending operation will never complete.
+		for _, k := range sortedKeys(cs.open) {
+			rp.drop(cs, k, cs.open[k], e.Time, EndExit)
+		}
+		rp.abandon(cs)
+		if !e.Expected {
+			tr.unexpectedExits = append(tr.unexpectedExits, e)
 		}
 	}
-	// Close what the history left open. Without a run-end the history was cut
-	// short: a client is only known to have held until its last event, so
-	// only overlaps proven up to there are claimed.
-	for _, c := range sortedKeys(clients) {
-		cs := clients[c]
-		tr.abandon(cs)
+}
+
+// finish closes what the history left open. Without a run-end the history
+// was cut short: a client is only known to have held until its last event,
+// so only overlaps proven up to there are claimed.
+func (rp *replayer) finish() {
+	tr := rp.tr
+	for _, c := range sortedKeys(rp.clients) {
+		cs := rp.clients[c]
+		rp.abandon(cs)
 		end := cs.last
 		if tr.runEnd != nil {
 			end = tr.runEnd.Time
 		}
 		for _, k := range sortedKeys(cs.open) {
 			oh := cs.open[k]
-			tr.drop(cs, k, oh, max(end, tr.holds[oh.hold].start), EndOpen)
+			rp.drop(cs, k, oh, max(end, oh.hold.start), EndOpen)
 		}
 	}
-	return tr
 }
 
-func (tr *trace) invoke(cs *clientState, e history.Event) {
+func (rp *replayer) invoke(cs *clientState, e history.Event) {
+	tr := rp.tr
 	if cs.pending != nil {
 		tr.malformed.superseded++
-		tr.abandon(cs)
+		rp.abandon(cs)
 	}
-	p := &pendingOp{inv: e, op: -1, hold: -1}
+	cs.slot = pendingOp{inv: e}
+	p := &cs.slot
 	switch e.F {
 	case history.Acquire:
 		tr.acquire.Attempted++
@@ -234,23 +321,26 @@ func (tr *trace) invoke(cs *clientState, e history.Event) {
 		// release, so the hold ends at the invoke whatever the answer. A
 		// release with nothing held (after a loss) ends nothing.
 		if oh := cs.open[e.Key]; oh != nil {
-			p.op = tr.addOp(OpRelease, e, oh.depth, e.Time, nil)
+			p.op = rp.addOp(OpRelease, e, oh.depth, e.Time, nil)
 			oh.depth--
 			if oh.depth == 0 {
-				h := &tr.holds[oh.hold]
+				h := oh.hold
 				h.end, h.how = e.Time, EndReleaseUnknown
-				p.hold = oh.hold
+				p.hold = h
 				delete(cs.open, e.Key)
+				rp.out.holdEnded(h)
 			}
 		}
 	case history.Read, history.Write:
+		rp.out.resourceInvoked(e.Client, e.Key, e.Time)
 	default:
 		tr.malformed.unknownOps++ // still pending: its completion is no orphan
 	}
 	cs.pending = p
 }
 
-func (tr *trace) complete(cs *clientState, e history.Event) {
+func (rp *replayer) complete(cs *clientState, e history.Event) {
+	tr := rp.tr
 	p := cs.pending
 	if p == nil {
 		tr.malformed.orphanCompletions++
@@ -266,25 +356,30 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 		switch e.Kind {
 		case history.OK:
 			tr.acquire.OK++
-			tr.acquireLatNs = append(tr.acquireLatNs, e.Time-inv.Time)
-			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptOK})
+			tr.acquireLat.add(e.Time - inv.Time)
+			rp.out.attempted(attempt{inv: inv, done: e.Time, outcome: AttemptOK})
 			// The client enters its critical section only once the acquire
 			// has returned: the hold starts at the ok.
 			oh := cs.open[inv.Key]
-			if oh == nil {
-				tr.holds = append(tr.holds, hold{key: inv.Key, client: inv.Client, invoked: inv.Time, start: e.Time, end: -1})
-				oh = &openHold{hold: len(tr.holds) - 1}
+			fresh := oh == nil
+			if fresh {
+				rp.holdID++
+				h := &hold{id: rp.holdID, key: inv.Key, client: inv.Client, invoked: inv.Time, start: e.Time, end: -1}
+				oh = &openHold{hold: h}
 				cs.open[inv.Key] = oh
 			}
-			tr.holds[oh.hold].granted, tr.holds[oh.hold].grantedOK = inv.Time, e.Time
-			tr.addOp(OpAcquire, inv, oh.depth, e.Time, "ok")
+			oh.hold.granted, oh.hold.grantedOK = inv.Time, e.Time
+			rp.addOp(OpAcquire, inv, oh.depth, e.Time, "ok")
 			oh.depth++
+			if fresh {
+				rp.out.holdStarted(oh.hold)
+			}
 		case history.Fail:
 			tr.acquire.Failed++
-			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptFailed})
+			rp.out.attempted(attempt{inv: inv, done: e.Time, outcome: AttemptFailed})
 		default:
 			tr.acquire.Unknown++
-			tr.attempts = append(tr.attempts, attempt{inv: inv, done: e.Time, outcome: AttemptUnknown})
+			rp.out.attempted(attempt{inv: inv, done: e.Time, outcome: AttemptUnknown})
 		}
 	case history.Release:
 		how := EndReleaseUnknown
@@ -299,22 +394,25 @@ func (tr *trace) complete(cs *clientState, e history.Event) {
 			tr.release.Unknown++
 		}
 		if e.Kind != history.Info {
-			tr.releaseLatNs = append(tr.releaseLatNs, e.Time-inv.Time)
+			tr.releaseLat.add(e.Time - inv.Time)
 		}
-		if p.op >= 0 {
-			tr.ops[p.op].Return = e.Time
-			tr.ops[p.op].Output = outputOf(e)
+		if p.op != nil {
+			p.op.Return = e.Time
+			p.op.Output = outputOf(e)
+			rp.out.opReturned(p.op, inv.Key)
 		}
-		if p.hold >= 0 {
-			tr.holds[p.hold].how = how
+		if p.hold != nil {
+			p.hold.how = how
+			rp.out.holdSettled(p.hold)
 		}
 	case history.Read, history.Write:
-		tr.resourceOps = append(tr.resourceOps, resourceOpOf(inv, &e))
+		rp.out.resourceDone(resourceOpOf(inv, &e))
 	}
 }
 
 // abandon settles a client's pending operation that will never complete.
-func (tr *trace) abandon(cs *clientState) {
+func (rp *replayer) abandon(cs *clientState) {
+	tr := rp.tr
 	p := cs.pending
 	if p == nil {
 		return
@@ -323,40 +421,49 @@ func (tr *trace) abandon(cs *clientState) {
 	switch p.inv.F {
 	case history.Acquire:
 		tr.acquire.Unknown++ // never completed: the client never entered
-		tr.attempts = append(tr.attempts, attempt{inv: p.inv, done: -1, outcome: AttemptUnknown})
+		rp.out.attempted(attempt{inv: p.inv, done: -1, outcome: AttemptUnknown})
 	case history.Release:
 		tr.release.Unknown++ // its op stays [invoke, invoke]; the hold ended at the invoke
-		if p.op >= 0 {
-			tr.ops[p.op].Output = "unknown"
+		if p.op != nil {
+			p.op.Output = "unknown"
+			rp.out.opReturned(p.op, p.inv.Key)
+		}
+		if p.hold != nil {
+			rp.out.holdSettled(p.hold)
 		}
 	case history.Read, history.Write:
-		tr.resourceOps = append(tr.resourceOps, resourceOpOf(p.inv, nil))
+		rp.out.resourceDone(resourceOpOf(p.inv, nil))
 	}
 }
 
 // drop ends an open hold at t, however deep, as a point operation.
-func (tr *trace) drop(cs *clientState, key string, oh *openHold, t int64, how HoldEnd) {
-	h := &tr.holds[oh.hold]
+func (rp *replayer) drop(cs *clientState, key string, oh *openHold, t int64, how HoldEnd) {
+	h := oh.hold
 	h.end, h.how = t, how
-	tr.ops = append(tr.ops, porcupine.Operation{
+	delete(cs.open, key)
+	rp.tr.opCount++
+	rp.out.opAdded(&porcupine.Operation{
 		ClientId: h.client,
 		Input:    MutexInput{Op: OpDrop, Client: h.client, Key: key, Depth: oh.depth},
 		Call:     t,
 		Output:   how,
 		Return:   t,
-	})
-	delete(cs.open, key)
+	}, key)
+	rp.out.holdEnded(h)
+	rp.out.holdSettled(h)
 }
 
-func (tr *trace) addOp(op string, inv history.Event, depth int, ret int64, out any) int {
-	tr.ops = append(tr.ops, porcupine.Operation{
+func (rp *replayer) addOp(op string, inv history.Event, depth int, ret int64, out any) *porcupine.Operation {
+	rp.tr.opCount++
+	o := &porcupine.Operation{
 		ClientId: inv.Client,
 		Input:    MutexInput{Op: op, Client: inv.Client, Key: inv.Key, Depth: depth},
 		Call:     inv.Time,
 		Output:   out,
 		Return:   ret,
-	})
-	return len(tr.ops) - 1
+	}
+	rp.out.opAdded(o, inv.Key)
+	return o
 }
 
 func outputOf(e history.Event) string {
@@ -384,7 +491,7 @@ func resourceOpOf(inv history.Event, done *history.Event) resourceOp {
 	return r
 }
 
-func sortedKeys[K interface{ ~int | ~string }, V any](m map[K]V) []K {
+func sortedKeys[K interface{ ~int | ~int64 | ~string }, V any](m map[K]V) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -111,8 +111,7 @@ func TestResourceOracle(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sorted := sortByTime(tc.history.events)
-			got, gaps := checkResource(replay(sorted).resourceOps, sorted)
+			got, gaps := resourceOf(tc.history.events)
 			got.Summary = ""
 			if got != tc.want || len(gaps) != tc.gaps {
 				t.Errorf("got %+v with gaps %q, want %+v and %d gaps", got, gaps, tc.want, tc.gaps)
@@ -128,10 +127,19 @@ func TestResourceSummarySaysFencingKeptItCorrect(t *testing.T) {
 		add(history.Event{Time: ms(6), Kind: history.Fail, Client: 0, F: history.Read, Key: "res:0", Fence: 5, Error: "stale-fence"}).
 		write(0, "res:0", 7, 8, history.Fail, 1, 5).
 		probeResource("res:0", 10, 1)
-	sorted := sortByTime(h.events)
-	got, _ := checkResource(replay(sorted).resourceOps, sorted)
+	got, _ := resourceOf(h.events)
 	want := "the resource stayed correct thanks to fencing: it rejected 2 operations with stale fencing tokens (1 read, 1 write) and accepted none, so no update was lost"
 	if got.Summary != want || !got.Safe {
 		t.Errorf("summary %q (safe %v), want %q", got.Summary, got.Safe, want)
 	}
+}
+
+// resourceOf is the resource oracle's answer alone.
+func resourceOf(events []history.Event) (ResourceResult, []string) {
+	s := NewStream(Options{})
+	for _, e := range sortByTime(events) {
+		s.Add(e)
+	}
+	s.rp.finish()
+	return s.resourceResult()
 }

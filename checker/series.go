@@ -2,6 +2,7 @@ package checker
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -197,4 +198,176 @@ func (f FaultWindow) Where() string {
 		return f.Target
 	}
 	return "the run"
+}
+
+// Series is the binned summary of a run that a report draws when the
+// history is too long to draw whole: per time bucket, the holds that began,
+// the acquires by outcome (as Rate counts them) and the distribution of
+// acquire latencies. It is built event by event (Add) in the order of the
+// history file, which is arrival order: each client's own events in order,
+// clients interleaved. Its memory is bounded by the number of buckets and
+// of clients, not by the history; its outcomes are the checker's (an acquire
+// that never completed, or that the same client's next invoke superseded,
+// is unknown at its invocation).
+type Series struct {
+	origin  int64
+	WidthMs float64
+	Buckets []SeriesBucket
+	clients map[int]*seriesClient
+}
+
+// SeriesBucket is one bucket of a Series: [StartMs, StartMs+WidthMs).
+type SeriesBucket struct {
+	RateBucket
+	// Holds counts the holds that began in it (the outermost acquire's ok).
+	Holds int `json:"holds"`
+	// Lat counts the completed acquires by latency (LatencyBins).
+	Lat   [latBins]int32 `json:"-"`
+	MaxMs float64        `json:"max_ms"`
+}
+
+type seriesClient struct {
+	pending *history.Event
+	open    map[string]int // depth per key
+}
+
+// Latency histogram: latBinsPerDecade log-spaced bins per decade from
+// latLoMs up; a quantile is read at its bin's upper edge (12 % at most
+// above the true value), never above the bucket's maximum.
+const (
+	latBinsPerDecade = 20
+	latLoMs          = 0.001
+	latBins          = 9 * latBinsPerDecade // 1 µs to 1000 s
+)
+
+// NewSeries starts a series of buckets of widthMs over [0, spanMs] ms,
+// counted from originNs (the run-start's time).
+func NewSeries(originNs int64, widthMs, spanMs float64) *Series {
+	n := int(spanMs/widthMs) + 1
+	s := &Series{origin: originNs, WidthMs: widthMs, Buckets: make([]SeriesBucket, n), clients: map[int]*seriesClient{}}
+	for i := range s.Buckets {
+		s.Buckets[i].StartMs = float64(i) * widthMs
+	}
+	return s
+}
+
+func (s *Series) bucket(t int64) *SeriesBucket {
+	i := int(float64(t-s.origin) / 1e6 / s.WidthMs)
+	if i < 0 || i >= len(s.Buckets) {
+		return nil
+	}
+	return &s.Buckets[i]
+}
+
+// Add counts one event of the history.
+func (s *Series) Add(e history.Event) {
+	if e.Client < 0 {
+		return
+	}
+	cs := s.clients[e.Client]
+	if cs == nil {
+		cs = &seriesClient{open: map[string]int{}}
+		s.clients[e.Client] = cs
+	}
+	switch e.Kind {
+	case history.Invoke:
+		s.abandon(cs)
+		if e.F == history.Release && cs.open[e.Key] > 0 {
+			cs.open[e.Key]--
+		}
+		ev := e
+		cs.pending = &ev
+	case history.OK, history.Fail, history.Info:
+		inv := cs.pending
+		if inv == nil {
+			return
+		}
+		cs.pending = nil
+		if inv.F != history.Acquire {
+			return
+		}
+		b := s.bucket(e.Time)
+		switch e.Kind {
+		case history.OK:
+			if cs.open[inv.Key] == 0 && b != nil {
+				b.Holds++ // the outermost acquire: a hold begins
+			}
+			cs.open[inv.Key]++
+			if b != nil {
+				b.OK++
+			}
+		case history.Fail:
+			if b != nil {
+				b.Failed++
+			}
+		default:
+			if b != nil {
+				b.Unknown++
+			}
+		}
+		if b != nil {
+			lat := float64(e.Time-inv.Time) / 1e6
+			b.Lat[latBin(lat)]++
+			b.MaxMs = max(b.MaxMs, lat)
+		}
+	case history.Lost:
+		delete(cs.open, e.Key)
+	case history.WorkerExit:
+		clear(cs.open)
+		s.abandon(cs)
+	}
+}
+
+// abandon counts a client's pending acquire that will never complete as
+// unknown at its invocation.
+func (s *Series) abandon(cs *seriesClient) {
+	if cs.pending != nil && cs.pending.F == history.Acquire {
+		if b := s.bucket(cs.pending.Time); b != nil {
+			b.Unknown++
+		}
+	}
+	cs.pending = nil
+}
+
+// Finish settles what the history left pending; call it once, after the
+// last Add.
+func (s *Series) Finish() {
+	for _, cs := range s.clients {
+		s.abandon(cs)
+	}
+}
+
+func latBin(ms float64) int {
+	if ms <= latLoMs {
+		return 0
+	}
+	i := int(math.Log10(ms/latLoMs) * latBinsPerDecade)
+	return min(max(i, 0), latBins-1)
+}
+
+// Completed counts the bucket's completed acquires (those with a latency).
+func (b *SeriesBucket) Completed() int {
+	n := 0
+	for _, c := range b.Lat {
+		n += int(c)
+	}
+	return n
+}
+
+// Quantile is the q-quantile (0 < q ≤ 1) of the bucket's acquire latencies
+// in ms, to the resolution of its histogram; 0 when none completed in it.
+func (b *SeriesBucket) Quantile(q float64) float64 {
+	n := b.Completed()
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q * float64(n)))
+	seen := 0
+	for i, c := range b.Lat {
+		seen += int(c)
+		if seen >= max(rank, 1) {
+			return math.Min(latLoMs*math.Pow(10, float64(i+1)/latBinsPerDecade), b.MaxMs)
+		}
+	}
+	return b.MaxMs
 }

@@ -6,98 +6,70 @@ import (
 	"slices"
 )
 
-// sweep finds every pair of holds of different clients on the same key that
-// overlap (strictly: a release invoked at the instant another acquire
-// returned is a hand-over, not an overlap). It counts them all and explains
-// the first MaxOverlaps in order of their start.
-//
-// Holds are sorted by start and swept with the set of holds still active, so
-// the cost is the sort plus, per hold, the holds it meets: a clean history
-// is checked in O(n log n) however long it is.
+// sweep explains the pairs of holds that overlapped (strictly: a release
+// invoked at the instant another acquire returned is a hand-over, not an
+// overlap), given in order of key, of the later hold's start and of the
+// earlier hold's (the streaming checker finds them: a hold that begins
+// while another client's is held). It counts them all and explains the
+// first MaxOverlaps in order of their start.
 //
 // Every overlap is attributed (attribute); byCause counts them by cause, and
 // byLanded those a fault in landed caused.
 //
 // Every overlap also joins its key's incident (incidents, in order of
 // start): overlaps of one key that touch in time.
-func sweep(holds []hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
+func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]bool, typical int64, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
 	byCause = map[string]int{}
-	typical := typicalAcquire(holds)
-	order := make([]int, len(holds))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int {
-		a, b := &holds[i], &holds[j]
-		return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.start, b.start),
-			cmp.Compare(a.end, b.end), cmp.Compare(a.client, b.client))
-	})
 	type found struct {
 		start int64
 		o     Overlap
 	}
 	var all []found
-	var active []int
 	var stale []staleRelease // of the current key
 	kept := 0                // overlaps listed for the current key
 	var keyIncidents []incident
-	for n, bi := range order {
-		b := &holds[bi]
-		if n > 0 && holds[order[n-1]].key != b.key {
-			active, kept, stale = active[:0], 0, stale[:0]
+	for n, p := range pairs {
+		a, b := p[0], p[1]
+		if n > 0 && pairs[n-1][1].key != b.key {
+			kept, stale = 0, stale[:0]
 			incidents = append(incidents, mergeIncidents(keyIncidents)...)
 			keyIncidents = keyIncidents[:0]
 		}
-		still := active[:0]
-		for _, ai := range active {
-			a := &holds[ai]
-			if a.end <= b.start {
-				continue // ended before b began; ends before every later hold too
-			}
-			still = append(still, ai)
-			// a.end > b.start holds here; the other half of the definition
-			// only fails for a zero-length b at a's start, which the sort by
-			// end already puts first, but the test stays whole.
-			if a.client == b.client || !(a.start < b.end) {
-				continue
-			}
-			count++
-			end := min(a.end, b.end)
-			cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
-			if cause == CauseNone {
-				if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
-					cause, causes, st = r.cause, r.faults, r.note(a.client)
-				}
-			}
-			if a.how == EndRelease {
-				// b took the key while a held it: a's release, whenever it
-				// comes, is no longer the owner's.
-				stale = append(stale, staleRelease{client: a.client, at: a.end, cause: cause, faults: causes, why: st})
-			}
-			byCause[cause]++
-			keyIncidents = append(keyIncidents, incident{key: b.key, start: b.start, end: end, pairs: 1,
-				holds: []int{ai, bi}, spans: [][2]int64{{b.start, end}},
-				clients: []int{a.client, b.client}, faults: causes, cause: cause})
-			if cause == CauseFault && slices.ContainsFunc(causes, func(id int) bool { return landed[id] }) {
-				byLanded++
-			}
-			// Overlaps of one key come in order of start (b's); the first
-			// MaxOverlaps of each key hold the first MaxOverlaps overall.
-			if kept < MaxOverlaps {
-				kept++
-				all = append(all, found{start: b.start, o: Overlap{
-					Key:     b.key,
-					Clients: [2]int{a.client, b.client},
-					StartMs: tl.ms(b.start),
-					EndMs:   tl.ms(end),
-					Holds:   [2]HoldSpan{span(a, tl), span(b, tl)},
-					Faults:  causes,
-					Cause:   cause,
-					Stall:   st,
-				}})
+		count++
+		end := min(a.end, b.end)
+		cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
+		if cause == CauseNone {
+			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
+				cause, causes, st = r.cause, r.faults, r.note(a.client)
 			}
 		}
-		active = append(still, bi)
+		if a.how == EndRelease {
+			// b took the key while a held it: a's release, whenever it
+			// comes, is no longer the owner's.
+			stale = append(stale, staleRelease{client: a.client, at: a.end, cause: cause, faults: causes, why: st})
+		}
+		byCause[cause]++
+		keyIncidents = append(keyIncidents, incident{key: b.key, start: b.start, end: end, pairs: 1,
+			holds: []int{a.id, b.id}, spans: [][2]int64{{b.start, end}},
+			clients: []int{a.client, b.client}, faults: causes, cause: cause})
+		if cause == CauseFault && slices.ContainsFunc(causes, func(id int) bool { return landed[id] }) {
+			byLanded++
+		}
+		// Overlaps of one key come in order of start (b's); the first
+		// MaxOverlaps of each key hold the first MaxOverlaps overall.
+		if kept < MaxOverlaps {
+			kept++
+			all = append(all, found{start: b.start, o: Overlap{
+				Key:     b.key,
+				Clients: [2]int{a.client, b.client},
+				StartMs: tl.ms(b.start),
+				EndMs:   tl.ms(end),
+				Holds:   [2]HoldSpan{span(a, tl), span(b, tl)},
+				Faults:  causes,
+				Cause:   cause,
+				Stall:   st,
+			}})
+		}
 	}
 	incidents = append(incidents, mergeIncidents(keyIncidents)...)
 	slices.SortStableFunc(incidents, func(x, y incident) int { return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.key, y.key)) })
@@ -152,19 +124,6 @@ func (r *staleRelease) note(victim int) *StallNote {
 	n := *r.why
 	n.Text = fmt.Sprintf("client %d's release, after another client had taken its key, deleted client %d's lease; the chain began with a stall: %s", r.client, victim, r.why.Text)
 	return &n
-}
-
-// typicalAcquire is the median time the holds' acquires took, in ns.
-func typicalAcquire(holds []hold) int64 {
-	if len(holds) == 0 {
-		return 0
-	}
-	lat := make([]int64, len(holds))
-	for i, h := range holds {
-		lat[i] = h.start - h.invoked
-	}
-	slices.Sort(lat)
-	return lat[len(lat)/2]
 }
 
 func span(h *hold, tl timeline) HoldSpan {

@@ -53,7 +53,9 @@ func checkResultName(c porcupine.CheckResult) string {
 // decide sets the verdict, the reasons and the summary. Every violation and
 // every gap in the evidence is listed; a violation wins over gaps (damage
 // seen in part of a history is damage), and gaps forbid safe.
-func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Duration, resourceGaps []string, tl timeline) {
+//
+// holds and keys are how many holds the history has, on how many keys.
+func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Duration, resourceGaps []string, tl timeline, holds, keys int) {
 	m, violations, mutexGaps := mutexAnswer(answer, r.Mutex.OverlapCount, timeout)
 	r.Mutex.Linearizable, r.Mutex.Porcupine, r.Mutex.Agree = m.Linearizable, m.Porcupine, m.Agree
 
@@ -105,7 +107,7 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	}
 	gaps = append(gaps, mutexGaps...)
 	gaps = append(gaps, resourceGaps...)
-	if len(tr.holds) == 0 {
+	if holds == 0 {
 		gaps = append(gaps, "no client ever held a lock: nothing was tested")
 	}
 
@@ -119,12 +121,8 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 		r.Summary = "inconclusive: " + strings.Join(gaps, "; ")
 	default:
 		r.Verdict = Safe
-		keys := map[string]bool{}
-		for _, h := range tr.holds {
-			keys[h.key] = true
-		}
 		r.Summary = fmt.Sprintf("safe: %s on %s, no two overlapped%s; %s",
-			plural(len(tr.holds), "hold", "holds"), plural(len(keys), "key", "keys"), landing(r.Evidence), res.Summary)
+			plural(holds, "hold", "holds"), plural(keys, "key", "keys"), landing(r.Evidence), res.Summary)
 	}
 	// Liveness is reported beside safety, never instead of it.
 	if dk := r.Liveness.DeadlockedKeys; len(dk) > 0 {

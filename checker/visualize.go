@@ -23,9 +23,6 @@ import (
 // time limit (timeout 0: DefaultTimeout) — so that the picture never
 // disagrees with the verdict's mutex answer.
 func Visualize(w io.Writer, events []history.Event, res Result, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	sorted := sortByTime(events)
 	tl := newTimeline(sorted)
 	tr := replay(sorted)
@@ -34,14 +31,65 @@ func Visualize(w io.Writer, events []history.Event, res Result, timeout time.Dur
 		sorted, windows = aroundViolations(sorted, tr, res, tl)
 		tr = replay(sorted)
 	}
+	return visualize(w, tr, tl, windows, res, timeout,
+		fmt.Sprintf("the history has more than %d operations: only the windows around its first violations are shown", MaxVisualizeOps))
+}
+
+// Window is a stretch of a long history that a report draws in detail:
+// FromMs to ToMs since the run started, and its events (those of every
+// client in it, with what each client began before it and finished after
+// it, and the run-start).
+type Window struct {
+	FromMs, ToMs float64
+	Events       []history.Event
+}
+
+// VisualizeWindows is Visualize of the windows a report draws of a history
+// too long to draw whole: windows are most important first, and are drawn
+// in that order while their operations fit in maxOps (the first always);
+// each is an annotated row ("shown"). It returns how many were drawn.
+// Porcupine checks only what is drawn: a window around a violation shows
+// it, since the window holds both holds of its overlap.
+func VisualizeWindows(w io.Writer, windows []Window, maxOps int, res Result, timeout time.Duration) (int, error) {
+	var events []history.Event
+	var bounds [][2]int64
+	ops := 0
+	for i, win := range windows {
+		sorted := sortByTime(win.Events)
+		n := len(replay(sorted).ops)
+		if i > 0 && ops+n > maxOps {
+			break
+		}
+		ops += n
+		tl := newTimeline(sorted)
+		bounds = append(bounds, [2]int64{tl.origin + int64(win.FromMs*1e6), tl.origin + int64(win.ToMs*1e6)})
+		for _, e := range win.Events {
+			if e.Kind != history.RunStart || len(events) == 0 {
+				events = append(events, e)
+			}
+		}
+	}
+	sorted := sortByTime(events)
+	tl := newTimeline(sorted)
+	err := visualize(w, replay(sorted), tl, bounds, res, timeout,
+		"the history is too long to draw whole: only windows around its first violations and faults are shown")
+	return len(bounds), err
+}
+
+// visualize checks tr's operations with porcupine and writes its
+// visualization, annotated with res's faults and overlaps (those in the
+// windows shown, when windows are given) and the windows (why says why).
+func visualize(w io.Writer, tr *trace, tl timeline, windows [][2]int64, res Result, timeout time.Duration, why string) error {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	_, info := porcupine.CheckOperationsVerbose(MutexModel(), tr.ops, timeout)
 	ns := func(ms float64) int64 { return tl.origin + int64(ms*1e6) }
 	var notes []porcupine.Annotation
 	for _, w := range windows {
 		notes = append(notes, porcupine.Annotation{
 			Tag: "shown", Start: w[0], End: w[1], Description: "window shown",
-			Details: fmt.Sprintf("the history has more than %d operations: only the windows around its first violations are shown (t=%s to t=%s here)",
-				MaxVisualizeOps, Seconds(tl.ms(w[0])), Seconds(tl.ms(w[1]))),
+			Details:         fmt.Sprintf("%s (t=%s to t=%s here)", why, Seconds(tl.ms(w[0])), Seconds(tl.ms(w[1]))),
 			BackgroundColor: "#dee2e6",
 		})
 	}

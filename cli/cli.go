@@ -197,6 +197,7 @@ func cmdRun(args []string) int {
 	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
 	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
+	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the run soon after the first violation the live check sees (2×TTL+hold later, so the damage lands), faults healed and the history kept")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>); one that holds a run is refused")
 	force := fs.Bool("force", false, "let --out replace the run it holds")
 	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")

@@ -47,6 +47,7 @@ func cmdCompare(args []string) int {
 	nemList := fs.String("nemeses", DefaultCompareNemeses, "comma-separated `FAULTS` (none for the column without faults)")
 	fs.IntVar(&spec.Seeds, "seeds", 20, "seeds per cell at most")
 	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed; seed k of a cell is SEED+k")
+	fs.BoolVar(&spec.StopOnViolation, "stop-on-violation", false, "end each run soon after its first violation (detection and time to it stay; throughput and availability are then over the shorter run)")
 	fs.BoolVar(&spec.EarlyStop, "early-stop", true, "stop a cell once it has violated (its interval excludes 0) and run --min-seeds seeds")
 	fs.IntVar(&spec.MinSeeds, "min-seeds", 5, "seeds a cell runs before it may stop early")
 	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs at once")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/runner"
@@ -98,6 +99,9 @@ func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario
 	if res.Verdict == "" {
 		return
 	}
+	if line := perHour(res); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	page, err := writeRunReport(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)
@@ -112,4 +116,32 @@ func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario
 	} else {
 		fmt.Fprintf(w, "scenario %s expects %s: NOT as expected (%s)\n", s.Name, s.Expect, why)
 	}
+}
+
+// soakLength is how long a workload must run for its violations to be
+// counted per hour.
+const soakLength = 5 * time.Minute
+
+// perHour tells a long run's violations (incidents: overlaps of one key
+// that touch in time) per hour of workload, with the time of each listed
+// one; "" for a shorter run.
+func perHour(res checker.Result) string {
+	ran := time.Duration(res.WorkloadMs * float64(time.Millisecond))
+	if ran < soakLength {
+		return ""
+	}
+	n := res.Mutex.IncidentCount
+	line := fmt.Sprintf("violations: %d in %s of workload, %.1f per hour", n, ran.Round(time.Second), float64(n)/ran.Hours())
+	if n == 0 {
+		return line
+	}
+	var at []string
+	for _, in := range res.Mutex.Incidents {
+		at = append(at, checker.Seconds(in.StartMs))
+	}
+	more := ""
+	if n > len(at) {
+		more = fmt.Sprintf(" (the first %d; the report and history.jsonl have all)", len(at))
+	}
+	return line + "; at t=" + strings.Join(at, ", ") + more
 }

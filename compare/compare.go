@@ -42,6 +42,11 @@ type Spec struct {
 	Scenario string `json:"scenario,omitempty"`
 	Backend  string `json:"backend,omitempty"`
 	Image    string `json:"image,omitempty"`
+	// StopOnViolation ends each run soon after its first violation
+	// (runner.Config.StopOnViolation): detection and time to the first
+	// violation stay, while throughput and availability are then
+	// measured over the shorter run.
+	StopOnViolation bool `json:"stop_on_violation,omitempty"`
 }
 
 // Cell is one lock against one fault.
@@ -85,6 +90,7 @@ func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Varian
 			}
 			cfg.Seed = spec.FirstSeed
 			cfg.Backend, cfg.Image = orString(spec.Backend, cfg.Backend), orString(spec.Image, cfg.Image)
+			cfg.StopOnViolation = spec.StopOnViolation
 			c.Config = cfg
 			if err == nil {
 				check := cfg

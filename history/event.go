@@ -4,8 +4,10 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Kind says what an event is.
@@ -223,10 +225,260 @@ func (r RunInfo) Lease() int64 {
 func Int64(v int64) *int64 { return &v }
 
 // Marshal encodes e as one line without the trailing newline.
-func (e Event) Marshal() []byte {
-	b, err := json.Marshal(e)
+func (e Event) Marshal() []byte { return e.AppendJSON(nil) }
+
+// AppendJSON appends e's JSON encoding, byte for byte what json.Marshal
+// makes of it, to b. It writes the fields of an operation event without
+// reflection (every worker event passes through it twice, once in the
+// worker and once in the coordinator); the nested objects of the rare
+// coordinator events, and any string that needs escaping, go through
+// encoding/json.
+func (e *Event) AppendJSON(b []byte) []byte {
+	b = append(b, `{"time":`...)
+	b = strconv.AppendInt(b, e.Time, 10)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, string(e.Kind))
+	b = append(b, `,"client":`...)
+	b = strconv.AppendInt(b, int64(e.Client), 10)
+	if e.F != "" {
+		b = append(b, `,"f":`...)
+		b = appendString(b, e.F)
+	}
+	if e.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendString(b, e.Key)
+	}
+	if e.Value != nil {
+		b = append(b, `,"value":`...)
+		b = strconv.AppendInt(b, *e.Value, 10)
+	}
+	if e.Fence != 0 {
+		b = append(b, `,"fence":`...)
+		b = strconv.AppendInt(b, e.Fence, 10)
+	}
+	if e.Owner != "" {
+		b = append(b, `,"owner":`...)
+		b = appendString(b, e.Owner)
+	}
+	if e.Token != "" {
+		b = append(b, `,"token":`...)
+		b = appendString(b, e.Token)
+	}
+	if e.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, e.Error)
+	}
+	if e.Message != "" {
+		b = append(b, `,"message":`...)
+		b = appendString(b, e.Message)
+	}
+	if e.Fault != nil {
+		b = append(b, `,"fault":`...)
+		b = appendMarshal(b, e.Fault)
+	}
+	if e.Run != nil {
+		b = append(b, `,"run":`...)
+		b = appendMarshal(b, e.Run)
+	}
+	if e.Expected {
+		b = append(b, `,"expected":true`...)
+	}
+	if len(e.PTTL) > 0 {
+		b = append(b, `,"pttl":[`...)
+		for i, v := range e.PTTL {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, v, 10)
+		}
+		b = append(b, ']')
+	}
+	if e.StallNs != 0 {
+		b = append(b, `,"stall_ns":`...)
+		b = strconv.AppendInt(b, e.StallNs, 10)
+	}
+	if e.Effect != nil {
+		b = append(b, `,"effect":`...)
+		b = appendMarshal(b, e.Effect)
+	}
+	if e.WorkloadNs != 0 {
+		b = append(b, `,"workload_ns":`...)
+		b = strconv.AppendInt(b, e.WorkloadNs, 10)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string. Printable ASCII other than the
+// characters encoding/json escapes is copied as it is; anything else is
+// left to encoding/json, so that the bytes are always its own.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendMarshal(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendMarshal(b []byte, v any) []byte {
+	j, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("history: marshal event: %v", err)) // only plain data inside
 	}
-	return b
+	return append(b, j...)
+}
+
+// Unmarshal decodes one line into e, as json.Unmarshal does (e should be
+// zero). The lines that workers send, flat objects of known fields whose
+// strings need no unescaping, are read without reflection; any other line
+// goes through encoding/json, which also gives the errors.
+func (e *Event) Unmarshal(line []byte) error {
+	if decodeFlat(line, e) {
+		return nil
+	}
+	*e = Event{}
+	return json.Unmarshal(line, e)
+}
+
+// decodeFlat reads a line as AppendJSON writes an operation event: an
+// object of known keys whose values are integers, plain strings (no
+// escapes), true or false. It reports false on anything else, leaving e
+// partly written.
+func decodeFlat(b []byte, e *Event) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for {
+		key, j, ok := plainString(b, i)
+		if !ok {
+			return false
+		}
+		i = skipSpace(b, j)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '"':
+			v, j, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			switch key {
+			case "kind":
+				e.Kind = Kind(v)
+			case "f":
+				e.F = v
+			case "key":
+				e.Key = v
+			case "owner":
+				e.Owner = v
+			case "token":
+				e.Token = v
+			case "error":
+				e.Error = v
+			case "message":
+				e.Message = v
+			default:
+				return false
+			}
+			i = j
+		case 't', 'f':
+			var v bool
+			switch {
+			case bytes.HasPrefix(b[i:], []byte("true")):
+				v, i = true, i+4
+			case bytes.HasPrefix(b[i:], []byte("false")):
+				i += 5
+			default:
+				return false
+			}
+			if key != "expected" {
+				return false
+			}
+			e.Expected = v
+		default:
+			j := i
+			if j < len(b) && b[j] == '-' {
+				j++
+			}
+			start := j
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			if j == start || j-start > 1 && b[start] == '0' {
+				return false
+			}
+			n, err := strconv.ParseInt(string(b[i:j]), 10, 64)
+			if err != nil {
+				return false
+			}
+			switch key {
+			case "time":
+				e.Time = n
+			case "client":
+				if int64(int(n)) != n {
+					return false
+				}
+				e.Client = int(n)
+			case "value":
+				e.Value = Int64(n)
+			case "fence":
+				e.Fence = n
+			case "stall_ns":
+				e.StallNs = n
+			case "workload_ns":
+				e.WorkloadNs = n
+			default:
+				return false
+			}
+			i = j
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return skipSpace(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads a JSON string at b[i] that holds printable ASCII and
+// no escape, and returns it and the index after its closing quote.
+func plainString(b []byte, i int) (string, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return string(b[i+1 : j]), j + 1, true
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			return "", 0, false
+		}
+	}
+	return "", 0, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }

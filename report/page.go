@@ -44,6 +44,7 @@ header.verdict { padding: 10px 16px; border-radius: 6px; margin-bottom: 8px; }
 svg.timeline, svg.plot { border: 1px solid #dee2e6; border-radius: 4px; display: block; margin: 4px 0 10px; }
 .tl-scroll { overflow-x: auto; }
 .zoom-panel { display: none; }
+.window-panel:target h3 { background: #fff3bf; }
 .zoom-panel.first, .zoom-panel:target { display: block; }
 .zooms:has(.zoom-panel:target) .zoom-panel.first:not(:target) { display: none; }
 pre.cmd { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
@@ -139,7 +140,15 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{if .Actions}}<p class="legend muted" id="action-legend">Faults, one lane per nemesis, labelled with whom they hit, coloured by what they did:
 {{range .Actions}}<span><span class="swatch" style="background:{{.Color}}"></span>{{.Action}}</span>{{end}}
 — a lane per lock node shows when a fault acted on it (a solid tick at its start, dashed at its end).</p>{{end}}
+{{if .Run.Bounded}}<p class="legend muted" id="overview-legend">The whole run: fault lanes (faults that touch at this scale are one band), <span><span class="swatch" style="background:#4c6ef5"></span>holds begun per second</span> <span><span class="swatch" style="background:#e03131"></span>incidents</span> <span><span class="swatch" style="background:#495057"></span>windows drawn in detail below (click one)</span></p>{{end}}
 {{.Timeline}}
+{{if .Run.Bounded}}<div id="omitted" class="omitted">{{range .Omitted}}<p class="muted">{{.}}</p>{{end}}</div>
+<div class="windows" id="windows">
+{{range .Windows}}<div class="window-panel" id="{{.ID}}">
+<h3>Window: {{.Caption}}</h3>
+{{.SVG}}
+</div>
+{{end}}</div>{{end}}
 {{if .Zooms}}<div class="zooms">
 {{range $i, $z := .Zooms}}<div class="zoom-panel{{if eq $i 0}} first{{end}}" id="{{$z.ID}}">
 <h3>Zoom: {{$z.Caption}}</h3>
@@ -152,7 +161,8 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <ol id="witness-story">{{range .Witness}}<li>{{.}}</li>{{end}}</ol>{{end}}
 
 <h2 id="availability">Availability and latency</h2>
-<p class="muted">Acquires completed per second, by outcome (<span style="color:#2f9e44">succeeded</span>, <span style="color:#868e96">refused</span>, <span style="color:#7048e8">unknown</span>), and the latency of every acquire against the time it was invoked (log scale; acquires that never completed at the top); fault windows shaded by what they did.</p>
+{{if .Run.Bounded}}<p class="muted">Acquires completed per second, by outcome (<span style="color:#2f9e44">succeeded</span>, <span style="color:#868e96">refused</span>, <span style="color:#7048e8">unknown</span>), and the latency of the acquires completed in each bucket of time: <span style="color:#2f9e44">median</span>, <span style="color:#7048e8">99th percentile</span> and <span style="color:#e8590c">maximum</span> (log scale); fault windows shaded by what they did.</p>
+{{else}}<p class="muted">Acquires completed per second, by outcome (<span style="color:#2f9e44">succeeded</span>, <span style="color:#868e96">refused</span>, <span style="color:#7048e8">unknown</span>), and the latency of every acquire against the time it was invoked (log scale; acquires that never completed at the top); fault windows shaded by what they did.</p>{{end}}
 {{.RatePlot}}
 {{.LatencyPlot}}
 
@@ -178,7 +188,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{range .Incidents}}<tr class="incident-row" data-incident="{{.N}}">
 <td class="num">{{.N}}</td><td><code>{{.Key}}</code></td><td class="num">t={{secs .StartMs}}</td><td class="num">t={{secs .EndMs}}</td><td class="num">{{ms .CoexistMs}}</td><td class="num">{{.Pairs}}</td><td>{{ints .Clients}}</td>
 <td>{{if eq .Cause "fault"}}{{.Faults}}{{else if eq .Cause "stall"}}stalls of the harness{{else}}neither fault nor stall{{end}}</td>
-<td><a class="zoom-link" href="#{{.Zoom}}">zoom</a></td></tr>
+<td>{{if .Zoom}}<a class="zoom-link" href="#{{.Zoom}}">zoom</a>{{end}}</td></tr>
 {{end}}</table>
 {{if gt .MoreIncidents 0}}<p class="muted">… and {{.MoreIncidents}} more incidents (result.json lists up to 100).</p>{{end}}
 <h3>Overlapping pairs of holds</h3>
@@ -199,6 +209,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <tr><th>id</th><th>nemesis</th><th>acted on</th><th>target</th><th>parameters</th><th>from</th><th>to</th><th>lasted</th><th>landed</th><th>lease</th><th>what it did</th></tr>
 {{range .Faults}}<tr class="fault-row" data-landed="{{.Landed}}"><td class="num">{{.ID}}</td><td><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</td><td>{{.Where}}</td><td>{{.Target}}</td><td class="mono">{{.Params}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{.End}}</td><td class="num">{{.Duration}}</td><td>{{if .Landed}}yes{{else}}no{{end}}</td><td>{{.Lease}}</td><td>{{.Effect}}</td></tr>
 {{end}}</table>
+{{if gt .MoreFaults 0}}<p class="muted" id="more-faults">… and {{.MoreFaults}} more faults (result.json lists every one).</p>{{end}}
 <p class="muted">A fault landed when it hit a live lease the way it is meant to: a pause past the lease, a node that forgot a lease while its holder still worked, a link slow or cut past the lease. A fault that did not land is no evidence about the lock either way.</p>{{else}}<p>No fault was injected.</p>{{end}}
 
 <h2 id="resource">The protected resource</h2>

@@ -33,14 +33,23 @@ func (r *Run) plotFrame(b *strings.Builder, id, label string, span float64) func
 		id, plWidth, plHeight, plWidth, esc(label))
 	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#fff"/>`)
 	bottom := plHeight - plBottom
-	for _, f := range r.Result.Faults {
-		end := span
-		if f.EndMs != nil {
-			end = *f.EndMs
+	if len(r.Result.Faults) <= maxFaultShapes {
+		for _, f := range r.Result.Faults {
+			end := span
+			if f.EndMs != nil {
+				end = *f.EndMs
+			}
+			x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+2)
+			fmt.Fprintf(b, `<rect class="plot-fault" data-fault="%d" data-action="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.3"><title>%s</title></rect>`,
+				f.ID, esc(string(f.Action)), x1, plTop, x2-x1, bottom-plTop, actionColor(f.Action), esc(faultTitle(f)))
 		}
-		x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+2)
-		fmt.Fprintf(b, `<rect class="plot-fault" data-fault="%d" data-action="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.3"><title>%s</title></rect>`,
-			f.ID, esc(string(f.Action)), x1, plTop, x2-x1, bottom-plTop, actionColor(f.Action), esc(faultTitle(f)))
+	} else {
+		// Too many to draw one by one: bands of the faults of one action
+		// that touch at the plot's resolution.
+		for _, band := range faultBands(r.Result.Faults, func(f checker.FaultWindow) string { return string(f.Action) }, x, span) {
+			fmt.Fprintf(b, `<rect class="plot-fault-band" data-count="%d" data-action="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.3"><title>%s</title></rect>`,
+				band.n, esc(string(band.action)), band.x1, plTop, band.x2-band.x1, bottom-plTop, actionColor(band.action), esc(band.title()))
+		}
 	}
 	step := tickStep(span)
 	for t := 0.0; t <= span+1e-9; t += step {
@@ -54,9 +63,7 @@ func (r *Run) plotFrame(b *strings.Builder, id, label string, span float64) func
 
 // ratePlot draws the acquires completed per second over the run, stacked
 // by outcome (Jepsen's rate plot), with the fault windows shaded.
-func (r *Run) ratePlot(span float64) template.HTML {
-	width := bucketWidth(span)
-	buckets := checker.Rate(r.attempts, width, span)
+func (r *Run) ratePlot(buckets []checker.RateBucket, width, span float64) template.HTML {
 	var b strings.Builder
 	x := r.plotFrame(&b, "rate-plot", "acquires per second over time", span)
 	bottom := plHeight - plBottom
@@ -111,17 +118,7 @@ func (r *Run) latencyPlot(span float64) template.HTML {
 	if hi == 0 {
 		lo, hi = 0.1, 1
 	}
-	lo = math.Pow(10, math.Floor(math.Log10(lo)))
-	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.01)))
-	y := func(v float64) float64 {
-		v = math.Max(lo, math.Min(hi, v))
-		return bottom - (math.Log10(v)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*(bottom-plTop-8)
-	}
-	for v := lo; v <= hi*1.0001; v *= 10 {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#f1f3f5"/>`, plLeft, y(v), plWidth-tlPad, y(v))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#555">%s</text>`, plLeft-6, y(v)+4, checker.Millis(v))
-	}
-	fmt.Fprintf(&b, `<text x="4" y="%.1f" font-size="11" fill="#333">latency</text>`, plTop+12)
+	y := latencyAxis(&b, lo, hi, bottom)
 	ok := 0
 	for _, a := range r.attempts {
 		if a.Outcome == checker.AttemptOK {
@@ -163,13 +160,19 @@ func (r *Run) latencyPlot(span float64) template.HTML {
 }
 
 // bucketWidth is a round bucket width giving at most about 120 buckets.
-func bucketWidth(span float64) float64 {
-	for _, w := range []float64{10, 20, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000} {
-		if span/w <= 120 {
+func bucketWidth(span float64) float64 { return roundWidth(span, 120) }
+
+// summaryWidth is the bucket width of a long run's series: at most about
+// 300 buckets.
+func summaryWidth(span float64) float64 { return roundWidth(span, 300) }
+
+func roundWidth(span float64, n float64) float64 {
+	for _, w := range []float64{10, 20, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 15000, 30000, 60000, 120000, 300000, 600000} {
+		if span/w <= n {
 			return w
 		}
 	}
-	return 120000
+	return 1800000
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.
@@ -191,4 +194,21 @@ func trimFloat(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.1f", v)
+}
+
+// latencyAxis draws the latency plot's logarithmic axis, from the decade
+// at or below lo to the one above hi, and returns the y of a latency in ms.
+func latencyAxis(b *strings.Builder, lo, hi, bottom float64) func(float64) float64 {
+	lo = math.Pow(10, math.Floor(math.Log10(lo)))
+	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.01)))
+	y := func(v float64) float64 {
+		v = math.Max(lo, math.Min(hi, v))
+		return bottom - (math.Log10(v)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*(bottom-plTop-8)
+	}
+	for v := lo; v <= hi*1.0001; v *= 10 {
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#f1f3f5"/>`, plLeft, y(v), plWidth-tlPad, y(v))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#555">%s</text>`, plLeft-6, y(v)+4, checker.Millis(v))
+	}
+	fmt.Fprintf(b, `<text x="4" y="%.1f" font-size="11" fill="#333">latency</text>`, plTop+12)
+	return y
 }

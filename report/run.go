@@ -41,8 +41,9 @@ type Run struct {
 	// Info is the run's configuration, from its run-start event (zero when
 	// the history has none).
 	Info history.RunInfo
-	// Holds are every client's critical sections, as the checker reads
-	// them.
+	// Holds are the critical sections drawn, as the checker reads them:
+	// every client's, or, for a long run (Bounded), those of the windows
+	// drawn in detail.
 	Holds []checker.Hold
 	// Clients are the client indexes that appear in the history, sorted.
 	Clients []int
@@ -50,15 +51,41 @@ type Run struct {
 	Keys []string
 	// Truncated: the history's last line was cut off.
 	Truncated bool
+	// Events counts the history's events.
+	Events int
+	// Bounded: the history is too long to draw whole (more than
+	// MaxDetailEvents events or MaxDetailOps operations). The page draws
+	// windows of it in detail and summary plots of the whole run.
+	Bounded bool
 
+	// events are every event of a history drawn whole (nil when Bounded).
 	events []history.Event
 	// attempts are every acquire and how it ended; nodeMarks what the
 	// faults did to each lock node (both as the checker reads them).
 	attempts  []checker.Attempt
 	nodeMarks []checker.NodeMark
+	// span is the run's length in ms.
+	span float64
+	// Of a long run: the windows drawn in detail, the incidents and faults
+	// that none of them shows, and the binned series of the whole run.
+	windows          []*window
+	omittedIncidents int
+	omittedFaults    int
+	series           *checker.Series
 }
 
-// Load reads the run in dir: result.json and history.jsonl.
+// MaxDetailOps bounds the operations (checker.MutexResult.Ops) of a history
+// drawn whole; see MaxDetailEvents.
+const MaxDetailOps = 6000
+
+// MaxPorcupineOps bounds the operations of a long run's porcupine.html:
+// its windows are drawn while they fit (about 500 bytes each).
+const MaxPorcupineOps = 4000
+
+// Load reads the run in dir: result.json and history.jsonl. It reads the
+// history as a stream: a history of up to MaxDetailEvents events is kept
+// whole; a longer one is read a second time for its windows and its
+// series, and never held in memory.
 func Load(dir string) (*Run, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
@@ -71,32 +98,87 @@ func Load(dir string) (*Run, error) {
 	if err := json.Unmarshal(b, &r.Result); err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "result.json"), err)
 	}
-	events, truncated, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("read history: %w", err)
-	}
-	r.events, r.Truncated = events, truncated
-	for _, e := range events {
-		if e.Kind == history.RunStart && e.Run != nil {
-			r.Info = *e.Run
-			break
-		}
-	}
-	r.Holds = checker.Holds(events)
-	r.attempts = checker.Attempts(events)
-	r.nodeMarks = checker.NodeMarks(r.Result)
+	path := filepath.Join(dir, "history.jsonl")
 	clients, keys := map[int]bool{}, map[string]bool{}
-	for c := 0; c < r.Info.Clients; c++ {
-		clients[c] = true
-	}
-	for _, e := range events {
+	var (
+		events        []history.Event
+		first, last   int64
+		runStart      *history.Event
+		keep, started = true, false
+	)
+	truncated, err := history.ScanFile(path, func(e history.Event) error {
+		r.Events++
+		if keep {
+			events = append(events, e)
+			if len(events) > MaxDetailEvents {
+				keep, events = false, nil
+			}
+		}
+		if !started || e.Time < first {
+			first = e.Time
+		}
+		if !started || e.Time > last {
+			last = e.Time
+		}
+		started = true
+		if e.Kind == history.RunStart && (runStart == nil || e.Time < runStart.Time) {
+			ev := e
+			runStart = &ev
+		}
 		if e.Client >= 0 && (e.Kind == history.Invoke || e.Kind == history.WorkerExit) {
 			clients[e.Client] = true
 		}
+		if e.Client >= 0 && e.Kind == history.OK && e.F == history.Acquire && e.Key != "" {
+			keys[e.Key] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	r.Truncated = truncated
+	origin := first
+	if runStart != nil {
+		origin = runStart.Time
+		if runStart.Run != nil {
+			r.Info = *runStart.Run
+		}
+	}
+	r.nodeMarks = checker.NodeMarks(r.Result)
+	r.span = max(r.Result.DurationMs, 1)
+	r.Bounded = !keep || r.Result.Mutex.Ops > MaxDetailOps
+	if r.Bounded && started {
+		r.span = max(r.span, float64(last-origin)/1e6)
+	}
+	if !r.Bounded {
+		r.events = events
+		r.Holds = checker.Holds(events)
+		r.attempts = checker.Attempts(events)
+	} else {
+		events = nil
+		r.windows, r.omittedIncidents, r.omittedFaults = pickWindows(r.Result, r.span)
+		coll := newCollector(r.windows, origin)
+		r.series = checker.NewSeries(origin, summaryWidth(r.span), r.span)
+		if _, err := history.ScanFile(path, func(e history.Event) error {
+			r.series.Add(e)
+			coll.add(e)
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("read history: %w", err)
+		}
+		r.series.Finish()
+		coll.finish(origin)
+		for _, w := range r.windows {
+			r.Holds = append(r.Holds, w.holds...)
+		}
+	}
+	for c := 0; c < r.Info.Clients; c++ {
+		clients[c] = true
 	}
 	for _, h := range r.Holds {
 		clients[h.Client] = true
 		keys[h.Key] = true
+		r.span = max(r.span, h.EndMs)
 	}
 	for c := range clients {
 		r.Clients = append(r.Clients, c)
@@ -137,21 +219,34 @@ func WriteRun(dir string) (string, error) {
 }
 
 // writePorcupine writes porcupine's visualization of the mutex history,
-// annotated with the result's faults and overlaps (checker.Visualize).
+// annotated with the result's faults and overlaps (checker.Visualize): of
+// a long run, of its windows, the incidents' first (VisualizeWindows).
 func (r *Run) writePorcupine(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write porcupine visualization: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := checker.Visualize(&buf, r.events, r.Result, 0); err != nil {
+	drawn := 0
+	if r.Bounded {
+		ws := slices.Clone(r.windows)
+		slices.SortStableFunc(ws, func(a, b *window) int { return cmp.Compare(min(len(b.incidents), 1), min(len(a.incidents), 1)) })
+		var vws []checker.Window
+		for _, w := range ws {
+			vws = append(vws, checker.Window{FromMs: w.FromMs, ToMs: w.ToMs, Events: w.events})
+		}
+		drawn, err = checker.VisualizeWindows(&buf, vws, MaxPorcupineOps, r.Result, 0)
+	} else {
+		err = checker.Visualize(&buf, r.events, r.Result, 0)
+	}
+	if err != nil {
 		f.Close()
 		return fmt.Errorf("porcupine visualization: %w", err)
 	}
 	page := buf.Bytes()
 	if i := bytes.Index(page, []byte("<body>")); i >= 0 {
 		i += len("<body>")
-		page = slices.Concat(page[:i], []byte(r.porcupineBanner()), page[i:])
+		page = slices.Concat(page[:i], []byte(r.porcupineBanner(drawn)), page[i:])
 	}
 	if _, err := f.Write(page); err != nil {
 		f.Close()
@@ -162,19 +257,34 @@ func (r *Run) writePorcupine(path string) error {
 
 // porcupineBanner heads porcupine's page: the way back to the run's report
 // and the run's faults by label, so that its rows can be read on screen.
-func (r *Run) porcupineBanner() string {
+func (r *Run) porcupineBanner(drawn int) string {
 	var b strings.Builder
 	b.WriteString(`<nav id="lockchaos-banner" style="font:14px system-ui,sans-serif;padding:8px 12px;background:#f1f3f5;border-bottom:1px solid #dee2e6">`)
 	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, RunFile,
 		esc(string(r.Result.Verdict)), esc(orNone(r.Result.Lock)), esc(nemesisList(r.Result.Nemesis)))
-	if r.Result.Mutex.Ops > checker.MaxVisualizeOps {
+	switch {
+	case r.Bounded:
+		fmt.Fprintf(&b, ` · <span id="bounded">%d events, %d operations: too many to draw whole; only %d of the %d windows the report draws in detail %s drawn here (rows "shown"), those of incidents first. history.jsonl holds every event.</span>`,
+			r.Events, r.Result.Mutex.Ops, drawn, len(r.windows), plural(drawn, "is", "are"))
+	case r.Result.Mutex.Ops > checker.MaxVisualizeOps:
 		fmt.Fprintf(&b, ` · <span id="bounded">%d operations: only the windows around the first violations are drawn (rows "shown")</span>`, r.Result.Mutex.Ops)
 	}
 	if len(r.Result.Faults) > 0 {
 		b.WriteString(`<ul id="fault-labels" style="margin:4px 0 0;padding-left:18px">`)
+		shown := 0
 		for _, f := range r.Result.Faults {
+			if shown >= MaxFaultRows {
+				break
+			}
+			if r.Bounded && !r.inWindows(f) {
+				continue
+			}
+			shown++
 			fmt.Fprintf(&b, `<li><span style="display:inline-block;width:12px;height:10px;background:%s"></span> fault %d: %s %s, t=%s to %s</li>`,
 				actionColor(f.Action), f.ID, esc(f.Name), esc(f.Where()), checker.Seconds(f.StartMs), esc(endText(f.EndMs)))
+		}
+		if n := len(r.Result.Faults) - shown; n > 0 {
+			fmt.Fprintf(&b, `<li>… and %d more faults (result.json lists every one)</li>`, n)
 		}
 		b.WriteString(`</ul>`)
 	}
@@ -204,6 +314,12 @@ type runData struct {
 	AcquireRate    string
 	PorcupineError string
 	Generated      string
+	// MoreFaults counts the faults the table leaves out (MaxFaultRows).
+	MoreFaults int
+	// Of a long run (Bounded): its windows drawn in detail, and what the
+	// page leaves out, in words.
+	Windows []windowPanel
+	Omitted []string
 }
 
 // zoomPanel is a timeline zoomed on one incident; the first is shown at
@@ -212,6 +328,13 @@ type zoomPanel struct {
 	ID      string
 	Caption string
 	SVG     template.HTML
+}
+
+// windowPanel is a window of a long run drawn in detail.
+type windowPanel struct {
+	zoomPanel
+	incidents []int
+	from      float64
 }
 
 type actionSwatch struct {
@@ -240,21 +363,72 @@ type faultRow struct {
 	End      string
 }
 
-// MaxOverlapRows bounds the overlaps listed in the page's table.
-const MaxOverlapRows = 20
+// MaxOverlapRows bounds the overlaps listed in the page's table, and
+// MaxFaultRows its faults (and porcupine.html's banner's).
+const (
+	MaxOverlapRows = 20
+	MaxFaultRows   = 100
+)
+
+// faultRows are the faults the page lists: every one, up to MaxFaultRows;
+// of a long run, those its windows show or its incidents name first.
+func (r *Run) faultRows() []checker.FaultWindow {
+	fs := r.Result.Faults
+	if len(fs) <= MaxFaultRows {
+		return fs
+	}
+	named := map[int]bool{}
+	for _, in := range r.Result.Mutex.Incidents {
+		for _, id := range in.Faults {
+			named[id] = true
+		}
+	}
+	pick := map[int]bool{}
+	n := 0
+	for _, f := range fs {
+		if n < MaxFaultRows && (named[f.ID] || r.inWindows(f)) {
+			pick[f.ID] = true
+			n++
+		}
+	}
+	for _, f := range fs {
+		if n < MaxFaultRows && !pick[f.ID] {
+			pick[f.ID] = true
+			n++
+		}
+	}
+	var out []checker.FaultWindow
+	for _, f := range fs {
+		if pick[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// inWindows says whether a fault is drawn in one of a long run's windows.
+func (r *Run) inWindows(f checker.FaultWindow) bool {
+	end := r.span
+	if f.EndMs != nil {
+		end = *f.EndMs
+	}
+	return slices.ContainsFunc(r.windows, func(w *window) bool { return f.StartMs <= w.ToMs && end >= w.FromMs })
+}
 
 func (r *Run) pageData() runData {
 	res := r.Result
 	d := runData{Run: r, Why: checker.Explain(res, float64(cmp.Or(r.Info.LeaseMs, r.Info.TTLms))), Generated: time.Now().Format(time.RFC3339)}
 	d.Title = fmt.Sprintf("%s — %s + %s, seed %d", res.Verdict, orNone(res.Lock), nemesisList(res.Nemesis), res.Seed)
-	span := max(res.DurationMs, 1)
-	for _, h := range r.Holds {
-		span = max(span, h.EndMs)
-	}
+	span := r.span
 	d.Witness = checker.Witness(res)
-	d.Timeline = r.timeline(0, span, "timeline")
-	d.RatePlot = r.ratePlot(span)
-	d.LatencyPlot = r.latencyPlot(span)
+	all := detail{holds: r.Holds, attempts: r.attempts}
+	if r.Bounded {
+		r.boundedData(&d, span)
+	} else {
+		d.Timeline = r.timeline(all, 0, span, "timeline")
+		d.RatePlot = r.ratePlot(checker.Rate(r.attempts, bucketWidth(span), span), bucketWidth(span), span)
+		d.LatencyPlot = r.latencyPlot(span)
+	}
 	used := map[string]bool{}
 	for _, f := range res.Faults {
 		used[string(f.Action)] = true
@@ -284,6 +458,17 @@ func (r *Run) pageData() runData {
 	}
 	for i, in := range incidents {
 		row := incidentRow{Incident: in, N: i + 1, Faults: faultNames(in.Faults), Zoom: fmt.Sprintf("zoom-%d", i+1)}
+		if r.Bounded {
+			// A long run's incidents are drawn in its windows.
+			row.Zoom = ""
+			for _, w := range d.Windows {
+				if slices.Contains(w.incidents, i) {
+					row.Zoom = w.ID
+				}
+			}
+			d.Incidents = append(d.Incidents, row)
+			continue
+		}
 		from, to := in.StartMs-250, in.EndMs+250
 		for _, o := range res.Mutex.Overlaps {
 			if res.IncidentOf(o) == i {
@@ -297,7 +482,7 @@ func (r *Run) pageData() runData {
 			}
 		}
 		from, to = max(0, from), min(span, to)
-		d.Zooms = append(d.Zooms, zoomPanel{ID: row.Zoom, SVG: r.timeline(from, to, row.Zoom+"-svg"),
+		d.Zooms = append(d.Zooms, zoomPanel{ID: row.Zoom, SVG: r.timeline(all, from, to, row.Zoom+"-svg"),
 			Caption: fmt.Sprintf("incident %d (%s, %d %s), t=%s to t=%s", i+1, in.Key, in.Pairs, plural(in.Pairs, "pair", "pairs"), checker.Seconds(from), checker.Seconds(to))})
 		d.Incidents = append(d.Incidents, row)
 	}
@@ -308,8 +493,8 @@ func (r *Run) pageData() runData {
 	}
 	for _, o := range overlaps {
 		row := overlapRow{Overlap: o, Faults: faultNames(o.Faults)}
-		if i := res.IncidentOf(o); i >= 0 && i < len(d.Zooms) {
-			row.Zoom = d.Zooms[i].ID
+		if i := res.IncidentOf(o); i >= 0 && i < len(d.Incidents) {
+			row.Zoom = d.Incidents[i].Zoom
 		}
 		d.Overlaps = append(d.Overlaps, row)
 	}
@@ -324,7 +509,7 @@ func (r *Run) pageData() runData {
 		// A run folder from before result.json recorded the command.
 		d.Reproduce = fmt.Sprintf("lockchaos run --replay %s --out %s-replay", filepath.Clean(r.Dir), filepath.Clean(r.Dir))
 	}
-	for _, f := range res.Faults {
+	for _, f := range r.faultRows() {
 		row := faultRow{FaultWindow: f, Color: actionColor(f.Action), Params: checker.Pairs(f.Params), End: "never healed"}
 		if f.EndMs != nil {
 			row.End = checker.Seconds(*f.EndMs)
@@ -332,6 +517,7 @@ func (r *Run) pageData() runData {
 		}
 		d.Faults = append(d.Faults, row)
 	}
+	d.MoreFaults = len(res.Faults) - len(d.Faults)
 	if res.Acquire.Attempted > 0 {
 		d.AcquireRate = fmt.Sprintf("%.1f%%", 100*float64(res.Acquire.OK)/float64(res.Acquire.Attempted))
 	}

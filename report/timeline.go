@@ -124,6 +124,15 @@ func (r *Run) nodeRows() (rowOf []int, rows map[int]int) {
 	return rowOf, rows
 }
 
+// detail is what a timeline draws on the client lanes: the holds and the
+// acquires of the whole run or of a window of it. Marks of refused and
+// unknown acquires closer than markPx units on a lane are drawn as one.
+type detail struct {
+	holds    []checker.Hold
+	attempts []checker.Attempt
+	markPx   float64
+}
+
 // timeline draws [from, to] ms of the run as inline SVG: a lane per
 // nemesis with its fault windows (coloured by action, labelled with whom
 // each hit), a lane per lock node with what the faults did to it, then a
@@ -132,7 +141,7 @@ func (r *Run) nodeRows() (rowOf []int, rows map[int]int) {
 // or got no answer. Fault windows shade the lanes of the clients they hit;
 // every listed overlap is drawn in red on both clients' lanes. Each shape
 // carries a <title> for a tooltip and data- attributes for tools.
-func (r *Run) timeline(from, to float64, id string) template.HTML {
+func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 	if to <= from {
 		to = from + 1
 	}
@@ -270,7 +279,7 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 	}
 
 	// Holds, and how long each was held past its lease.
-	for _, h := range r.Holds {
+	for _, h := range d.holds {
 		if !visible(h.StartMs, h.EndMs) {
 			continue
 		}
@@ -308,7 +317,8 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 	// at their invocation). Marks that would fall on the same pixel are one.
 	seen := map[[3]int]bool{}
 	marks := 0
-	for _, a := range r.attempts {
+	px := max(d.markPx, 1)
+	for _, a := range d.attempts {
 		if a.Outcome == checker.AttemptOK || a.DoneMs < from || a.DoneMs > to {
 			continue
 		}
@@ -316,7 +326,7 @@ func (r *Run) timeline(from, to float64, id string) template.HTML {
 			continue
 		}
 		xx := x(a.DoneMs)
-		k := [3]int{a.Client, int(xx), len(a.Outcome)}
+		k := [3]int{a.Client, int(xx / px), len(a.Outcome)}
 		if seen[k] || marks >= maxMarksPerSVG {
 			continue
 		}
@@ -401,15 +411,19 @@ func endText(end *float64) string {
 
 // tickStep picks a round step that gives at most about ten ticks.
 func tickStep(span float64) float64 {
-	for _, s := range []float64{1, 2, 5, 10, 20, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000} {
+	for _, s := range []float64{1, 2, 5, 10, 20, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 30000, 60000,
+		120000, 300000, 600000, 900000, 1800000, 3600000} {
 		if span/s <= 10 {
 			return s
 		}
 	}
-	return 120000
+	return 7200000
 }
 
 func tickLabel(t, step float64) string {
+	if step >= 120000 {
+		return fmt.Sprintf("%.0f min", t/60000)
+	}
 	if step >= 1000 {
 		return fmt.Sprintf("%.0f s", t/1000)
 	}

@@ -58,6 +58,10 @@ type Config struct {
 	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
 	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval"`
+	// StopOnViolation ends the run at the first overlap the live check
+	// sees (faults healed, workers stopped, the history kept and checked
+	// whole) instead of running out its duration.
+	StopOnViolation bool `flag:"stop-on-violation" file:"stop-on-violation"`
 	// CheckTimeout bounds porcupine; 0 uses the checker's default.
 	CheckTimeout time.Duration `flag:"check-timeout"`
 

@@ -61,8 +61,9 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	hist.OnError(func(error) { cancel() })
 	// The nonce keeps lock owners of different runs apart (a reentrant lock
 	// would let one run's client re-enter another's hold of the same name).
-	r := &run{cfg: cfg, hist: hist, trk: newTracker(), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
+	r := &run{cfg: cfg, hist: hist, trk: newTracker(), violated: make(chan struct{}), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
 		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(cfg.Nodes, rs.lock)}
+	r.live = newLiveCheck(cfg.Clients, history.Now(), r.seenLive)
 	runErr := r.execute(ctx, rs)
 	if cerr := hist.Close(); cerr != nil {
 		runErr = errors.Join(runErr, cerr)
@@ -165,24 +166,44 @@ func resolve(cfg Config) (resolved, error) {
 }
 
 type run struct {
-	nonce   uint32
-	cfg     Config
-	lease   time.Duration    // the lock's real lease (resolved.lease)
-	shape   nemesis.Topology // the run's shape, as the nemeses see it
-	hist    *history.Writer
-	trk     *tracker
-	rng     *rand.Rand
-	proxies *proxy.Proxies
-	workers []*workerProc
-	started int            // workers started
-	begun   bool           // the run-start is recorded: the workload began
-	nodes   []cluster.Node // every node, the resource last
+	nonce uint32
+	cfg   Config
+	lease time.Duration    // the lock's real lease (resolved.lease)
+	shape nemesis.Topology // the run's shape, as the nemeses see it
+	hist  *history.Writer
+	// live checks the history as it is recorded; violated is closed when
+	// it sees the first overlap.
+	live     *liveCheck
+	violated chan struct{}
+	// stoppedEarly: the run ended at the first violation (StopOnViolation).
+	stoppedEarly bool
+	startedAt    int64 // the run-start event's time
+	trk          *tracker
+	rng          *rand.Rand
+	proxies      *proxy.Proxies
+	workers      []*workerProc
+	started      int            // workers started
+	begun        bool           // the run-start is recorded: the workload began
+	nodes        []cluster.Node // every node, the resource last
 	// topo: replication groups (whose primaries are the lock nodes),
 	// sentinels, clocks.
 	topo topology
 }
 
-func (r *run) record(e history.Event) { r.hist.Append(e) }
+func (r *run) record(e history.Event) {
+	r.hist.Append(e)
+	r.live.add(e)
+}
+
+// seenLive is called once, with the first overlap the live check saw.
+func (r *run) seenLive(o checker.Overlap) {
+	if r.cfg.Progress != nil {
+		lag := float64(history.Now()-r.startedAt)/1e6 - o.StartMs
+		fmt.Fprintf(r.cfg.Progress, "  violation seen live: clients %d and %d both held %s from t=%s, seen %s later (the check of the whole history decides)\n",
+			o.Clients[0], o.Clients[1], o.Key, checker.Seconds(o.StartMs), checker.Millis(lag))
+	}
+	close(r.violated)
+}
 
 func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	var problems []string // recorded in run-end: each makes the evidence doubtful
@@ -258,7 +279,8 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	for k, v := range rs.lockUsed {
 		options[rs.lock.Name+"."+k] = v
 	}
-	r.record(history.Event{Time: history.Now(), Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
+	r.startedAt = history.Now()
+	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
 		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: rs.lock.Reentrant,
@@ -319,7 +341,11 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	if herr := r.hist.Err(); herr != nil {
 		problems = append(problems, herr.Error())
 	}
-	r.record(history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; "), WorkloadNs: stopped - began})
+	end := history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; "), WorkloadNs: stopped - began}
+	if r.stoppedEarly {
+		end.Message = "stopped at the first violation (stop-on-violation)"
+	}
+	r.record(end)
 	return nil
 }
 
@@ -339,7 +365,8 @@ func (r *run) awaitReady(ctx context.Context) error {
 
 // wait lets the workload run for the configured duration, printing progress.
 func (r *run) wait(ctx context.Context) {
-	deadline := time.Now().Add(r.cfg.Duration)
+	start := time.Now()
+	deadline := start.Add(r.cfg.Duration)
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
@@ -354,6 +381,18 @@ func (r *run) wait(ctx context.Context) {
 			return
 		case <-t.C:
 			return
+		case <-r.violated:
+			t.Stop()
+			r.violated = nil // reported once
+			// The overlapping holds finish their writes first, so that
+			// the damage they do is in the history too.
+			if grace := 2*r.cfg.TTL + r.cfg.Hold; r.cfg.StopOnViolation && time.Until(deadline) > grace {
+				deadline = time.Now().Add(grace)
+				r.stoppedEarly = true
+				if r.cfg.Progress != nil {
+					fmt.Fprintf(r.cfg.Progress, "  stopping %s after the first violation (--stop-on-violation)\n", grace)
+				}
+			}
 		case <-tick.C:
 			t.Stop()
 			left = time.Until(deadline)
@@ -361,9 +400,13 @@ func (r *run) wait(ctx context.Context) {
 				r.trk.mu.Lock()
 				s := r.trk.stats
 				r.trk.mu.Unlock()
-				elapsed := r.cfg.Duration - left
-				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d stalls=%d\n",
-					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults, s.stalls)
+				elapsed := time.Since(start)
+				seen := ""
+				if o := r.live.First(); o != nil {
+					seen = fmt.Sprintf("  violation at t=%s", checker.Seconds(o.StartMs))
+				}
+				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d stalls=%d%s\n",
+					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults, s.stalls, seen)
 			}
 		}
 	}
@@ -441,11 +484,10 @@ func pttlMillis(d time.Duration) int64 {
 
 // CheckDir re-reads DIR/history.jsonl, checks it, and writes DIR/result.json.
 func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
-	events, truncated, err := history.ReadFile(filepath.Join(dir, "history.jsonl"))
+	res, err := checker.CheckFile(filepath.Join(dir, "history.jsonl"), checker.Options{Timeout: timeout})
 	if err != nil {
 		return checker.Result{}, err
 	}
-	res := checker.Check(events, checker.Options{Timeout: timeout, CutOff: truncated})
 	res.Reproduce = reproduce(dir)
 	return res, WriteJSON(filepath.Join(dir, "result.json"), res)
 }

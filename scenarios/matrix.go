@@ -430,6 +430,8 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run func(context.Con
 	for k := 0; k < seeds; k++ {
 		cfg := c.Config
 		cfg.Seed = c.Config.Seed + int64(k)
+		// A cell that must break ends soon after it did.
+		cfg.StopOnViolation = cfg.StopOnViolation || c.Expect.Verdict == checker.Violation
 		for try := 1; try <= MaxAttempts; try++ {
 			dir := c.Name
 			if seeds > 1 {

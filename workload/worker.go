@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,11 @@ const EventsFD = 3
 // RoleEnv is set to "worker" in a worker's environment: the binary re-executes
 // itself, and this tells its main (or a test binary's TestMain) to run Main.
 const RoleEnv = "LOCKCHAOS_ROLE"
+
+// ProfileEnv, when set in a worker's environment, makes it write a CPU
+// profile of its whole life to <value>-client<N>.pprof (make bench's
+// --cpuprofile).
+const ProfileEnv = "LOCKCHAOS_WORKER_CPUPROFILE"
 
 // Main runs one worker process: its Config arrives as the first line of
 // standard input and control lines follow (control.go); events go to file
@@ -46,6 +52,12 @@ func Main() int {
 		return 2
 	}
 	defer w.close()
+	if prefix := os.Getenv(ProfileEnv); prefix != "" {
+		if f, err := os.Create(fmt.Sprintf("%s-client%d.pprof", prefix, cfg.Client)); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	w.emit(history.Event{Kind: Ready})
 	if !w.control(in) {
 		return 0 // stopped before the workload began
@@ -82,6 +94,9 @@ type worker struct {
 	// event may still be emitted and emitting it are one step.
 	mu  sync.Mutex
 	out *os.File
+	// pending holds encoded events not yet written to out (see emitThen),
+	// in the order they were emitted; its buffer is reused.
+	pending []byte
 }
 
 func newWorker(cfg Config, out *os.File) (*worker, error) {
@@ -152,31 +167,83 @@ func (w *worker) close() {
 // completion before the client acts on it), so a worker killed at any point
 // never did something its history does not show. If the coordinator is gone
 // nothing can be recorded any more, and the worker stops at once.
+//
+// emit writes the event, after any that emitThen left pending, to the
+// pipe before it returns: a byte in the pipe is the coordinator's even if
+// this process is killed (SIGKILL) the next instant.
 func (w *worker) emit(e history.Event) int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.emitLocked(e)
 }
 
-// emitLocked writes e stamped with the current time, and returns that time.
+// emitLocked is emit with w.mu held.
 func (w *worker) emitLocked(e history.Event) int64 {
+	t := w.emitThenLocked(e)
+	w.flushLocked()
+	return t
+}
+
+// emitThen records e like emit, but leaves it in memory, to go to the
+// pipe in one write with the events that follow it: it saves a system call
+// (and a wake-up of the coordinator) per event, most of the harness's own
+// cost per cycle. An event in memory dies with the process, so emitThen is
+// only for an event after which this goroutine emits another (with emit)
+// before it does anything else that depends on it: before any request to
+// a node, any wait (a sleep, a timer, a stretch, a watchdog) and any exit.
+// No event is therefore ever pending while the client acts on the world or
+// idles, and a kill loses only what it would have lost a few microseconds
+// earlier. Every event of another goroutine (a watchdog's lost, a stall, a
+// stretch) is written through, after what is pending, keeping the order.
+// The call sites say why each one qualifies.
+func (w *worker) emitThen(e history.Event) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.emitThenLocked(e)
+}
+
+// emitThenLocked stamps e with the current time, appends it to pending and
+// returns the time.
+func (w *worker) emitThenLocked(e history.Event) int64 {
 	e.Client = w.cfg.Client
 	e.Time = history.Now()
-	if _, err := w.out.Write(append(e.Marshal(), '\n')); err != nil {
+	w.pending = append(e.AppendJSON(w.pending), '\n')
+	return e.Time
+}
+
+// flush writes whatever emitThen left pending.
+func (w *worker) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *worker) flushLocked() {
+	if len(w.pending) == 0 {
+		return
+	}
+	// One write of at most two events (emitThen never leaves more than
+	// one pending): well under PIPE_BUF, so the pipe takes it whole and a
+	// kill never leaves half a line.
+	if _, err := w.out.Write(w.pending); err != nil {
 		fmt.Fprintf(os.Stderr, "worker %d: coordinator gone (%v): exiting\n", w.cfg.Client, err)
 		os.Exit(3)
 	}
-	return e.Time
+	w.pending = w.pending[:0]
 }
 
 func (w *worker) run() {
 	ctx := context.Background()
+	// The release's completion that holdThen leaves pending goes out with
+	// the next acquire's invoke, or before the think time, or at the end.
+	defer w.flush()
 	for !w.stop.Load() {
 		key := KeyName(w.rng.IntN(w.cfg.Keys))
 		if lease, invoked, ok := w.acquire(ctx, key); ok {
-			w.hold(ctx, lease, invoked)
+			w.holdThen(ctx, lease, invoked)
 		}
 		if w.cfg.Think > 0 {
+			w.flush()
 			time.Sleep(time.Duration(w.rng.Int64N(int64(w.cfg.Think) + 1)))
 		}
 	}
@@ -211,7 +278,15 @@ func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, int64, b
 func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease, bool) {
 	switch {
 	case err == nil:
-		w.emit(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Token: lease.Token, Fence: lease.Fence})
+		// The ok may wait for the next event: a granted acquire is always
+		// followed by a hold, whose first step emits (a re-entry's invoke,
+		// the read's invoke, or, if the client already learned the lease
+		// is gone, its lost — written at once by markLost — and the
+		// release's invoke) before any request or wait. So the ok is in
+		// the pipe before the client touches the resource or the lock
+		// again: a worker killed with it still in memory did nothing with
+		// the lock, as it would have if killed just before the ok.
+		w.emitThen(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Token: lease.Token, Fence: lease.Fence})
 		return lease, true
 	case errors.Is(err, locks.ErrNotAcquired):
 		e := history.Event{Kind: history.Fail, F: history.Acquire, Key: key, Error: "not-acquired"}
@@ -245,12 +320,21 @@ type heldLock struct {
 	lostCh      chan struct{} // closed with lost
 	cancel      context.CancelFunc
 	watchers    sync.WaitGroup
+	// watched: watchers were started; the end of the hold waits for them.
+	watched bool
 }
 
 // hold is the critical section: read the counter, work, write it back plus
 // one, then release. With probability Reentry it acquires the lock once more
 // first, and releases that inner level before the outer one.
 func (w *worker) hold(ctx context.Context, lease locks.Lease, invoked int64) {
+	w.holdThen(ctx, lease, invoked)
+	w.flush()
+}
+
+// holdThen is hold, leaving the release's completion pending (emitThen):
+// the caller emits or flushes before it does anything else.
+func (w *worker) holdThen(ctx context.Context, lease locks.Lease, invoked int64) {
 	h := w.watch(lease, invoked)
 	var inner *locks.Lease
 	if w.cfg.Reentry > 0 && w.rng.Float64() < w.cfg.Reentry && !w.isLost(h) {
@@ -263,8 +347,13 @@ func (w *worker) hold(ctx context.Context, lease locks.Lease, invoked int64) {
 		w.release(ctx, *inner, nil)
 	}
 	h.cancel()
+	if h.watched {
+		// The write's completion must not sit in memory while this
+		// goroutine waits (a renewal may take up to the op timeout).
+		w.flush()
+	}
 	h.watchers.Wait() // no renewal may race the release
-	w.release(ctx, w.current(h), h)
+	w.releaseThen(ctx, w.current(h), h)
 }
 
 // watch starts the hold's watchdogs: a renewal every TTL/3 when the run asked
@@ -272,7 +361,8 @@ func (w *worker) hold(ctx context.Context, lease locks.Lease, invoked int64) {
 // for a lease with a validity deadline, a timer that says so when it runs out.
 func (w *worker) watch(lease locks.Lease, invoked int64) *heldLock {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &heldLock{key: lease.Key, invoked: invoked, lease: lease, lostCh: make(chan struct{}), cancel: cancel}
+	h := &heldLock{key: lease.Key, invoked: invoked, lease: lease, lostCh: make(chan struct{}), cancel: cancel,
+		watched: lease.Deadline != 0 || w.renewer != nil || lease.Lost != nil}
 	if lease.Deadline != 0 {
 		h.watchers.Add(1)
 		go func() {
@@ -313,6 +403,7 @@ func (w *worker) renewLoop(ctx context.Context, h *heldLock) {
 			return
 		case <-t.C:
 		}
+		w.flush() // nothing pending while a request is out, whoever sends it
 		opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
 		next, err := w.renewer.Renew(opCtx, w.current(h))
 		cancel()
@@ -425,7 +516,17 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 		w.emit(history.Event{Kind: history.Info, F: history.Read, Key: key, Fence: fence, Error: err.Error()})
 		return
 	}
-	read := w.emit(history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence})
+	// With no hold time the read's ok may wait for the next event: what
+	// follows is the write's invoke, or a stall, a stretch or (having
+	// learned the lease is gone) a lost, all written at once, before any
+	// request or wait; the zero timer below is no wait on anything outside.
+	ok := history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence}
+	var read int64
+	if w.cfg.Hold <= 0 {
+		read = w.emitThen(ok)
+	} else {
+		read = w.emit(ok)
+	}
 	t := time.NewTimer(w.cfg.Hold)
 	select {
 	case <-t.C:
@@ -451,19 +552,33 @@ func (w *worker) write(ctx context.Context, h *heldLock, key string, v, fence in
 		return
 	}
 	err := w.res.Write(ctx, key, v, fence)
+	// The write's completion may wait for the next event: critical returns
+	// to holdThen, which emits an inner release's invoke or flushes before
+	// it waits for the watchdogs, then emits the release's invoke, before
+	// the release's request. The counter's new value is on the node, but
+	// the client does nothing more before its completion is in the pipe.
 	switch {
 	case err == nil:
-		w.emit(history.Event{Kind: history.OK, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence})
+		w.emitThen(history.Event{Kind: history.OK, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence})
 	case errors.Is(err, errStale):
-		w.emit(history.Event{Kind: history.Fail, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence, Error: "stale-fence"})
+		w.emitThen(history.Event{Kind: history.Fail, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence, Error: "stale-fence"})
 	default:
-		w.emit(history.Event{Kind: history.Info, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence, Error: err.Error()})
+		w.emitThen(history.Event{Kind: history.Info, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence, Error: err.Error()})
 	}
 }
 
 // release gives lease back. With h (the outermost release of a hold), its
 // invoke also ends the hold: from then on no lost can be recorded for it.
 func (w *worker) release(ctx context.Context, lease locks.Lease, h *heldLock) {
+	w.releaseThen(ctx, lease, h)
+	w.flush()
+}
+
+// releaseThen is release, leaving its completion pending (emitThen): the
+// caller emits or flushes before it does anything else. holdThen uses it
+// for the outermost release, whose completion goes out with the next
+// acquire's invoke (run), or before the think time or the end.
+func (w *worker) releaseThen(ctx context.Context, lease locks.Lease, h *heldLock) {
 	invoke := history.Event{Kind: history.Invoke, F: history.Release, Key: lease.Key}
 	if h != nil {
 		w.mu.Lock()
@@ -478,10 +593,10 @@ func (w *worker) release(ctx context.Context, lease locks.Lease, h *heldLock) {
 	cancel()
 	switch {
 	case err == nil:
-		w.emit(history.Event{Kind: history.OK, F: history.Release, Key: lease.Key})
+		w.emitThen(history.Event{Kind: history.OK, F: history.Release, Key: lease.Key})
 	case errors.Is(err, locks.ErrNotHeld):
-		w.emit(history.Event{Kind: history.Fail, F: history.Release, Key: lease.Key, Error: history.ErrNotHeld})
+		w.emitThen(history.Event{Kind: history.Fail, F: history.Release, Key: lease.Key, Error: history.ErrNotHeld})
 	default:
-		w.emit(history.Event{Kind: history.Info, F: history.Release, Key: lease.Key, Error: err.Error()})
+		w.emitThen(history.Event{Kind: history.Info, F: history.Release, Key: lease.Key, Error: err.Error()})
 	}
 }

@@ -372,3 +372,104 @@ func TestStretchSparesTheHoldUnderWay(t *testing.T) {
 		t.Errorf("events %q: want one whole hold", kinds(all))
 	}
 }
+
+// pendingHook fails the test if a request leaves while events wait in the
+// worker's memory (emitThen): a worker killed during that request would
+// lose them, and an acquire's lost ok would hide a hold.
+type pendingHook struct {
+	t *testing.T
+	w *worker
+}
+
+func (h pendingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h pendingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.w.mu.Lock()
+		pending := string(h.w.pending)
+		h.w.mu.Unlock()
+		if pending != "" {
+			h.t.Errorf("%v sent with events still in memory: %s", cmd.Args(), pending)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h pendingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.w.mu.Lock()
+		pending := len(h.w.pending)
+		h.w.mu.Unlock()
+		if pending != 0 {
+			h.t.Errorf("a pipeline sent with events still in memory")
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Events may be gathered into one write (emitThen), but never while the
+// client acts on the world: every request to the lock or the resource,
+// whoever sends it (the main loop, a renewal), leaves only once every
+// event before it is in the pipe, and the worker's last events are there
+// when run returns. The whole history arrives, in order, each client's
+// operations paired.
+func TestNoEventWaitsInMemoryWhileARequestIsOut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"no hold, no think", Config{Lock: "token-lua", TTL: 500 * ms}},
+		{"hold, think and renewals", Config{Lock: "token-lua", TTL: 60 * ms, Hold: 30 * ms, Think: ms, Renew: true}},
+		{"re-entry and a watchdog", Config{Lock: "reentrant-watchdog", TTL: 500 * ms, Reentry: 0.5}},
+		{"fenced", Config{Lock: "fenced", TTL: 500 * ms}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, ev, _ := testWorker(t, tc.cfg)
+			for _, n := range w.nodes {
+				n.AddHook(pendingHook{t, w})
+			}
+			w.res.rdb.AddHook(pendingHook{t, w})
+			go func() {
+				time.Sleep(300 * ms)
+				w.stop.Store(true)
+				close(w.stopped)
+			}()
+			w.run()
+			w.mu.Lock()
+			left := len(w.pending)
+			w.mu.Unlock()
+			if left != 0 {
+				t.Fatalf("run returned with %d bytes of events unwritten", left)
+			}
+			all := waitEvents(ev, 1<<30)
+			if len(all) > 0 && all[len(all)-1].Kind == history.Invoke {
+				t.Fatalf("the last event is an invoke without its completion: %+v", all[len(all)-1])
+			}
+			var open *history.Event
+			cycles := 0
+			for i, e := range all {
+				switch e.Kind {
+				case history.Invoke:
+					if open != nil {
+						t.Fatalf("event %d: invoke %s while %s is open: %v", i, e.F, open.F, kinds(all))
+					}
+					open = &all[i]
+				case history.OK, history.Fail, history.Info:
+					if open == nil || open.F != e.F {
+						t.Fatalf("event %d: %s %s completes nothing open: %v", i, e.Kind, e.F, kinds(all))
+					}
+					if e.F == history.Release && e.Kind == history.OK {
+						cycles++
+					}
+					open = nil
+				}
+				if i > 0 && e.Time < all[i-1].Time {
+					t.Fatalf("event %d is older than the one before it", i)
+				}
+			}
+			if cycles == 0 {
+				t.Fatalf("no cycle completed: %v", kinds(all))
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,12 +25,39 @@ func main() {
 	if os.Getenv(workload.RoleEnv) == "worker" {
 		os.Exit(workload.Main())
 	}
+	if spec := os.Getenv(bench.ScaleChildEnv); spec != "" {
+		if err := bench.RunScaleChild(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	out := flag.String("out", "results/bench", "where to write <date>.json and <date>.md")
 	bin := flag.String("lockchaos", "bin/lockchaos", "the lockchaos binary, for the matrix figures")
 	repeats := flag.Int("repeats", 3, "throughput measurements per client count (medians are kept)")
 	duration := flag.Duration("duration", 3*time.Second, "length of each throughput run")
 	quick := flag.Bool("quick", false, "skip the full matrix and the 1M-operation checker benchmarks")
+	only := flag.String("only", "", "run only these steps, comma-separated: throughput, checker, scale, live, soak, matrix")
+	soak := flag.Duration("soak", 3*time.Minute, "length of the soak step's run (the README quotes one of 1h)")
+	clients := flag.String("clients", "1,4,16", "client counts of the throughput step")
+	profile := flag.String("cpuprofile", "", "write CPU profiles of the throughput runs here: the coordinator (with its proxies) and every worker, one file each")
 	flag.Parse()
+	counts, err := parseCounts(*clients)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: --clients:", err)
+		os.Exit(2)
+	}
+	want := func(step string) bool {
+		if *only == "" {
+			return true
+		}
+		for _, s := range strings.Split(*only, ",") {
+			if strings.TrimSpace(s) == step {
+				return true
+			}
+		}
+		return false
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -37,6 +65,9 @@ func main() {
 	work := filepath.Join(*out, "runs-"+date)
 	r := bench.Report{Date: date, Host: host(), Errors: map[string]string{}}
 	step := func(name string, f func() error) {
+		if !want(strings.Fields(name)[0]) {
+			return
+		}
 		fmt.Fprintf(os.Stderr, "bench: %s …\n", name)
 		start := time.Now()
 		if err := f(); err != nil {
@@ -47,7 +78,7 @@ func main() {
 	}
 
 	step("throughput", func() (err error) {
-		r.Throughput, err = bench.Throughput(ctx, []int{1, 4, 16}, *duration, *repeats, work)
+		r.Throughput, err = bench.Throughput(ctx, bench.ThroughputOptions{Clients: counts, Duration: *duration, Repeats: *repeats, Out: work, Profile: *profile})
 		return err
 	})
 	step("checker", func() error {
@@ -62,6 +93,32 @@ func main() {
 		os.MkdirAll(work, 0o755)
 		os.WriteFile(filepath.Join(work, "checker-bench.txt"), buf.Bytes(), 0o644) // for benchstat
 		r.Checker = bench.ParseGoBench(&buf)
+		return err
+	})
+	step("scale (the checker on synthetic histories, one process each)", func() error {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		ops := 10_000_000
+		if *quick {
+			ops = 1_000_000
+		}
+		r.Scale, err = bench.Scale(self, []bench.ScaleRow{
+			{Mode: "stream", Ops: ops, Keys: 100, Clients: 16},
+			{Mode: "stream", Ops: 1_000_000, Keys: 100, Clients: 16},
+			{Mode: "memory", Ops: 1_000_000, Keys: 100, Clients: 16},
+		})
+		return err
+	})
+	step("live (how soon a violation is reported while the run goes on)", func() (err error) {
+		r.Live, err = bench.Live(ctx, *bin, filepath.Join(work, "live"), []string{"pause-client", "clock-jump", "crash-restart", "failover"})
+		return err
+	})
+	step("soak", func() error {
+		os.MkdirAll(work, 0o755)
+		row, err := bench.Soak(ctx, *bin, filepath.Join(work, "soak"), *soak)
+		r.Soak = append(r.Soak, row)
 		return err
 	})
 	step("matrix --quick", func() error {
@@ -90,6 +147,7 @@ func main() {
 	}
 	r.Notes = append(r.Notes,
 		"Harness pairs include a resource read and write inside each hold (4 round trips per cycle, plus the coordinator's history writes); redis-benchmark pipelines nothing here but sends bare commands.",
+		"Bare go-redis is the same cycle (acquire, read, write, release with token-lua) run by as many goroutines of one process with nothing recorded: what Go and go-redis make of it here, the ceiling for the harness; direct / bare is what the harness itself costs (a process per client, the events, the coordinator).",
 		"Raw Go benchmark output is kept beside the report (checker-bench.txt), comparable with benchstat.")
 	md, err := bench.Write(*out, r)
 	if err != nil {
@@ -100,6 +158,18 @@ func main() {
 	if len(r.Errors) > 0 {
 		os.Exit(1)
 	}
+}
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want client counts like 1,4,16", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func host() bench.Host {
