@@ -2,10 +2,13 @@ package checker
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/anishathalye/porcupine"
 	"pgregory.net/rapid"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -213,6 +216,7 @@ func overlapID(key string, c1, c2 int, from, to int64) string {
 }
 
 func TestCheckerAgreesWithGroundTruth(t *testing.T) {
+	dir := t.TempDir()
 	rapid.Check(t, func(t *rapid.T) {
 		g := genHistory(t)
 		file := shuffle(g.events, func(n int) int { return rapid.IntRange(0, n-1).Draw(t, "arrival") })
@@ -261,6 +265,31 @@ func TestCheckerAgreesWithGroundTruth(t *testing.T) {
 		}
 		if r.Verdict == Safe && (len(want) > 0 || len(g.holds) == 0) {
 			t.Fatalf("safe with %d overlaps and %d holds", len(want), len(g.holds))
+		}
+
+		// Porcupine on the whole history, unsegmented, gives the answer
+		// the segments gave.
+		whole := porcupine.CheckOperations(MutexModel(), replay(sortByTime(g.events)).ops)
+		if whole != (r.Mutex.Porcupine == "Ok") {
+			t.Fatalf("porcupine on the whole history says linearizable=%v, on segments %s", whole, r.Mutex.Porcupine)
+		}
+
+		// The file, read as a stream through the reorder window, gives the
+		// same result.
+		path := filepath.Join(dir, "history.jsonl")
+		var buf []byte
+		for _, e := range file {
+			buf = append(e.AppendJSON(buf), '\n')
+		}
+		if err := os.WriteFile(path, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		streamed, err := CheckFile(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(comparable(streamed), comparable(r)) {
+			t.Fatalf("CheckFile differs from Check:\n%+v\n%+v", streamed, r)
 		}
 
 		// Another arrival order of the same events gives the same result.

@@ -331,7 +331,15 @@ func cmdCheck(args []string) int {
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
+	if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil && st.Size() > 64<<20 {
+		// Minutes for an hour's history: say what is going on.
+		fmt.Fprintf(os.Stderr, "lockchaos check: reading %s/history.jsonl (%.1f GB) twice, as a stream…\n", dir, float64(st.Size())/1e9)
+	}
+	began := time.Now()
 	res, err := runner.CheckDir(dir, timeout)
+	if time.Since(began) > 10*time.Second {
+		fmt.Fprintf(os.Stderr, "lockchaos check: checked in %s\n", time.Since(began).Round(time.Second))
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
 		return ExitSetup

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"sync"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
@@ -17,11 +18,12 @@ import (
 // sends them under one lock), so an event is released to the checker once
 // every live worker has sent one at least as new: nothing older can come
 // from them. The coordinator's own events (faults, stalls, exits) are
-// released the same way. A worker a fault stopped (SIGSTOP) sends nothing
-// until it runs again, and is not waited for meanwhile: it can only have
-// stamped one event it had not sent yet, in the microseconds before the
-// signal landed — which the live view may then see out of order, and the
-// check of the whole history will not.
+// released the same way, and none is held back longer than liveSlack. A
+// worker a fault stopped (SIGSTOP) sends nothing until it runs again, and
+// is not waited for meanwhile: it can only have stamped one event it had
+// not sent yet, in the microseconds before the signal landed — which the
+// live view may then see out of order, and the check of the whole history
+// will not.
 type liveCheck struct {
 	mu      sync.Mutex
 	stream  *checker.Stream
@@ -31,10 +33,11 @@ type liveCheck struct {
 	newest  int64
 	first   *checker.Overlap
 	onFirst func(checker.Overlap)
+	now     func() int64 // the clock events are stamped with
 }
 
 func newLiveCheck(clients int, since int64, onFirst func(checker.Overlap)) *liveCheck {
-	l := &liveCheck{stream: checker.NewStream(checker.Options{Live: true}), last: map[int]int64{}, stopped: map[int]int{}, onFirst: onFirst, newest: since}
+	l := &liveCheck{stream: checker.NewStream(checker.Options{Live: true}), last: map[int]int64{}, stopped: map[int]int{}, onFirst: onFirst, newest: since, now: history.Now}
 	l.window = checker.NewReorder(l.stream.Add)
 	for c := range clients {
 		l.last[c] = since
@@ -71,14 +74,26 @@ func (l *liveCheck) add(e history.Event) {
 		}
 	}
 	l.window.Push(e)
+	// A running worker stamps an event the instant before it sends it, so
+	// whatever it sends from now on is newer than now, less the time it
+	// may be kept from running in between (liveSlack): a worker that is
+	// silent while it runs (a hold stretched by a nemesis, a request
+	// waiting for its timeout) holds the others back that long at most.
+	floor := l.now() - liveSlack.Nanoseconds()
 	mark := l.newest
 	for c, t := range l.last {
 		if l.stopped[c] == 0 {
-			mark = min(mark, t)
+			mark = min(mark, max(t, floor))
 		}
 	}
 	l.window.Release(mark)
 }
+
+// liveSlack is how long after stamping an event a running worker is taken
+// to have sent it. A worker kept from running longer than that between the
+// two (the machine's stall, which it records) may show the live view an
+// event out of order: a hint may be wrong then, never the verdict.
+const liveSlack = time.Second
 
 // First is the first overlap seen so far, or nil.
 func (l *liveCheck) First() *checker.Overlap {

@@ -13,6 +13,8 @@ import (
 func TestLiveCheckWaitsForEveryWorker(t *testing.T) {
 	var seen []checker.Overlap
 	l := newLiveCheck(3, 0, func(o checker.Overlap) { seen = append(seen, o) })
+	clock := int64(0)
+	l.now = func() int64 { return clock }
 	ev := func(t int64, kind history.Kind, c int, f string) history.Event {
 		return history.Event{Time: t, Kind: kind, Client: c, F: f, Key: "k"}
 	}
@@ -44,5 +46,27 @@ func TestLiveCheckWaitsForEveryWorker(t *testing.T) {
 	l.add(ev(92, history.Invoke, 0, history.Read))
 	if len(seen) != 1 || seen[0].Clients != [2]int{1, 0} {
 		t.Fatalf("want the overlap of clients 1 and 0 while 1 is stopped, got %v", seen)
+	}
+}
+
+// A worker that runs but sends nothing (a hold a nemesis stretched) holds
+// the others back for liveSlack at most: the window stays small.
+func TestLiveCheckDoesNotWaitForASilentWorkerForever(t *testing.T) {
+	l := newLiveCheck(2, 0, nil)
+	clock := int64(0)
+	l.now = func() int64 { return clock }
+	l.add(history.Event{Time: 1, Kind: history.Invoke, Client: 1, F: history.Acquire, Key: "k"})
+	for i := int64(2); i < 100_000; i++ {
+		clock = i * 1000
+		l.add(history.Event{Time: clock, Kind: history.Invoke, Client: 0, F: history.Acquire, Key: "k"})
+		l.add(history.Event{Time: clock + 1, Kind: history.Fail, Client: 0, F: history.Acquire, Key: "k"})
+	}
+	// 100 ms of events at 2 per µs… of this clock: liveSlack (1 s) is
+	// all of it, so nothing is released yet; a second later it is.
+	held := l.window.Held()
+	clock += liveSlack.Nanoseconds() + 1_000_000
+	l.add(history.Event{Time: clock, Kind: history.Invoke, Client: 0, F: history.Acquire, Key: "k"})
+	if after := l.window.Held(); after >= held/10 {
+		t.Errorf("a silent worker held %d events back, and %d after liveSlack", held, after)
 	}
 }

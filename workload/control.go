@@ -134,9 +134,17 @@ func (w *worker) control(in *bufio.Reader) bool {
 					continue
 				}
 				// The event's time is after the stretch was taken: every
-				// acquire invoked after it is stretched.
+				// acquire invoked after it is stretched. Taking it under
+				// the emit lock keeps any acquire's invoke from falling
+				// between the two, so the holds stretched are exactly
+				// those invoked after the event — the ones the nemesis
+				// waits for (an acquire invoked in between used to be
+				// kept inside without the nemesis knowing it, until the
+				// stretch's bound ran out and the fault was dropped).
+				w.mu.Lock()
 				w.stretch.set(f[1], time.Duration(ns), len(f) == 4)
-				w.emit(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
+				w.emitLocked(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
+				w.mu.Unlock()
 			case len(f) == 1 && f[0] == CmdUnstretch:
 				w.stretch.set("", 0, false)
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})
