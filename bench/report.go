@@ -104,7 +104,7 @@ func Markdown(r Report) string {
 		b.WriteString("| run | length | history | coordinator RSS min–max | max/min | check | check/run | check's peak RSS | verdict |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range r.Soak {
 			fmt.Fprintf(&b, "| `%s` | %s | %s | %.0f–%.0f MiB | %.2f | %.0f s | %.3f | %.0f MiB | %s |\n", x.Command,
-				time.Duration(x.Seconds*float64(time.Second)), mem(float64(x.Events)), x.RSSMinMiB, x.RSSMaxMiB, x.Flatness, x.CheckSeconds, x.CheckPerRun, x.CheckRSSMiB, x.Verdict)
+				time.Duration(x.Seconds*float64(time.Second)), mem(float64(x.HistoryBytes)), x.RSSMinMiB, x.RSSMaxMiB, x.Flatness, x.CheckSeconds, x.CheckPerRun, x.CheckRSSMiB, x.Verdict)
 			if x.PerHour != "" {
 				fmt.Fprintf(&b, "\n%s\n", x.PerHour)
 			}

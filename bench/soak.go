@@ -18,9 +18,9 @@ import (
 // coordinator's resident memory while it ran, and how long checking its
 // history took afterwards, against how long it ran.
 type SoakRow struct {
-	Command string  `json:"command"`
-	Seconds float64 `json:"seconds"`
-	Events  int64   `json:"history_bytes"`
+	Command      string  `json:"command"`
+	Seconds      float64 `json:"seconds"`
+	HistoryBytes int64   `json:"history_bytes"`
 	// RSS of the coordinator, sampled every few seconds: the lowest and
 	// the highest after the first minute (or after a sixth of a shorter
 	// run), and their ratio (the target: at most 1.2).
@@ -94,7 +94,7 @@ sample:
 		row.Flatness = row.RSSMaxMiB / row.RSSMinMiB
 	}
 	if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil {
-		row.Events = st.Size()
+		row.HistoryBytes = st.Size()
 	}
 	b, _ := os.ReadFile(dir + ".out")
 	if m := regexp.MustCompile(`(?m)^violations: .*$`).Find(b); m != nil {

@@ -709,6 +709,17 @@ func (v view) throughputPlot() (template.HTML, string) {
 		}
 		return fmt.Sprintf("averaged over %s", plural(x.cells, "cell", "cells"))
 	}
+	// label writes a lock's row label (or that it has no run) and returns
+	// the attributes its marks carry, and whether it has figures.
+	label := func(x perf, yy float64) (string, bool) {
+		p.text(left, yy-6, "end", v.color[x.lock], clip(x.lock, fit(left-24))+mark(x), ` class="lock-label"`)
+		attrs := fmt.Sprintf(` data-lock="%s" data-source="%s"`, esc(x.lock), esc(src(x)))
+		if x.cells == 0 {
+			p.text(x0+6, yy-6, "start", "#868e96", "no recorded run", ` class="perf-none" font-style="italic"`+attrs)
+			return attrs, false
+		}
+		return attrs, true
+	}
 	// Panel 1: holds per second.
 	topH := niceCeil(math.Max(peakH, 1) * 1.02)
 	xh := func(val float64) float64 { return x0 + val/topH*(x1-x0) }
@@ -718,10 +729,8 @@ func (v view) throughputPlot() (template.HTML, string) {
 	yy := y0
 	for _, x := range ps {
 		yy += 20
-		p.text(left, yy-6, "end", v.color[x.lock], clip(x.lock, fit(left-24))+mark(x), ` class="lock-label"`)
-		attrs := fmt.Sprintf(` data-lock="%s" data-source="%s"`, esc(x.lock), esc(src(x)))
-		if x.cells == 0 {
-			p.text(x0+6, yy-6, "start", "#868e96", "no recorded run", ` class="perf-none" font-style="italic"`+attrs)
+		attrs, ran := label(x, yy)
+		if !ran {
 			continue
 		}
 		p.f(`<rect class="holds-bar" x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s"%s><title>%s</title></rect>`,
@@ -739,10 +748,8 @@ func (v view) throughputPlot() (template.HTML, string) {
 	yy = y0
 	for _, x := range ps {
 		yy += 20
-		p.text(left, yy-6, "end", v.color[x.lock], clip(x.lock, fit(left-24))+mark(x), ` class="lock-label"`)
-		attrs := fmt.Sprintf(` data-lock="%s" data-source="%s"`, esc(x.lock), esc(src(x)))
-		if x.cells == 0 {
-			p.text(x0+6, yy-6, "start", "#868e96", "no recorded run", ` class="perf-none" font-style="italic"`+attrs)
+		attrs, ran := label(x, yy)
+		if !ran {
 			continue
 		}
 		p.f(`<rect class="p99-bar" x="%.1f" y="%.1f" width="%.1f" height="14" fill="%s" fill-opacity="0.4"%s><title>%s</title></rect>`,

@@ -182,37 +182,13 @@ func ScanFile(path string, fn func(Event) error) (truncated bool, err error) {
 
 // Scan is ScanFile on a reader; name is used in error messages.
 func Scan(r io.Reader, name string, fn func(Event) error) (truncated bool, err error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadSlice('\n')
-		if rerr == bufio.ErrBufferFull {
-			// A line longer than the buffer: gather the rest of it.
-			long := append([]byte(nil), line...)
-			for rerr == bufio.ErrBufferFull {
-				line, rerr = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
+	return scanLines(r, name, func(line []byte) (error, error) {
+		var e Event
+		if jerr := e.Unmarshal(line); jerr != nil {
+			return jerr, nil
 		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			var e Event
-			if jerr := e.Unmarshal(line); jerr != nil {
-				if rerr == io.EOF && !bytes.HasSuffix(line, []byte("\n")) {
-					return true, nil
-				}
-				return false, fmt.Errorf("%s line %d: %w", name, lineNo, jerr)
-			}
-			if ferr := fn(e); ferr != nil {
-				return false, ferr
-			}
-		}
-		if rerr == io.EOF {
-			return false, nil
-		}
-		if rerr != nil {
-			return false, fmt.Errorf("read %s: %w", name, rerr)
-		}
-	}
+		return nil, fn(e)
+	})
 }
 
 // ScanFileTimes calls fn with each event's time, in file order, reading no
@@ -224,44 +200,65 @@ func ScanFileTimes(path string, fn func(t int64)) (truncated bool, err error) {
 		return false, fmt.Errorf("read history: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	prefix := []byte(`{"time":`)
+	return scanLines(f, path, func(line []byte) (error, error) {
+		// A line without its newline may be cut: only a whole parse of it
+		// tells.
+		t, ok := leadingTime(line)
+		if !ok || !bytes.HasSuffix(line, []byte("\n")) {
+			var e struct {
+				Time int64 `json:"time"`
+			}
+			if jerr := json.Unmarshal(line, &e); jerr != nil {
+				return jerr, nil
+			}
+			t = e.Time
+		}
+		fn(t)
+		return nil, nil
+	})
+}
+
+// scanLines calls parse with each non-blank line of r, its newline
+// included, gathering a line longer than the buffer whole. parse returns
+// the line's own error (malformed: an error naming the line, or, for a
+// last line cut in the middle, truncated) and an error of its caller's,
+// which stops the scan and is returned as it is.
+func scanLines(r io.Reader, name string, parse func(line []byte) (bad, stop error)) (truncated bool, err error) {
+	br := bufio.NewReaderSize(r, 1<<20)
 	for lineNo := 1; ; lineNo++ {
 		line, rerr := br.ReadSlice('\n')
-		whole := rerr == nil
-		for rerr == bufio.ErrBufferFull {
+		if rerr == bufio.ErrBufferFull {
 			long := append([]byte(nil), line...)
-			line, rerr = br.ReadSlice('\n')
-			line = append(long, line...)
-			whole = rerr == nil
+			for rerr == bufio.ErrBufferFull {
+				line, rerr = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			t, ok := leadingTime(line, prefix)
-			if !ok || !whole {
-				var e struct {
-					Time int64 `json:"time"`
+			bad, stop := parse(line)
+			if bad != nil {
+				if rerr == io.EOF && !bytes.HasSuffix(line, []byte("\n")) {
+					return true, nil
 				}
-				if jerr := json.Unmarshal(line, &e); jerr != nil {
-					if rerr == io.EOF && !bytes.HasSuffix(line, []byte("\n")) {
-						return true, nil
-					}
-					return false, fmt.Errorf("%s line %d: %w", path, lineNo, jerr)
-				}
-				t = e.Time
+				return false, fmt.Errorf("%s line %d: %w", name, lineNo, bad)
 			}
-			fn(t)
+			if stop != nil {
+				return false, stop
+			}
 		}
 		if rerr == io.EOF {
 			return false, nil
 		}
 		if rerr != nil {
-			return false, fmt.Errorf("read %s: %w", path, rerr)
+			return false, fmt.Errorf("read %s: %w", name, rerr)
 		}
 	}
 }
 
 // leadingTime reads the time of a line that starts {"time":N,.
-func leadingTime(line, prefix []byte) (int64, bool) {
+func leadingTime(line []byte) (int64, bool) {
+	prefix := []byte(`{"time":`)
 	if !bytes.HasPrefix(line, prefix) {
 		return 0, false
 	}

@@ -61,8 +61,9 @@ func TestLiveCheckDoesNotWaitForASilentWorkerForever(t *testing.T) {
 		l.add(history.Event{Time: clock, Kind: history.Invoke, Client: 0, F: history.Acquire, Key: "k"})
 		l.add(history.Event{Time: clock + 1, Kind: history.Fail, Client: 0, F: history.Acquire, Key: "k"})
 	}
-	// 100 ms of events at 2 per µs… of this clock: liveSlack (1 s) is
-	// all of it, so nothing is released yet; a second later it is.
+	// Client 1 has been silent for the whole 100 ms of client 0's events,
+	// less than liveSlack: everything since is held back. Once the clock
+	// is liveSlack past them, they go.
 	held := l.window.Held()
 	clock += liveSlack.Nanoseconds() + 1_000_000
 	l.add(history.Event{Time: clock, Kind: history.Invoke, Client: 0, F: history.Acquire, Key: "k"})

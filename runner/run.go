@@ -367,6 +367,7 @@ func (r *run) awaitReady(ctx context.Context) error {
 func (r *run) wait(ctx context.Context) {
 	start := time.Now()
 	deadline := start.Add(r.cfg.Duration)
+	violated := r.violated
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
@@ -381,9 +382,9 @@ func (r *run) wait(ctx context.Context) {
 			return
 		case <-t.C:
 			return
-		case <-r.violated:
+		case <-violated:
 			t.Stop()
-			r.violated = nil // reported once
+			violated = nil // reported once
 			// The overlapping holds finish their writes first, so that
 			// the damage they do is in the history too.
 			if grace := 2*r.cfg.TTL + r.cfg.Hold; r.cfg.StopOnViolation && time.Until(deadline) > grace {
