@@ -28,7 +28,10 @@ $(SHIM): cluster/clockshim/clockshim.c
 
 # setup installs, as root with apt-get, the Debian packages that are missing:
 # redis-server and redis-tools, redis-sentinel (failover-sentinel), gcc (the
-# clock shim, make shim) and chromium (the HTML report's browser test).
+# clock shim, make shim), etcd-server, zookeeper and postgresql (the locks
+# of those stores: lockchaos starts its own servers on free ports, so the
+# services the packages start by themselves are stopped and disabled when
+# setup installed them) and chromium (the HTML report's browser test).
 # Otherwise (not root, or no apt-get) it prints the one command that installs
 # them and fails, until they are there; with everything installed it needs no
 # root. Without chromium only that test fails, and setup goes on.
@@ -38,11 +41,19 @@ setup:
 	command -v redis-cli >/dev/null 2>&1 || need="$$need redis-tools"; \
 	command -v redis-sentinel >/dev/null 2>&1 || need="$$need redis-sentinel"; \
 	command -v $(firstword $(CC)) >/dev/null 2>&1 || need="$$need gcc"; \
+	command -v etcd >/dev/null 2>&1 || need="$$need etcd-server"; \
+	test -f /usr/share/java/zookeeper.jar || need="$$need zookeeper"; \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need="$$need postgresql"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
 	if [ -n "$$need$$want" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$need$$want (Debian packages)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need $$want >/dev/null; \
+	    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
+	      for svc in etcd zookeeper postgresql; do \
+	        case "$$need" in *$$svc*) systemctl disable --now $$svc >/dev/null 2>&1 || true;; esac; \
+	      done; \
+	    fi; \
 	  else \
 	    if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo "; fi; \
 	    cmd="$${sudo}apt-get update && $${sudo}apt-get install -y$$need$$want"; \

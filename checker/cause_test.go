@@ -55,6 +55,16 @@ func TestOverlapCauses(t *testing.T) {
 			summary: "client 0's acquire took 270 ms with no fault active",
 		},
 		{
+			name: "a lock without a lease: a late reply explains nothing",
+			// The same history from a lock whose grant has no lease (a
+			// PostgreSQL session lock): a grant that arrives late still
+			// lasts until it is released, so no stall can make two holds
+			// overlap; the lock (or a fault) did.
+			h: new(hist).leaseless().hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 25).
+				acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause: CauseNone,
+		},
+		{
 			name: "a reply late under a fault is the fault's",
 			h: new(hist).start().fault(1, "slow-reply", []int{0}, 25, 400).hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 22).
 				acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),

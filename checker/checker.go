@@ -78,6 +78,10 @@ type timeline struct {
 	// tell when a lease ran out (the run-start records it and clients did
 	// not renew); 0 otherwise.
 	lease int64
+	// leaseless: the lock has no lease (history.RunInfo.Leaseless), so a
+	// holder that stalls, or whose acquire's reply comes late, keeps its
+	// grant: no stall of the harness can explain an overlap.
+	leaseless bool
 }
 
 func newTimeline(sorted []history.Event) timeline {
@@ -88,13 +92,22 @@ func newTimeline(sorted []history.Event) timeline {
 	for _, e := range sorted {
 		if e.Kind == history.RunStart {
 			tl.origin = e.Time
-			if e.Run != nil && !e.Run.Renew {
-				tl.lease = e.Run.Lease() * 1e6
-			}
+			tl.setLease(e.Run)
 			break
 		}
 	}
 	return tl
+}
+
+// setLease reads from the run-start what the history can tell of leases.
+func (tl *timeline) setLease(run *history.RunInfo) {
+	if run == nil {
+		return
+	}
+	tl.leaseless = run.Leaseless
+	if !run.Renew && !run.Leaseless {
+		tl.lease = run.Lease() * 1e6
+	}
 }
 
 func (tl timeline) ms(t int64) float64 { return float64(t-tl.origin) / 1e6 }

@@ -25,6 +25,13 @@ func (h *hist) start() *hist {
 		Run: &history.RunInfo{Lock: "redlock", Nemesis: []string{"pause-client"}, Seed: 7, Clients: 2, Keys: 1}})
 }
 
+// leaseless starts a run of a lock without a lease.
+func (h *hist) leaseless() *hist {
+	h.start()
+	h.events[len(h.events)-1].Run.Leaseless = true
+	return h
+}
+
 func (h *hist) end(t float64) *hist {
 	return h.add(history.Event{Time: ms(t), Kind: history.RunEnd, Client: history.NoClient})
 }

@@ -531,8 +531,8 @@ func (s *Stream) Result() Result {
 	s.runPorcupine()
 	tr := s.tr
 	tl := timeline{origin: s.origin(), end: s.last}
-	if rs := s.runStart; rs != nil && rs.Run != nil && !rs.Run.Renew {
-		tl.lease = rs.Run.Lease() * 1e6
+	if rs := s.runStart; rs != nil {
+		tl.setLease(rs.Run)
 	}
 	fillLatencies(tr)
 	tr.acquire.DuringFaults = s.availability

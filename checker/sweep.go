@@ -3,6 +3,7 @@ package checker
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -28,6 +29,11 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]
 	var stale []staleRelease // of the current key
 	kept := 0                // overlaps listed for the current key
 	var keyIncidents []incident
+	holderStalls := stalls
+	if tl.leaseless {
+		// A holder that stalls, or whose grant comes late, keeps it.
+		holderStalls, typical = nil, math.MaxInt64
+	}
 	for n, p := range pairs {
 		a, b := p[0], p[1]
 		if n > 0 && pairs[n-1][1].key != b.key {
@@ -37,7 +43,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]
 		}
 		count++
 		end := min(a.end, b.end)
-		cause, causes, st := attribute(a, b.start, end, faults, stalls, typical)
+		cause, causes, st := attribute(a, b.start, end, faults, holderStalls, typical)
 		if cause == CauseNone {
 			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
 				cause, causes, st = r.cause, r.faults, r.note(a.client)

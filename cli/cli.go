@@ -358,13 +358,13 @@ defaults (--opt NAME.KEY=VALUE sets one), from their declarations.
 func cmdList(w io.Writer) int {
 	fmt.Fprintln(w, "Locks (--lock NAME):")
 	for _, s := range locks.All() {
-		fmt.Fprintf(w, "  %-16s %s (nodes: %d)\n", s.Name, s.Description, s.Nodes)
+		fmt.Fprintf(w, "  %-18s %s (store: %s, nodes: %d)\n", s.Name, s.Description, s.StoreName(), s.Nodes)
 		listOptions(w, s.Name, s.OptionSpecs())
 	}
 	fmt.Fprintln(w, "\nNemeses (--nemesis NAME[,NAME...]):")
-	fmt.Fprintf(w, "  %-16s %s\n", "none", "no faults")
+	fmt.Fprintf(w, "  %-18s %s\n", "none", "no faults")
 	for _, s := range nemesis.All() {
-		fmt.Fprintf(w, "  %-16s %s\n", s.Name, s.Description)
+		fmt.Fprintf(w, "  %-18s %s\n", s.Name, s.Description)
 		listOptions(w, s.Name, s.OptionSpecs())
 	}
 	return 0
@@ -379,7 +379,7 @@ func listMarkdown(w io.Writer) int {
 		"Set one with `--opt NAME.KEY=VALUE`, or under `options:` in a scenario file. A duration is a Go duration\n"+
 		"(`300ms`) or a multiple of the run's TTL (`2ttl`).\n\n## Locks\n")
 	for _, s := range locks.All() {
-		fmt.Fprintf(w, "\n### `%s`\n\n%s (nodes: %d)\n", s.Name, s.Description, s.Nodes)
+		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d)\n", s.Name, s.Description, s.StoreName(), s.Nodes)
 		markdownOptions(w, s.OptionSpecs())
 	}
 	fmt.Fprint(w, "\n## Nemeses\n")

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -51,10 +50,7 @@ type LocalNode struct {
 	port int
 	dir  string
 	id   string // ident when dir is not the host's (a container's /data)
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc process
 }
 
 func (l *Local) start(ctx context.Context, spec NodeSpec, port int) (*LocalNode, error) {
@@ -108,23 +104,13 @@ func (n *LocalNode) launch(ctx context.Context) error {
 	if n.spec.ClockShim != "" {
 		cmd.Env = append(os.Environ(), "LD_PRELOAD="+n.spec.ClockShim, ClockFileEnv+"="+n.spec.ClockFile)
 	}
-	// Its own process group keeps a terminal's Ctrl-C away from the node (the
-	// coordinator stops it in order); Pdeathsig kills it if the coordinator
-	// dies without cleaning up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := n.proc.start(cmd); err != nil {
 		return fmt.Errorf("exec %s: %w", n.bin, err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	n.mu.Lock()
-	n.cmd, n.exited = cmd, exited
-	n.mu.Unlock()
-
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := waitReady(readyCtx, n.Addr(), nodeIdentity(n.ident()), exited); err != nil {
-		n.kill()
+	if err := waitReady(readyCtx, n.Addr(), nodeIdentity(n.ident()), n.proc.done()); err != nil {
+		n.proc.kill()
 		return fmt.Errorf("%w (log: %s)", err, n.logTail())
 	}
 	return nil
@@ -141,52 +127,23 @@ func (n *LocalNode) Name() string { return n.spec.Name }
 func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
 
 // Pid is the process id of the running redis-server.
-func (n *LocalNode) Pid() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cmd.Process.Pid
-}
+func (n *LocalNode) Pid() int { return n.proc.pid() }
 
 // Signal sends sig to this node's own process only, by its pid. A node
 // whose process has exited (killed, not yet restarted) gives ErrNotRunning.
 func (n *LocalNode) Signal(sig syscall.Signal) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	select {
-	case <-n.exited:
-		return fmt.Errorf("signal %v to redis node %s (pid %d): %w", sig, n.spec.Name, n.cmd.Process.Pid, ErrNotRunning)
-	default:
-	}
-	if err := n.cmd.Process.Signal(sig); err != nil {
-		if errors.Is(err, os.ErrProcessDone) {
-			err = ErrNotRunning
-		}
-		return fmt.Errorf("signal %v to redis node %s (pid %d): %w", sig, n.spec.Name, n.cmd.Process.Pid, err)
-	}
-	return nil
+	return n.proc.signal("redis node "+n.spec.Name, sig)
 }
 
 // Restart starts the node again on the same port and directory after it was
 // killed, so clients and proxies find it where it was.
 func (n *LocalNode) Restart(ctx context.Context) error {
-	n.kill()
+	n.proc.kill()
 	return n.launch(ctx)
-}
-
-func (n *LocalNode) kill() {
-	n.mu.Lock()
-	cmd, exited := n.cmd, n.exited
-	n.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill() // also ends a SIGSTOPped node
-
-	<-exited
 }
 
 // Stop kills the node and removes its directory.
 func (n *LocalNode) Stop() error {
-	n.kill()
+	n.proc.kill()
 	return os.RemoveAll(n.dir)
 }

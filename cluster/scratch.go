@@ -44,6 +44,11 @@ func mkScratch(name string) (string, error) {
 	return dir, nil
 }
 
+// orphanCleanups release what a store's server, killed with its
+// coordinator, left outside its directory (PostgreSQL's System V shared
+// memory); each gets the directory before it is removed.
+var orphanCleanups []func(dir string)
+
 // RemoveOrphanDirs removes the scratch directories whose coordinator is
 // gone (killed before it could remove them; its nodes died with it) and
 // returns them. A directory whose owner is still running, or that names
@@ -60,6 +65,9 @@ func RemoveOrphanDirs() (removed []string, err error) {
 		owner := strings.TrimSpace(string(b))
 		if err != nil || owner == "" || ownerAlive(owner) {
 			continue
+		}
+		for _, clean := range orphanCleanups {
+			clean(dir)
 		}
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -115,11 +114,10 @@ func newSentinelDir(spec SentinelSpec, port int, confDir string) (dir, myid stri
 
 // localSentinel is a redis-sentinel child process.
 type localSentinel struct {
-	name   string
-	port   int
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	name string
+	port int
+	dir  string
+	proc process
 }
 
 // startLocalSentinel starts Debian's redis-sentinel on a free port and waits
@@ -141,17 +139,14 @@ func launchLocalSentinel(ctx context.Context, bin string, spec SentinelSpec, por
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, filepath.Join(dir, "sentinel.conf"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	s := &localSentinel{name: spec.Name, port: port, dir: dir}
+	if err := s.proc.start(exec.Command(bin, filepath.Join(dir, "sentinel.conf"))); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("exec %s: %w", bin, err)
 	}
-	s := &localSentinel{name: spec.Name, port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() { cmd.Wait(); close(s.exited) }()
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := waitReady(readyCtx, s.Addr(), sentinelIdentity(myid), s.exited); err != nil {
+	if err := waitReady(readyCtx, s.Addr(), sentinelIdentity(myid), s.proc.done()); err != nil {
 		b, _ := os.ReadFile(s.Log())
 		s.Stop()
 		return nil, fmt.Errorf("%w (log: %s)", err, tail(b))
@@ -165,7 +160,6 @@ func (s *localSentinel) Log() string  { return filepath.Join(s.dir, "sentinel.lo
 
 // Stop kills the sentinel and removes its directory.
 func (s *localSentinel) Stop() error {
-	_ = s.cmd.Process.Kill()
-	<-s.exited
+	s.proc.kill()
 	return os.RemoveAll(s.dir)
 }

@@ -178,18 +178,24 @@ type Effect struct {
 // RunInfo is the configuration of the run, recorded first so a stored history
 // can be re-checked without anything else.
 type RunInfo struct {
-	Lock       string            `json:"lock"`
-	Nemesis    []string          `json:"nemesis"`
-	Seed       int64             `json:"seed"`
-	Clients    int               `json:"clients"`
-	Keys       int               `json:"keys"`
-	TTLms      int64             `json:"ttl_ms"`
-	Holdms     int64             `json:"hold_ms"`
-	Durationms int64             `json:"duration_ms"`
-	Nodes      int               `json:"nodes"`
-	Backend    string            `json:"backend"`
-	Options    map[string]string `json:"options,omitempty"`
-	Reentrant  bool              `json:"reentrant,omitempty"`
+	Lock       string   `json:"lock"`
+	Nemesis    []string `json:"nemesis"`
+	Seed       int64    `json:"seed"`
+	Clients    int      `json:"clients"`
+	Keys       int      `json:"keys"`
+	TTLms      int64    `json:"ttl_ms"`
+	Holdms     int64    `json:"hold_ms"`
+	Durationms int64    `json:"duration_ms"`
+	Nodes      int      `json:"nodes"`
+	Backend    string   `json:"backend"`
+	// Store is the kind of server the lock kept its state in (etcd,
+	// zookeeper, postgres); empty for redis.
+	Store string `json:"store,omitempty"`
+	// Leaseless: the lock's grants had no lease (locks.Spec.Leaseless):
+	// they lasted until released or until the client's session ended.
+	Leaseless bool              `json:"leaseless,omitempty"`
+	Options   map[string]string `json:"options,omitempty"`
+	Reentrant bool              `json:"reentrant,omitempty"`
 	// Renew: clients renewed their leases every TTL/3 while holding.
 	Renew bool `json:"renew,omitempty"`
 	// Reentry: the probability that a hold re-acquired its lock inside.

@@ -108,9 +108,18 @@ type Preflighter interface {
 // Config is what a lock gets to build one client's Locker.
 type Config struct {
 	// Nodes are go-redis clients for the lock's nodes, each through this
-	// client's own proxy, in node order.
+	// client's own proxy, in node order: for a lock whose store is redis.
 	Nodes []*redis.Client
-	TTL   time.Duration
+	// Addrs are the lock nodes' addresses as this client reaches them
+	// (its own proxies), in node order: for a lock of another store, which
+	// dials its own client (etcd's members, ZooKeeper's servers,
+	// PostgreSQL's primary). A Locker that holds connections of its own
+	// implements io.Closer; the worker closes it at exit.
+	Addrs []string
+	// OpTimeout bounds every request to the store (--op-timeout): a cut
+	// link must give an indeterminate outcome, never a hang.
+	OpTimeout time.Duration
+	TTL       time.Duration
 	// Owner identifies this client process uniquely within the run.
 	Owner string
 	// Options points to the lock's decoded options: a *T for a Spec whose
@@ -123,9 +132,27 @@ type Config struct {
 type Spec struct {
 	Name        string
 	Description string
+	// Store is the kind of server the lock keeps its state in: "" or
+	// "redis" (cluster.StoreRedis), "etcd", "zookeeper", "postgres"
+	// (cluster.RegisterStore).
+	Store string
 	// Nodes is how many lock nodes the algorithm uses by default (1 for a
-	// single-instance lock, 5 for RedLock).
+	// single-instance lock, 5 for RedLock). For a store other than redis,
+	// the members of its one ensemble (etcd 3, ZooKeeper 3, PostgreSQL 2:
+	// a primary and a standby to fail over to).
 	Nodes int
+	// Leaseless locks have no lease: a grant lasts until it is released or
+	// the client's session with the store ends (PostgreSQL's advisory and
+	// row locks). No time runs out under a paused holder; the nemeses then
+	// judge a fault by whether it hit a hold, not by whether it outlasted
+	// a lease.
+	Leaseless bool
+	// KeepsAlive locks renew their lease in the background for as long as
+	// the client process runs (etcd's session keep-alive, ZooKeeper's
+	// session pings): only a client that stops, or loses the store, loses
+	// its lease. A nemesis may then keep a holder inside its critical
+	// section past the lease while it finds out what a fault did.
+	KeepsAlive bool
 	// Reentrant locks let the same owner acquire again while holding.
 	Reentrant bool
 	// Quorum locks hold a key when a majority of their nodes granted it
@@ -136,6 +163,14 @@ type Spec struct {
 	// decoded copy in Config.Options.
 	Options any
 	New     func(cfg Config) (Locker, error)
+}
+
+// StoreName is the store the lock needs: "redis" unless it says another.
+func (s Spec) StoreName() string {
+	if s.Store == "" {
+		return "redis"
+	}
+	return s.Store
 }
 
 // OptionSpecs lists the lock's options.

@@ -94,6 +94,11 @@ var contractOptions = map[string]map[string]string{
 func TestEveryLockBasicContract(t *testing.T) {
 	ctx := context.Background()
 	for _, spec := range locks.All() {
+		// The locks of other stores check the same contract against their
+		// own servers (etcd_mutex_test.go, zk_lock_test.go, pg_test.go).
+		if spec.StoreName() != "redis" {
+			continue
+		}
 		if _, ok := contractOptions[spec.Name]; !ok {
 			t.Errorf("lock %s is not in contractOptions: add it so its basic contract is checked", spec.Name)
 		}

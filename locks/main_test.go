@@ -1,10 +1,12 @@
 package locks_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
@@ -46,4 +48,36 @@ func count(events []history.Event, match func(history.Event) bool) int {
 func wantVerdict(t *testing.T, res checker.Result, want checker.Verdict) {
 	t.Helper()
 	runtest.Verdict(t, res, want)
+}
+
+// startStore starts an ensemble of store for one test, stopped at its end;
+// the test's clients dial its members directly (a run puts a proxy in
+// between). A store whose servers are not installed fails the test with
+// the install hint: these tests talk to real servers or do not pass.
+func startStore(t *testing.T, store string, members int) cluster.Ensemble {
+	t.Helper()
+	s, err := cluster.LookupStore(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Start(context.Background(), "local", cluster.EnsembleSpec{Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, m := range e.Members() {
+			m.Stop()
+		}
+		e.Close()
+	})
+	return e
+}
+
+// servingAddrs are the addresses of the members that serve clients.
+func servingAddrs(e cluster.Ensemble) []string {
+	var addrs []string
+	for _, m := range e.Serving() {
+		addrs = append(addrs, m.Addr())
+	}
+	return addrs
 }

@@ -46,9 +46,32 @@ func triggerWait(env Env) time.Duration {
 // stretchBound is how long after its acquire's invoke an aimed hold may be
 // kept inside: the lease less a fifth of it (at least 20 ms), the time the
 // client needs to write and invoke its release while the lease still lives.
+// A lease that the lock keeps alive, or a lock without a lease, does not
+// run out under a client that runs: its holder may stay four leases, and
+// at least 10 s, long enough for a store to restart a member, elect a
+// leader or promote a standby on a busy machine before the nemesis asks
+// whether the grant survived.
 func stretchBound(env Env) time.Duration {
 	l := env.Lease()
+	if t := env.Topology(); t.Leaseless || t.KeepsAlive {
+		return max(4*l, 10*time.Second)
+	}
 	return max(l-max(l/5, 20*time.Millisecond), l/2)
+}
+
+// aimHeld aims at the step's hold for a fault that needs no help to
+// outlast a lease (a cut or slow link, a frozen node). A lease that runs
+// out needs no holder kept inside; a lock without a lease, or whose lease
+// is kept alive, keeps its holder inside until release, which the caller
+// calls once the fault is in place: finding the node to act on asks the
+// store's members (HoldsLease), which can take longer than a short hold
+// on a busy machine, and a fault that begins after the hold ended did
+// not land.
+func aimHeld(ctx context.Context, env Env, step Step) (*aimed, error) {
+	if t := env.Topology(); t.Leaseless || t.KeepsAlive {
+		return aimAt(ctx, env, step, stretchBound(env))
+	}
+	return aimAt(ctx, env, step, 0)
 }
 
 // aimAt asks the step's client to stay in its holds of the step's key for at
@@ -155,7 +178,16 @@ func (a *aimed) release() error {
 // liveAt says whether the lease was certainly still live at t by its own
 // TTL: the server set it after the acquire was invoked, so it lives at
 // least until that invoke plus the lease.
-func (a *aimed) liveAt(t int64) bool { return t < a.Invoked+a.env.Lease().Nanoseconds() }
+// A leaseless lock's grant is live as long as the hold, and so is a lease
+// that the lock keeps alive while its client runs: the aim keeps the
+// client inside, running, until the effect is known (a fault that stops
+// the client is judged by how long it lasted: lastedEffect).
+func (a *aimed) liveAt(t int64) bool {
+	if tp := a.env.Topology(); tp.Leaseless || tp.KeepsAlive {
+		return true
+	}
+	return t < a.Invoked+a.env.Lease().Nanoseconds()
+}
 
 // expiryIn is how long from now until the lease has certainly run out by
 // its TTL unless renewed: until its acquire's return plus the lease.
@@ -219,6 +251,15 @@ func (a *aimed) lostEffect(ctx context.Context, at int64, v votes, what string) 
 		err := a.release()
 		return &history.Effect{Landed: false, Note: fmt.Sprintf("%s, %s after client %d's acquire of %s: its %s lease had run out by then, nothing was left to lose",
 			what, round(time.Duration(at-a.Invoked)), a.Client, a.Key, a.env.Lease())}, err
+	}
+	if _, holding := holdingOf(a.env, a.Client, a.Key, a.Invoked); !holding {
+		// It let go (its stretch ran out) before the fault had done its
+		// work: whatever the nodes forgot, no holder was left to overlap
+		// with, so the fault did not land (and a node without the key
+		// says nothing about it).
+		err := a.release()
+		return &history.Effect{Landed: false,
+			Note: fmt.Sprintf("%s; client %d had let go of %s by then, before the fault could take it away", what, a.Client, a.Key)}, err
 	}
 	e := &history.Effect{Landed: true, Note: what + "; " + v.String()}
 	if !v.lost() {
@@ -288,6 +329,16 @@ if t == "hash" then return redis.call("HEXISTS", KEYS[1], ARGV[1]) end
 return 0`)
 
 func hasLease(ctx context.Context, n cluster.Node, h Holding) bool {
+	if lh, ok := n.(cluster.LeaseHolder); ok {
+		// A store's member answers over a session of its own (a
+		// PostgreSQL backend forked for it, a ZooKeeper session): give a
+		// busy machine time, since a member that does not answer counts as
+		// one that lost the lease.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		held, err := lh.HoldsLease(ctx, h.Key, h.Token)
+		return err == nil && held
+	}
 	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
 	defer c.Close()
@@ -306,8 +357,16 @@ func quorum(env Env) int { return max(env.Topology().Quorum, 1) }
 // lives (a pause of the holder, a slow or cut link): it landed when it began
 // while the aimed lease was live and lasted at least the lease, from start
 // to end. what names the fault ("client 2 was stopped").
+//
+// A leaseless lock has no lease to outlast: the fault landed when it hit the
+// hold, and the grant is kept unless the history shows otherwise (the
+// checker judges an overlap).
 func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
 	lasted, lease := time.Duration(end-start), a.env.Lease()
+	if a.env.Topology().Leaseless {
+		return &history.Effect{Landed: true, Lease: history.LeaseKept,
+			Note: fmt.Sprintf("%s for %s while client %d held %s; the lock has no lease that could run out meanwhile", what, round(lasted), a.Client, a.Key)}
+	}
 	e := &history.Effect{Landed: a.liveAt(start) && lasted >= lease}
 	switch {
 	case !a.liveAt(start):

@@ -41,6 +41,9 @@ func TestClockDriftAppliesChecksTheTopology(t *testing.T) {
 func TestClockDriftExpiresAHeldLock(t *testing.T) {
 	runtest.NeedClockShim(t)
 	c := runtest.FaultConfig(t, "token-lua", []string{"clock-drift"}, "clock-drift.duration=2ttl")
+	// Room for the heal before the workers stop, when the machine is busy
+	// with other tests' servers too (etcd, ZooKeeper, PostgreSQL).
+	c.Duration = 6 * time.Second
 	res, events := runtest.RunFaults(t, &c)
 	runtest.Verdict(t, res, checker.Violation)
 	runtest.Landed(t, res, history.LeaseLost)

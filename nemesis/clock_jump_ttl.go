@@ -24,6 +24,14 @@ type ClockJumpTTL struct {
 	onHold
 }
 
+// Applies: it rewrites a Redis key's TTL, so the lock must be a Redis one.
+func (j *ClockJumpTTL) Applies(t Topology) error {
+	if err := redisOnly("clock-jump-ttl", t); err != nil {
+		return err
+	}
+	return j.onNode.Applies(t)
+}
+
 func init() {
 	Register(Spec{
 		Name:        "clock-jump-ttl",

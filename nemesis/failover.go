@@ -36,7 +36,7 @@ type Failover struct {
 func init() {
 	Register(Spec{
 		Name:        "failover",
-		Description: "cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas)",
+		Description: "Redis: cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas); etcd, ZooKeeper: kill the leader; PostgreSQL: promote the standby",
 		Action:      history.ActionFailover,
 		New:         func() Nemesis { return new(Failover) },
 	})
@@ -45,6 +45,9 @@ func init() {
 // Applies: the run needs replicas to promote, and no sentinels to promote
 // one too.
 func (f *Failover) Applies(t Topology) error {
+	if t.Store != "" && t.Store != "redis" {
+		return f.onNode.Applies(t) // the store's ensemble fails over its own way
+	}
 	if t.Replicas < 1 {
 		return errors.New("failover needs replicas to promote: add --replicas 1 (or more)")
 	}
@@ -55,6 +58,9 @@ func (f *Failover) Applies(t Topology) error {
 }
 
 func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
+	if s := env.Topology().Store; s != "" && s != "redis" {
+		return f.storeFailover(ctx, env, step)
+	}
 	repl, err := replicationOf(env)
 	if err != nil {
 		return nil, err

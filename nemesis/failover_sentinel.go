@@ -58,6 +58,9 @@ func init() {
 
 // Applies: the run needs replicas and sentinels to promote one.
 func (f *FailoverSentinel) Applies(t Topology) error {
+	if t.Store != "" && t.Store != "redis" {
+		return fmt.Errorf("failover-sentinel: Redis Sentinel promotes Redis replicas, and lock %s keeps its state in %s: use failover, which fails %s over its own way", t.Lock, t.Store, t.Store)
+	}
 	if t.Replicas < 1 || t.Sentinels < 1 {
 		return fmt.Errorf("failover-sentinel needs replicas and sentinels (this run: --replicas %d, --sentinels %d): use e.g. --replicas 2 --sentinels 3", t.Replicas, t.Sentinels)
 	}

@@ -39,7 +39,9 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 	} {
 		t.Run("cut="+tc.cut, func(t *testing.T) {
 			c := runtest.FaultConfig(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut)
-			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 5*time.Second
+			// 8 s: room for the old primary's restart and rejoin (the
+			// fault's heal) before the workers stop, on a busy machine.
+			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 8*time.Second
 			res, events := runtest.RunFaults(t, &c)
 			runtest.Verdict(t, res, tc.want)
 			runtest.Landed(t, res, tc.lease)

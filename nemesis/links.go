@@ -94,13 +94,16 @@ func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, durat
 	if err != nil {
 		return nil, err
 	}
-	a, err := aimAt(ctx, env, step, 0)
+	a, err := aimHeld(ctx, env, step)
 	if err != nil {
 		return nil, err
 	}
 	links, target, clients := choice.pick(env, net.Proxies(), step, a)
 	start := history.Now()
 	heal, err := install(links)
+	if rerr := a.release(); err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return nil, err
 	}

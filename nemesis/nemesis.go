@@ -183,7 +183,10 @@ func clocksOf(env Env) (Clocks, error) {
 
 // Topology is the shape of a run, which decides whether a nemesis applies.
 type Topology struct {
-	Backend   string // "local", "docker", …
+	Backend string // "local", "docker", …
+	// Store is the kind of server the lock keeps its state in: "redis",
+	// "etcd", "zookeeper", "postgres" (cluster.Store).
+	Store     string
 	Lock      string
 	LockNodes int
 	// Replicas per lock node; Sentinels watching them.
@@ -194,6 +197,12 @@ type Topology struct {
 	Clients     int
 	Keys        int
 	TTL         time.Duration
+	// Leaseless: the lock's grants last until released or until the
+	// client's session ends (locks.Spec.Leaseless); no lease runs out.
+	Leaseless bool
+	// KeepsAlive: the lock renews its lease in the background while the
+	// client runs (locks.Spec.KeepsAlive).
+	KeepsAlive bool
 	// Quorum is how many lock nodes a holder needs: 1 for a single-node
 	// lock, a majority for Redlock.
 	Quorum int

@@ -36,8 +36,12 @@ type onVotes struct {
 }
 
 // shimApplies: the clock shim goes into processes that a backend starts
-// with LD_PRELOAD; the local and docker backends do.
+// with LD_PRELOAD; the local and docker backends do. It moves only the
+// wall clock (CLOCK_REALTIME), which only Redis reads to expire a lease.
 func shimApplies(owner string, t Topology) error {
+	if err := redisOnly(owner, t); err != nil {
+		return err
+	}
 	if t.Backend != "local" && t.Backend != "docker" {
 		return fmt.Errorf("%s needs the clock shim in redis-server, which the %s backend cannot load: use clock-jump-ttl, which works on any Redis", owner, t.Backend)
 	}
@@ -81,4 +85,36 @@ func (n nodeChoice) pick(env Env, step Step, held []int) int {
 		return held[env.Rand().IntN(len(held))]
 	}
 	return step.Node % max(len(env.LockNodes()), 1)
+}
+
+// storeWhy says, for each store other than redis, why the clock faults
+// cannot reach what its locks depend on.
+var storeWhy = map[string]string{
+	"etcd":      "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
+	"zookeeper": "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",
+	"postgres":  "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
+}
+
+// redisOnly refuses a nemesis that acts on what only Redis has (its wall
+// clock deciding expiry, its TTLs, Sentinel) for a lock of another store,
+// saying why.
+func redisOnly(owner string, t Topology) error {
+	if t.Store == "" || t.Store == "redis" {
+		return nil
+	}
+	why := storeWhy[t.Store]
+	if why == "" {
+		why = "the store is not Redis"
+	}
+	return fmt.Errorf("%s acts on Redis servers, and lock %s keeps its state in %s: %s", owner, t.Lock, t.Store, why)
+}
+
+// leased refuses a nemesis whose fault is a lease running out (a critical
+// section longer than it, a reply so late that little of it is left) for
+// a lock that has none.
+func leased(owner string, t Topology) error {
+	if t.Leaseless {
+		return fmt.Errorf("%s makes a lease run out under its holder, and lock %s has no lease: a grant lasts until it is released or the client's session ends", owner, t.Lock)
+	}
+	return nil
 }

@@ -119,11 +119,11 @@ func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	switch p.Shape {
 	case "node", "client":
 		// A cut needs no help to outlast a lease: aim at the step's hold
-		// without keeping its client inside.
+		// without keeping its client inside (aimHeld).
 		if p.Client != holderClient && p.Shape == "client" {
 			step.Client = int(p.Client)
 		}
-		if a, err = aimAt(ctx, env, step, 0); err != nil {
+		if a, err = aimHeld(ctx, env, step); err != nil {
 			return nil, err
 		}
 		f.Aim = a.aim()
@@ -159,6 +159,11 @@ func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	f.Start = history.Now()
 	heal, err := cut(links, mode)
+	if a != nil {
+		if rerr := a.release(); err == nil {
+			err = rerr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

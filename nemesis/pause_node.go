@@ -36,15 +36,19 @@ func init() {
 func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	d := p.Duration
 	// A frozen node needs no help to outlast a lease: aim without keeping
-	// the holder inside.
-	a, err := aimAt(ctx, env, step, 0)
+	// the holder inside (aimHeld).
+	a, err := aimHeld(ctx, env, step)
 	if err != nil {
 		return nil, err
 	}
 	i := p.Node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
 	node := env.LockNodes()[i]
 	start := history.Now()
-	if err := node.Signal(syscall.SIGSTOP); err != nil {
+	err = node.Signal(syscall.SIGSTOP)
+	if rerr := a.release(); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		if errors.Is(err, cluster.ErrNotRunning) {
 			return nil, fmt.Errorf("%w: lock node %d is down (another fault)", ErrNoTarget, i)
 		}

@@ -30,6 +30,9 @@ func init() {
 	})
 }
 
+// Applies: the lock must have a lease for the hold to outlast.
+func (s *SlowHold) Applies(t Topology) error { return leased("slow-hold", t) }
+
 func (s *SlowHold) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	by := s.By
 	a, err := aimAt(ctx, env, step, by)

@@ -1,10 +1,12 @@
 package nemesis_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/nemesis"
 )
 
 func TestBadSlowHoldOptionsAreRefused(t *testing.T) {
@@ -13,7 +15,21 @@ func TestBadSlowHoldOptionsAreRefused(t *testing.T) {
 	})
 }
 
-func TestSlowHoldAppliesToEveryRun(t *testing.T) { appliesToEveryRun(t, "slow-hold") }
+// slow-hold makes a lease run out under its holder: it applies to every
+// lock with a lease, and refuses one without, saying why.
+func TestSlowHoldAppliesToEveryLockWithALease(t *testing.T) {
+	a, ok := nemesis.MustBuild(t, "slow-hold", nil).(nemesis.Applier)
+	if !ok {
+		t.Fatal("slow-hold is not an Applier")
+	}
+	if err := a.Applies(nemesis.Topology{Lock: "etcd-mutex", Store: "etcd", KeepsAlive: true, LockNodes: 3}); err != nil {
+		t.Errorf("etcd-mutex: %v", err)
+	}
+	err := a.Applies(nemesis.Topology{Lock: "pg-advisory", Store: "postgres", Leaseless: true, LockNodes: 1})
+	if err == nil || !strings.Contains(err.Error(), "lock pg-advisory has no lease") {
+		t.Errorf("pg-advisory: %v; want it refused for having no lease", err)
+	}
+}
 
 // A critical section that outlives the TTL with no fault at all breaks a
 // plain lease; a watchdog that keeps renewing, in a process that keeps

@@ -42,8 +42,14 @@ func init() {
 	})
 }
 
-// Applies checks a fixed client or node number against the topology.
-func (s *SlowReply) Applies(t Topology) error { return s.Links.available(t) }
+// Applies checks a fixed client or node number against the topology, and
+// that the lock has a lease to shorten.
+func (s *SlowReply) Applies(t Topology) error {
+	if err := leased("slow-reply", t); err != nil {
+		return err
+	}
+	return s.Links.available(t)
+}
 
 func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	delay, duration := s.Delay, s.Duration

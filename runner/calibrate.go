@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +21,9 @@ type roundTrip struct{ p50, p99 time.Duration }
 // whose per-node timeout is shorter than a round trip never gets a
 // majority, and a run where nothing was ever held tests nothing.
 func (r *run) calibrate(ctx context.Context, addrs [][]string, rs resolved) (roundTrip, error) {
-	if len(addrs) == 0 {
+	if len(addrs) == 0 || rs.lock.StoreName() != cluster.StoreRedis {
+		// The round trip is measured with PING; the other stores' locks
+		// have no per-node timeout that it could refute.
 		return roundTrip{}, nil
 	}
 	var rtts []time.Duration

@@ -43,6 +43,7 @@ func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
 func (e *env) LockNodes() []cluster.Node       { return e.r.currentLockNodes() }
 func (e *env) Topology() nemesis.Topology      { return e.r.shape }
 func (e *env) Groups() []*nemesis.Group        { return e.r.topo.groups }
+func (e *env) Ensemble() cluster.Ensemble      { return e.r.topo.ensemble }
 func (e *env) Clock(n cluster.Node) *cluster.Clock {
 	return e.r.topo.clocks[n]
 }

@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	// The nonce keeps lock owners of different runs apart (a reentrant lock
 	// would let one run's client re-enter another's hold of the same name).
 	r := &run{cfg: cfg, hist: hist, trk: newTracker(), violated: make(chan struct{}), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
-		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(cfg.Nodes, rs.lock)}
+		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(rs.lockNodes, rs.lock)}
 	r.live = newLiveCheck(cfg.Clients, history.Now(), r.seenLive)
 	runErr := r.execute(ctx, rs)
 	if cerr := hist.Close(); cerr != nil {
@@ -93,6 +93,9 @@ type resolved struct {
 	// its per-node timeout (locks.NodeTimeouter), 0 when it has none.
 	lease, nodeTimeout time.Duration
 	nemeses            []nemesis.Scheduled
+	// lockNodes is how many lock nodes the clients talk to: --nodes (or
+	// the lock's default), but one for a store that serves from a primary.
+	lockNodes int
 }
 
 // resolve looks up the lock and the nemeses and validates their options
@@ -125,6 +128,20 @@ func resolve(cfg Config) (resolved, error) {
 	if nodes == 0 {
 		nodes = spec.Nodes
 	}
+	if name := spec.StoreName(); name != cluster.StoreRedis {
+		store, err := cluster.LookupStore(name)
+		if err != nil {
+			return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+		}
+		if err := storeSettings(cfg, spec); err != nil {
+			return rs, err
+		}
+		if err := store.RunsOn(cfg.Backend); err != nil {
+			return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+		}
+		nodes = store.LockNodes(nodes)
+	}
+	rs.lockNodes = nodes
 	seen := map[string]bool{}
 	for _, name := range cfg.Nemeses {
 		if seen[name] {
@@ -226,7 +243,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	}()
 	r.proxies = proxy.New()
 	defer r.proxies.Close()
-	addrs, resource, err := r.startTopology(ctx, backend, rs.nemeses)
+	addrs, resource, err := r.startTopology(ctx, backend, rs)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted while starting the nodes, before any operation was recorded (%w)", err)
@@ -283,7 +300,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
-		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Options: options, Reentrant: rs.lock.Reentrant,
+		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Store: storeField(rs.lock), Leaseless: rs.lock.Leaseless, Options: options, Reentrant: rs.lock.Reentrant,
 		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
 		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(),
 		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
@@ -304,7 +321,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	nemDone := make(chan error, 1)
 	var executed scheduleLog
 	go func() {
-		shape := nemesis.Shape{Clients: r.cfg.Clients, Keys: r.cfg.Keys, LockNodes: r.cfg.Nodes, KeyName: workload.KeyName}
+		shape := nemesis.Shape{Clients: r.cfg.Clients, Keys: r.cfg.Keys, LockNodes: rs.lockNodes, KeyName: workload.KeyName}
 		nemDone <- nemesis.Schedule(nemCtx, &env{r: r}, rs.nemeses, shape, r.cfg.FaultInterval, func(e history.Event) {
 			r.trk.observe(e)
 			r.record(e)
@@ -334,7 +351,11 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		}
 		w.mu.Unlock()
 	}
-	r.probe(r.currentLockNodes(), resource)
+	var lockNodes []cluster.Node
+	if rs.lock.StoreName() == cluster.StoreRedis {
+		lockNodes = r.currentLockNodes() // PTTL: only a Redis node can say
+	}
+	r.probe(lockNodes, resource)
 	if interrupted {
 		problems = append(problems, "run interrupted before its duration ended")
 	}
@@ -455,7 +476,7 @@ func (r *run) probe(lockNodes []cluster.Node, resource cluster.Node) {
 	for k := 0; k < r.cfg.Keys; k++ {
 		key := workload.KeyName(k)
 		var pttls []int64
-		ok := true
+		ok := len(clients) > 0
 		for _, c := range clients {
 			d, err := c.PTTL(ctx, key).Result()
 			if err != nil {
@@ -472,6 +493,34 @@ func (r *run) probe(lockNodes []cluster.Node, resource cluster.Node) {
 			r.record(history.Event{Time: history.Now(), Kind: history.Probe, Client: history.NoClient, F: "resource", Key: key, Value: history.Int64(v)})
 		}
 	}
+}
+
+// storeField is the lock's store for the run-start: empty for redis, as in
+// every history from before other stores.
+func storeField(spec locks.Spec) string {
+	if s := spec.StoreName(); s != cluster.StoreRedis {
+		return s
+	}
+	return ""
+}
+
+// storeSettings refuses, for a lock of a store other than Redis, the
+// settings that shape Redis servers only: replicas, sentinels and
+// persistence. Each store has its own replication and durability, which
+// its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
+// and standby).
+func storeSettings(cfg Config, spec locks.Spec) error {
+	var errs []error
+	if cfg.Replicas > 0 {
+		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.StoreName()))
+	}
+	if cfg.Sentinels > 0 {
+		errs = append(errs, bad("Sentinels", "%d: lock %s keeps its state in %s; sentinels watch Redis primaries: drop --sentinels", cfg.Sentinels, spec.Name, spec.StoreName()))
+	}
+	if p, _ := ParsePersistence(cfg.Persistence); p != "none" {
+		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.StoreName()))
+	}
+	return errors.Join(errs...)
 }
 
 // pttlMillis maps go-redis's PTTL answer back to Redis's: -1 no expiry, -2

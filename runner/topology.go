@@ -20,6 +20,9 @@ import (
 // themselves: each lock node's replication group, the sentinels, and the
 // clock files of nodes that run under the clock shim.
 type topology struct {
+	// ensemble is the store's one ensemble, for a lock whose store is not
+	// redis (it has no groups, sentinels or clocks).
+	ensemble  cluster.Ensemble
 	groups    []*nemesis.Group
 	sentinels []cluster.Sentinel
 	clocks    map[cluster.Node]*cluster.Clock
@@ -33,7 +36,7 @@ func (c Config) shape(lockNodes int, lock locks.Spec) nemesis.Topology {
 		quorum = lockNodes/2 + 1
 	}
 	return nemesis.Topology{
-		Backend: c.Backend, Lock: c.Lock, LockNodes: lockNodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
+		Backend: c.Backend, Lock: c.Lock, Store: lock.StoreName(), Leaseless: lock.Leaseless, KeepsAlive: lock.KeepsAlive, LockNodes: lockNodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
 		Persistence: c.Persistence, Clients: c.Clients, Keys: c.Keys, TTL: c.TTL, Quorum: quorum,
 	}
 }
@@ -51,7 +54,11 @@ func aof(persistence string) string {
 // every client's link to every lock node, and the sentinels. Everything it
 // started is in r.nodes and r.topo, for stopTopology. It returns each
 // client's lock node addresses (its links) and the resource node.
-func (r *run) startTopology(ctx context.Context, backend cluster.Backend, nemeses []nemesis.Scheduled) ([][]string, cluster.Node, error) {
+func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs resolved) ([][]string, cluster.Node, error) {
+	if rs.lock.StoreName() != cluster.StoreRedis {
+		return r.startStore(ctx, backend, rs.lock.StoreName())
+	}
+	nemeses := rs.nemeses
 	var shim string
 	for _, n := range nemeses {
 		if s, err := nemesis.Lookup(n.Name); err == nil && s.NodeClock && shim == "" {
@@ -97,31 +104,58 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, nemese
 		}
 		r.topo.groups = append(r.topo.groups, g)
 	}
+	resource, addrs, err := r.startResourceAndLinks(ctx, backend)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.startSentinels(ctx, backend); err != nil {
+		return nil, nil, err
+	}
+	return addrs, resource, nil
+}
+
+// startStore starts the ensemble of a lock whose store is not redis, the
+// resource node (always a redis-server: the resource is the same for every
+// lock), and every client's link to every serving member.
+func (r *run) startStore(ctx context.Context, backend cluster.Backend, name string) ([][]string, cluster.Node, error) {
+	store, err := cluster.LookupStore(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := store.Start(ctx, r.cfg.Backend, cluster.EnsembleSpec{Members: r.cfg.Nodes})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the %s ensemble: %w", name, err)
+	}
+	r.topo.ensemble = e
+	r.nodes = append(r.nodes, e.Members()...)
+	resource, addrs, err := r.startResourceAndLinks(ctx, backend)
+	return addrs, resource, err
+}
+
+// startResourceAndLinks starts the resource node and gives every client a
+// link (its own proxy) to every lock node, in lock-node order, unless the
+// run is --direct.
+func (r *run) startResourceAndLinks(ctx context.Context, backend cluster.Backend) (cluster.Node, [][]string, error) {
 	resource, err := backend.StartNode(ctx, cluster.NodeSpec{Name: "resource"})
 	if err != nil {
 		return nil, nil, err
 	}
 	r.nodes = append(r.nodes, resource)
-
 	addrs := make([][]string, r.cfg.Clients)
 	for c := 0; c < r.cfg.Clients; c++ {
-		for i, g := range r.topo.groups {
-			_, primary := g.Primary()
+		for i, n := range r.currentLockNodes() {
 			if r.cfg.Direct {
-				addrs[c] = append(addrs[c], primary.Addr())
+				addrs[c] = append(addrs[c], n.Addr())
 				continue
 			}
-			l, err := r.proxies.Add(c, i, primary.Addr())
+			l, err := r.proxies.Add(c, i, n.Addr())
 			if err != nil {
 				return nil, nil, err
 			}
 			addrs[c] = append(addrs[c], l.Addr())
 		}
 	}
-	if err := r.startSentinels(ctx, backend); err != nil {
-		return nil, nil, err
-	}
-	return addrs, resource, nil
+	return resource, addrs, nil
 }
 
 // startGroup gives every member of lock node i a relay and makes the
@@ -286,11 +320,17 @@ func (r *run) stopTopology() error {
 	if r.topo.clockDir != "" {
 		errs = append(errs, os.RemoveAll(r.topo.clockDir))
 	}
+	if r.topo.ensemble != nil {
+		errs = append(errs, r.topo.ensemble.Close())
+	}
 	return errors.Join(errs...)
 }
 
 // currentLockNodes are the lock nodes' primaries now (after any failover).
 func (r *run) currentLockNodes() []cluster.Node {
+	if r.topo.ensemble != nil {
+		return r.topo.ensemble.Serving()
+	}
 	var out []cluster.Node
 	for _, g := range r.topo.groups {
 		_, n := g.Primary()
@@ -309,7 +349,7 @@ func (r *run) preflight(ctx context.Context, rs resolved) error {
 		return err
 	}
 	p, ok := l.(locks.Preflighter)
-	if !ok {
+	if !ok || rs.lock.StoreName() != cluster.StoreRedis {
 		return nil
 	}
 	var clients []*redis.Client

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
 )
 
@@ -154,7 +155,11 @@ func (g Grid) file(lock, nem string) fileScenario {
 	if nem != "none" && nem != "" {
 		n := g.nemeses[nem]
 		f.Faults.Nemeses = []fileNemesis{{Name: nem, Options: n.Options}}
-		f.Topology = mergeTopology(f.Topology, n.Topology)
+		// A fault's topology (replicas, sentinels, persistence) shapes
+		// Redis servers; a lock of another store brings its own ensemble.
+		if spec, err := locks.Lookup(lock); err != nil || spec.StoreName() == "redis" {
+			f.Topology = mergeTopology(f.Topology, n.Topology)
+		}
 		f.Workload = mergeWorkload(f.Workload, n.Workload)
 		if n.Duration.set {
 			f.Duration = n.Duration

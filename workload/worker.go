@@ -109,16 +109,20 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client))), stretch: newStretch(), log: os.Stderr, stopped: make(chan struct{})}
-	for _, addr := range cfg.LockAddrs {
-		w.nodes = append(w.nodes, redis.NewClient(clientOptions(addr, cfg.OpTimeout)))
+	if spec.StoreName() == "redis" {
+		for _, addr := range cfg.LockAddrs {
+			w.nodes = append(w.nodes, redis.NewClient(clientOptions(addr, cfg.OpTimeout)))
+		}
 	}
 	w.res = Resource{rdb: redis.NewClient(clientOptions(cfg.ResourceAddr, cfg.OpTimeout))}
 	w.locker, err = spec.New(locks.Config{
-		Nodes:   w.nodes,
-		TTL:     cfg.TTL,
-		Owner:   cfg.Owner,
-		Options: opts,
-		Rand:    rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client)+1<<32)),
+		Nodes:     w.nodes,
+		Addrs:     cfg.LockAddrs,
+		OpTimeout: cfg.OpTimeout,
+		TTL:       cfg.TTL,
+		Owner:     cfg.Owner,
+		Options:   opts,
+		Rand:      rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client)+1<<32)),
 	})
 	if err != nil {
 		w.close()
@@ -154,6 +158,9 @@ func clientOptions(addr string, timeout time.Duration) *redis.Options {
 }
 
 func (w *worker) close() {
+	if c, ok := w.locker.(io.Closer); ok {
+		c.Close()
+	}
 	for _, n := range w.nodes {
 		n.Close()
 	}

@@ -1,0 +1,816 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
+)
+
+// StorePostgres is PostgreSQL: a primary and streaming standbys, each a
+// postmaster started from its own scratch directory.
+const StorePostgres = "postgres"
+
+// PostgresUser is the superuser every member is initialised with (trust
+// authentication on loopback: no password). The locks log in as this user
+// to the postgres database.
+const PostgresUser = "lockchaos"
+
+// PostgresLockTable is the pg-row lock's table: one row per key, locked
+// with SELECT … FOR UPDATE NOWAIT. Start creates it on the primary before
+// the standby is cloned, so every member has it.
+const PostgresLockTable = "lockchaos_locks"
+
+const postgresInstall = "apt-get install -y postgresql"
+
+// pgBinGlob is where Debian's packages put the server binaries, one
+// directory per major version; none of them is on PATH.
+var pgBinGlob = "/usr/lib/postgresql/*/bin"
+
+func init() {
+	RegisterStore(Store{
+		Name:        StorePostgres,
+		Install:     postgresInstall,
+		Description: "PostgreSQL: a primary and an asynchronous streaming standby (local backend); failover promotes the standby",
+		Primary:     true,
+		Start:       startPostgres,
+	})
+}
+
+// pgEnsemble is a primary and its standbys. The standbys stream from the
+// primary directly, not through the clients' proxies: a client partition
+// does not cut replication.
+type pgEnsemble struct {
+	members []*pgNode
+
+	failMu sync.Mutex // one failover at a time
+
+	mu      sync.Mutex
+	primary int // index in members of the primary clients are served by
+}
+
+// startPostgres starts spec.Members servers: pg0 initialised by initdb, the
+// others cloned from it by pg_basebackup as streaming standbys. It returns
+// once every standby streams, so a failover right after start loses
+// nothing that was committed before it.
+func startPostgres(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error) {
+	if backend != "local" && backend != "" {
+		return nil, fmt.Errorf("postgres: backend %q: PostgreSQL runs on the local backend only (no container image is built for it yet); use --backend local", backend)
+	}
+	if spec.Members < 1 {
+		return nil, fmt.Errorf("postgres: %d members: need at least 1 (the primary)", spec.Members)
+	}
+	env, err := newPGEnv()
+	if err != nil {
+		return nil, err
+	}
+	e := &pgEnsemble{}
+	fail := func(err error) (Ensemble, error) {
+		for _, m := range e.members {
+			m.Stop()
+		}
+		return nil, err
+	}
+	for i := 0; i < spec.Members; i++ {
+		name := "pg" + strconv.Itoa(i)
+		var n *pgNode
+		var err error
+		if i == 0 {
+			n, err = env.startPrimary(ctx, name)
+		} else {
+			n, err = env.startStandby(ctx, name, e.members[0])
+		}
+		if err != nil {
+			return fail(fmt.Errorf("start postgres member %s: %w", name, err))
+		}
+		e.members = append(e.members, n)
+	}
+	for _, sb := range e.members[1:] {
+		if err := e.members[0].waitStreaming(ctx, sb); err != nil {
+			return fail(err)
+		}
+	}
+	return e, nil
+}
+
+func (e *pgEnsemble) Members() []Node { return asNodes(e.members) }
+
+func (e *pgEnsemble) Serving() []Node {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return []Node{e.members[e.primary]}
+}
+
+func (e *pgEnsemble) Close() error { return nil }
+
+// Leader asks every member whether it is in recovery. After a failover the
+// old primary still runs and says it is not, like the new one: the primary
+// is then the one on the later timeline (promotion starts a new one), as an
+// operator would judge it.
+func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
+	type answer struct {
+		primary  bool
+		timeline int64
+		err      error
+	}
+	answers := make([]answer, len(e.members))
+	var wg sync.WaitGroup
+	for i, m := range e.members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A new session forks a backend: seconds on a busy machine.
+			qctx, cancel := boundCtx(ctx, 5*time.Second)
+			defer cancel()
+			var a answer
+			a.err = m.query(qctx, func(c *pgx.Conn) error {
+				return c.QueryRow(qctx, `SELECT NOT pg_is_in_recovery(),
+  CASE WHEN pg_is_in_recovery() THEN 0
+  ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int8 END`).Scan(&a.primary, &a.timeline)
+			})
+			answers[i] = a
+		}()
+	}
+	wg.Wait()
+	leader, tie := -1, false
+	var errs []string
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			errs = append(errs, fmt.Sprintf("%s: %v", e.members[i].name, a.err))
+		case !a.primary:
+		case leader < 0 || a.timeline > answers[leader].timeline:
+			leader, tie = i, false
+		case a.timeline == answers[leader].timeline:
+			tie = true
+		}
+	}
+	if leader < 0 {
+		return -1, fmt.Errorf("postgres: no member answers as primary (%s)", strings.Join(errs, "; "))
+	}
+	if tie {
+		return -1, fmt.Errorf("postgres: two members answer as primary on timeline %d", answers[leader].timeline)
+	}
+	return leader, nil
+}
+
+// FailOver promotes the first standby, the way an operator (or Patroni)
+// would when the primary looks dead. The old primary is left running, a
+// primary still, holding whatever locks its sessions hold: locks are not
+// replicated, so the new primary grants them again.
+func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	e.mu.Lock()
+	from, to = e.primary, -1
+	for i, m := range e.members {
+		if i != from && m.standby {
+			to = i
+			break
+		}
+	}
+	e.mu.Unlock()
+	if to < 0 {
+		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: no standby left to promote", e.members[from].name)
+	}
+	n := e.members[to]
+	pctx, cancel := boundCtx(ctx, 30*time.Second)
+	defer cancel()
+	err = n.query(pctx, func(c *pgx.Conn) error {
+		var ok bool
+		if err := c.QueryRow(pctx, "SELECT pg_promote(true, 30)").Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("pg_promote returned false (not promoted within 30 s)")
+		}
+		return nil
+	})
+	if err != nil {
+		return from, to, nil, fmt.Errorf("postgres: promote %s: %w (log: %s)", n.name, err, n.logTail())
+	}
+	// Promoted: it is the primary now, whether or not the wait below ends
+	// in time.
+	e.mu.Lock()
+	n.standby = false
+	e.primary = to
+	e.mu.Unlock()
+	// Promotion ends recovery; assigning a transaction id proves writes are
+	// accepted.
+	for {
+		err = n.query(pctx, func(c *pgx.Conn) error {
+			_, err := c.Exec(pctx, "SELECT pg_current_xact_id()")
+			return err
+		})
+		if err == nil {
+			break
+		}
+		select {
+		case <-pctx.Done():
+			return from, to, nil, fmt.Errorf("postgres: promoted %s does not accept writes: %v (log: %s)", n.name, err, n.logTail())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return from, to, nil, nil
+}
+
+// pgEnv is what starting a member needs: the binaries and whom to run them
+// as.
+type pgEnv struct {
+	bin  string
+	cred *syscall.Credential // nil: run as ourselves
+}
+
+// newPGEnv finds the server binaries and, when we are root, the postgres
+// user: PostgreSQL refuses to run as root. Its processes get the user by
+// SysProcAttr.Credential, set in the forked child before exec, so the
+// postmaster is still our own child (runuser or su would fork it under
+// themselves, and our signals and Pdeathsig would reach them instead).
+func newPGEnv() (*pgEnv, error) {
+	bin, err := pgBinDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &pgEnv{bin: bin}
+	if os.Geteuid() != 0 {
+		return env, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("postgres: running as root, and PostgreSQL refuses to run as root: no postgres user to run it as (%v); `%s` creates one", err, postgresInstall)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	env.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	return env, nil
+}
+
+// pgBinDir is the newest directory that has postgres, initdb and
+// pg_basebackup, among Debian's and PATH's.
+func pgBinDir() (string, error) {
+	dirs, _ := filepath.Glob(pgBinGlob)
+	sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) > pgMajor(dirs[j]) })
+	if p, err := exec.LookPath("postgres"); err == nil {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	for _, d := range dirs {
+		ok := true
+		for _, b := range []string{"postgres", "initdb", "pg_basebackup"} {
+			if st, err := os.Stat(filepath.Join(d, b)); err != nil || st.Mode()&0o111 == 0 {
+				ok = false
+			}
+		}
+		if ok {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("postgres: server binaries (postgres, initdb, pg_basebackup) not found in %s or PATH: install them with `%s` (Debian/Ubuntu)", pgBinGlob, postgresInstall)
+}
+
+// pgMajor is the version in /usr/lib/postgresql/<version>/bin.
+func pgMajor(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+// newNode makes the member's scratch directory, owned by the user the
+// server runs as: it holds the data directory, the socket and the log.
+func (env *pgEnv) newNode(name string) (*pgNode, error) {
+	dir, err := mkScratch(name)
+	if err != nil {
+		return nil, fmt.Errorf("make a directory for postgres member %s: %w", name, err)
+	}
+	if env.cred != nil {
+		if err := os.Chown(dir, int(env.cred.Uid), int(env.cred.Gid)); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("hand %s to the postgres user: %w", dir, err)
+		}
+	}
+	return &pgNode{env: env, name: name, dir: dir}, nil
+}
+
+func (env *pgEnv) startPrimary(ctx context.Context, name string) (*pgNode, error) {
+	n, err := env.newNode(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.tool(ctx, "initdb", "-D", n.data(), "-U", PostgresUser, "-A", "trust",
+		"-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	if err := n.launchOnFreePort(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	qctx, cancel := boundCtx(ctx, 10*time.Second)
+	defer cancel()
+	err = n.query(qctx, func(c *pgx.Conn) error {
+		_, err := c.Exec(qctx, "CREATE TABLE "+PostgresLockTable+" (name text PRIMARY KEY)")
+		return err
+	})
+	if err != nil {
+		n.Stop()
+		return nil, fmt.Errorf("create the pg-row lock's table: %w", err)
+	}
+	return n, nil
+}
+
+// startStandby clones primary with pg_basebackup -R, which also writes
+// the standby's primary_conninfo and standby.signal.
+func (env *pgEnv) startStandby(ctx context.Context, name string, primary *pgNode) (*pgNode, error) {
+	n, err := env.newNode(name)
+	if err != nil {
+		return nil, err
+	}
+	n.standby = true
+	if err := n.tool(ctx, "pg_basebackup", "-D", n.data(), "-R", "-X", "stream",
+		"--checkpoint=fast", "--no-sync", "-d", primary.conninfo()); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	if err := n.launchOnFreePort(ctx); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// pgNode is one postmaster and its children. Each child (backend, WAL
+// sender and receiver, background worker) makes itself the leader of a
+// process group of its own as it starts (setsid, so that the postmaster can
+// signal its descendants), so no one group holds the member: Signal
+// finds the children and signals each. A SIGSTOP to the postmaster alone
+// would leave the backends that hold the locks running; a SIGKILL to it
+// alone would leave them running until they notice.
+type pgNode struct {
+	env     *pgEnv
+	name    string
+	dir     string
+	port    int
+	standby bool    // still a standby (under the ensemble's mu)
+	proc    process // the postmaster
+}
+
+func (n *pgNode) Name() string { return n.name }
+func (n *pgNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+func (n *pgNode) Log() string  { return filepath.Join(n.dir, "postgres.log") }
+func (n *pgNode) data() string { return filepath.Join(n.dir, "data") }
+
+// ident is the member's cluster_name, unique to it (its directory's
+// name): what proves that the server on its port is the one we started.
+func (n *pgNode) ident() string { return filepath.Base(n.dir) }
+
+func (n *pgNode) conninfo() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", n.port, PostgresUser)
+}
+
+func (n *pgNode) logTail() string {
+	b, _ := os.ReadFile(n.Log())
+	return tail(b)
+}
+
+// sysProcAttr runs a member's programs as the user PostgreSQL runs as, in
+// a process group of their own (serverAttr): one signal reaches the
+// postmaster and a child not yet in a group of its own. Pdeathsig kills
+// the postmaster if the coordinator dies without cleaning up, and its
+// children exit when they see the postmaster gone.
+func (n *pgNode) sysProcAttr() *syscall.SysProcAttr {
+	return serverAttr(&syscall.SysProcAttr{Credential: n.env.cred})
+}
+
+// environ is ours without the PG* variables that would point libpq (in
+// pg_basebackup) elsewhere, with a HOME the postgres user can read.
+func (n *pgNode) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PG") && !strings.HasPrefix(kv, "HOME=") && !strings.HasPrefix(kv, "LC_") && !strings.HasPrefix(kv, "LANG") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+n.dir, "LC_ALL=C")
+}
+
+func (n *pgNode) openLog() (*os.File, error) {
+	return os.OpenFile(n.Log(), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+}
+
+// tool runs initdb or pg_basebackup to completion, its output in the log.
+func (n *pgNode) tool(ctx context.Context, name string, args ...string) error {
+	logf, err := n.openLog()
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	tctx, cancel := boundCtx(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, filepath.Join(n.env.bin, name), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env, cmd.Dir = n.environ(), n.dir
+	cmd.SysProcAttr = n.sysProcAttr()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w (log: %s)", name, err, n.logTail())
+	}
+	return nil
+}
+
+// launchOnFreePort picks the member's port for good: a restart reuses it.
+func (n *pgNode) launchOnFreePort(ctx context.Context) error {
+	_, err := onFreePort(ctx, func(port int) (struct{}, error) {
+		n.port = port
+		return struct{}{}, n.launch(ctx)
+	})
+	return err
+}
+
+func (n *pgNode) args() []string {
+	set := func(kv ...string) []string {
+		var a []string
+		for _, s := range kv {
+			a = append(a, "-c", s)
+		}
+		return a
+	}
+	return append([]string{"-D", n.data(), "-p", strconv.Itoa(n.port), "-k", n.dir},
+		set(
+			"listen_addresses=127.0.0.1",
+			"cluster_name="+n.ident(),
+			// Memory (the scratch directory) makes fsync free anyway; off
+			// saves the system calls. A crash of the process loses nothing
+			// either way: the kernel keeps what was written.
+			"fsync=off",
+			// Dynamic shared memory in the data directory, removed with it,
+			// not in /dev/shm where a killed server would leave it.
+			"dynamic_shared_memory_type=mmap",
+			"logging_collector=off",
+		)...)
+}
+
+// launch starts the postmaster and waits until it answers as itself.
+func (n *pgNode) launch(ctx context.Context) error {
+	logf, err := n.openLog()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(n.env.bin, "postgres"), n.args()...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env, cmd.Dir = n.environ(), n.dir
+	cmd.SysProcAttr = n.sysProcAttr()
+	err = n.proc.start(cmd)
+	logf.Close()
+	if err != nil {
+		return fmt.Errorf("exec postgres: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := n.waitReady(rctx, n.proc.done()); err != nil {
+		n.kill()
+		return fmt.Errorf("postgres %s at %s: %w (log: %s)", n.name, n.Addr(), err, n.logTail())
+	}
+	return nil
+}
+
+// waitReady polls until the server on our port answers with our
+// cluster_name, or ctx ends, or the postmaster exits (it could not bind
+// the port, say).
+func (n *pgNode) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	var last error
+	for {
+		var name string
+		last = n.query(ctx, func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, "SELECT current_setting('cluster_name')").Scan(&name)
+		})
+		if last == nil {
+			if name != n.ident() {
+				return fmt.Errorf("%w: it is %q", errImpostor, name)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("did not answer: %w (last: %v)", ctx.Err(), last)
+		case <-exited:
+			return errors.New("exited during start-up")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitStreaming waits until standby sb streams from n (the walreceiver
+// names itself by its cluster_name).
+func (n *pgNode) waitStreaming(ctx context.Context, sb *pgNode) error {
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var last error
+	for {
+		var streaming bool
+		last = n.query(wctx, func(c *pgx.Conn) error {
+			return c.QueryRow(wctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming')", sb.ident()).Scan(&streaming)
+		})
+		if last == nil && streaming {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("postgres standby %s does not stream from %s: %v, last: %v (standby log: %s; primary log: %s)",
+				sb.name, n.name, wctx.Err(), last, sb.logTail(), n.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// query runs f on a fresh superuser connection straight to the member.
+func (n *pgNode) query(ctx context.Context, f func(*pgx.Conn) error) error {
+	cfg, err := pgx.ParseConfig(n.conninfo())
+	if err != nil {
+		return err
+	}
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	cfg.RuntimeParams["application_name"] = "lockchaos-coordinator"
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		c.Close(cctx)
+	}()
+	return f(c)
+}
+
+// Pid is the postmaster's process id, also its process group's.
+func (n *pgNode) Pid() int { return n.proc.pid() }
+
+// Signal sends sig to every process of the member. For SIGSTOP and
+// SIGKILL the postmaster is stopped first, so that it forks no child the
+// signal would miss. A member whose postmaster has exited gives
+// ErrNotRunning.
+func (n *pgNode) Signal(sig syscall.Signal) error {
+	return n.proc.signalWith("postgres member "+n.name, sig, func(pm *os.Process) error {
+		return n.signalAll(pm.Pid, sig)
+	})
+}
+
+func (n *pgNode) signalAll(pm int, sig syscall.Signal) error {
+	freeze := sig == syscall.SIGSTOP || sig == syscall.SIGKILL
+	if freeze {
+		// The postmaster's own group: itself, and a child forked but not
+		// yet in a group of its own.
+		if err := syscall.Kill(-pm, syscall.SIGSTOP); err != nil {
+			return err
+		}
+		waitStopped(pm, time.Second)
+	}
+	for _, p := range n.procs(pm) {
+		if p != pm {
+			_ = syscall.Kill(p, sig)
+		}
+	}
+	return syscall.Kill(-pm, sig)
+}
+
+// procs lists the member's live processes: the postmaster, its children,
+// and any process whose title names the member's cluster (every
+// PostgreSQL process puts cluster_name in its title), which finds the
+// children of a postmaster already gone.
+func (n *pgNode) procs(pm int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	ident := []byte(n.ident())
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, ok := readProcStat(pid)
+		if !ok || st.state == 'Z' {
+			continue
+		}
+		if pid == pm || st.ppid == pm {
+			pids = append(pids, pid)
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, ident) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitStopped waits until process pid is stopped ('T' in /proc).
+func waitStopped(pid int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if st, ok := readProcStat(pid); !ok || st.state == 'T' || st.state == 'Z' {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Restart kills what is left of the member and starts the postmaster
+// again on its directory and port: crash recovery for a primary, recovery
+// and streaming again for a standby (a promoted one stays a primary).
+func (n *pgNode) Restart(ctx context.Context) error {
+	n.kill()
+	// A killed backend may still be attached to the old shared memory
+	// while it exits; the new postmaster refuses to start until none is
+	// ("pre-existing shared memory block is still in use").
+	n.removeShm(5 * time.Second)
+	if err := n.launch(ctx); err != nil {
+		return fmt.Errorf("restart postgres member %s: %w", n.name, err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL to every process of the member (it also ends a
+// stopped one) and waits until none is left: a backend still attached to
+// the old shared memory would make the next postmaster refuse to start.
+func (n *pgNode) kill() {
+	pm, exited := n.proc.state()
+	if exited == nil {
+		return
+	}
+	select {
+	case <-exited:
+	default:
+		_ = n.signalAll(pm, syscall.SIGKILL)
+		<-exited
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := n.procs(pm)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, p := range left {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Stop ends the member and removes its directory. A running postmaster
+// gets SIGQUIT (immediate shutdown: it ends its children and, unlike a
+// SIGKILL, removes its System V shared memory, which would otherwise stay
+// until reboot); a stubborn one, SIGKILL.
+func (n *pgNode) Stop() error {
+	if pm, exited := n.proc.state(); exited != nil {
+		select {
+		case <-exited:
+		default:
+			_ = n.signalAll(pm, syscall.SIGCONT)
+			_ = syscall.Kill(pm, syscall.SIGQUIT)
+			select {
+			case <-exited:
+			case <-time.After(3 * time.Second):
+			}
+		}
+		n.kill()
+	}
+	n.removeShm(time.Second)
+	return os.RemoveAll(n.dir)
+}
+
+func init() {
+	// A member killed with its coordinator (Pdeathsig) leaves its segment.
+	orphanCleanups = append(orphanCleanups, func(dir string) {
+		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			(&pgNode{dir: dir}).removeShm(0)
+		}
+	})
+}
+
+// removeShm removes the System V segment a killed postmaster left, named
+// in its postmaster.pid, when nothing is attached to it any more.
+func (n *pgNode) removeShm(limit time.Duration) {
+	b, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return
+	}
+	key, err1 := strconv.ParseInt(f[0], 10, 64)
+	id, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return
+	}
+	// A process that is exiting may be gone from /proc's view of the
+	// member (its command line goes with its memory) and still attached.
+	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
+		var ds unix.SysvShmDesc
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key {
+			return
+		}
+		if ds.Nattch == 0 {
+			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			return
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
+type procStat struct {
+	state byte
+	ppid  int
+}
+
+// readProcStat reads a process's state and parent from /proc/PID/stat;
+// its name, in parentheses, may hold anything.
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return procStat{}, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid}, true
+}
+
+// HoldsLease asks this member alone whether the session a lease names
+// still holds its lock here. The token is what the postgres locks return:
+// "advisory:PID:K" and "xact:PID:K" for advisory locks on the 64-bit key K
+// (in pg_locks, held by backend PID), "row:PID" for pg-row (the key's row
+// is locked by the transaction backend PID has open: its xmax is that
+// transaction's id).
+func (n *pgNode) HoldsLease(ctx context.Context, key, token string) (bool, error) {
+	f := strings.Split(token, ":")
+	if len(f) < 2 {
+		return false, fmt.Errorf("postgres lease token %q: want KIND:PID[:KEY]", token)
+	}
+	pid, err := strconv.ParseInt(f[1], 10, 32)
+	if err != nil {
+		return false, fmt.Errorf("postgres lease token %q: %w", token, err)
+	}
+	var q string
+	var args []any
+	switch {
+	case (f[0] == "advisory" || f[0] == "xact") && len(f) == 3:
+		k, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("postgres lease token %q: %w", token, err)
+		}
+		// A bigint advisory key shows as classid (high 32 bits) and objid
+		// (low 32 bits), objsubid 1.
+		q = `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+  AND pid = $1 AND objsubid = 1 AND ((classid::int8 << 32) | objid::int8) = $2)`
+		args = []any{pid, k}
+	case f[0] == "row" && len(f) == 2:
+		q = `SELECT EXISTS (SELECT 1 FROM ` + PostgresLockTable + ` l JOIN pg_stat_activity a
+  ON a.backend_xid = l.xmax WHERE l.name = $2 AND a.pid = $1)`
+		args = []any{pid, key}
+	default:
+		return false, fmt.Errorf("postgres lease token %q: unknown kind", token)
+	}
+	qctx, cancel := boundCtx(ctx, 5*time.Second)
+	defer cancel()
+	var held bool
+	err = n.query(qctx, func(c *pgx.Conn) error { return c.QueryRow(qctx, q, args...).Scan(&held) })
+	if err != nil {
+		return false, fmt.Errorf("ask postgres member %s about lease %s: %w", n.name, token, err)
+	}
+	return held, nil
+}
+
+// boundCtx is ctx with a deadline no later than d from now.
+func boundCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

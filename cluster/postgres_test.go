@@ -1,0 +1,424 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func startPG(t *testing.T, members int) *pgEnsemble {
+	t.Helper()
+	if _, err := pgBinDir(); err != nil {
+		t.Skip(err)
+	}
+	s, err := LookupStore(StorePostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	e, err := s.Start(context.Background(), "local", EnsembleSpec{Members: members})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started %d members in %v", members, time.Since(start).Round(time.Millisecond))
+	pe := e.(*pgEnsemble)
+	t.Cleanup(func() {
+		for _, m := range pe.members {
+			m.Stop()
+		}
+	})
+	return pe
+}
+
+// pgQueryRow runs one query on a fresh connection straight to n.
+func pgQueryRow(t *testing.T, n *pgNode, dest []any, sql string, args ...any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return n.query(ctx, func(c *pgx.Conn) error {
+		if dest == nil {
+			_, err := c.Exec(ctx, sql, args...)
+			return err
+		}
+		return c.QueryRow(ctx, sql, args...).Scan(dest...)
+	})
+}
+
+// ourProcs lists every live process whose title names n's cluster: the
+// postmaster's children put cluster_name in theirs.
+func ourProcs(n *pgNode) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), n.ident()) && !strings.Contains(string(b), n.dir) {
+			continue
+		}
+		if st, ok := readProcStat(pid); ok && st.state != 'Z' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
+	e := startPG(t, 2)
+	ctx := context.Background()
+	pg0, pg1 := e.members[0], e.members[1]
+	if pg0.Name() != "pg0" || pg1.Name() != "pg1" {
+		t.Fatalf("members %s, %s", pg0.Name(), pg1.Name())
+	}
+	if l, err := e.Leader(ctx); err != nil || l != 0 {
+		t.Fatalf("Leader = %d, %v; want 0", l, err)
+	}
+	if s := e.Serving(); len(s) != 1 || s[0] != Node(pg0) {
+		t.Fatalf("Serving = %v, want [pg0]", s)
+	}
+	var streaming bool
+	if err := pgQueryRow(t, pg0, []any{&streaming}, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming')", pg1.ident()); err != nil || !streaming {
+		t.Fatalf("standby not streaming: %v, %v", streaming, err)
+	}
+	// What the primary commits reaches the standby.
+	if err := pgQueryRow(t, pg0, nil, "INSERT INTO "+PostgresLockTable+" VALUES ('k1')"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the standby sees the primary's row", func() bool {
+		var n int
+		return pgQueryRow(t, pg1, []any{&n}, "SELECT count(*) FROM "+PostgresLockTable+" WHERE name = 'k1'") == nil && n == 1
+	})
+	if err := pgQueryRow(t, pg1, nil, "INSERT INTO "+PostgresLockTable+" VALUES ('k2')"); err == nil {
+		t.Fatal("the standby accepted a write")
+	}
+
+	// A crashed standby restarts into streaming again.
+	if err := pg1.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg1.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg0.waitStreaming(ctx, pg1); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	from, to, heal, err := e.FailOver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover in %v", time.Since(start).Round(time.Millisecond))
+	if from != 0 || to != 1 || heal != nil {
+		t.Fatalf("FailOver = %d, %d, heal %v", from, to, heal != nil)
+	}
+	if err := pgQueryRow(t, pg1, nil, "INSERT INTO "+PostgresLockTable+" VALUES ('k2')"); err != nil {
+		t.Fatalf("the promoted standby refuses a write: %v", err)
+	}
+	if l, err := e.Leader(ctx); err != nil || l != 1 {
+		t.Fatalf("Leader after failover = %d, %v; want 1", l, err)
+	}
+	if s := e.Serving(); len(s) != 1 || s[0] != Node(pg1) {
+		t.Fatalf("Serving after failover = %v, want [pg1]", s)
+	}
+	// The old primary is left running, a primary still.
+	var inRecovery bool
+	if err := pgQueryRow(t, pg0, []any{&inRecovery}, "SELECT pg_is_in_recovery()"); err != nil || inRecovery {
+		t.Fatalf("old primary: in recovery %v, %v", inRecovery, err)
+	}
+	if _, _, _, err := e.FailOver(ctx); err == nil || !strings.Contains(err.Error(), "no standby") {
+		t.Fatalf("second FailOver: %v, want no standby left", err)
+	}
+}
+
+// A pause and a crash reach every process of a member, not only the
+// postmaster: its backends hold the locks.
+func TestPostgresSignalsReachTheWholeGroupAndRestartRecovers(t *testing.T) {
+	e := startPG(t, 1)
+	ctx := context.Background()
+	pg0 := e.members[0]
+	// A client session: a backend of pg0 that holds an advisory lock.
+	conn, err := pgx.Connect(ctx, pg0.conninfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7)"); err != nil {
+		t.Fatal(err)
+	}
+	backend := int(conn.PgConn().PID())
+	pm := pg0.Pid()
+	procs := pg0.procs(pm)
+	if len(procs) < 3 || !contains(procs, backend) || !contains(procs, pm) {
+		t.Fatalf("member's processes = %v, want the postmaster %d, its workers and backend %d", procs, pm, backend)
+	}
+	state := func(p int) byte {
+		st, ok := readProcStat(p)
+		if !ok || st.state == 'Z' {
+			return 0
+		}
+		return st.state
+	}
+
+	if err := pg0.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// (A process of the list may have exited meanwhile: the backend of a
+	// connection of Start's that was closing.)
+	eventually(t, "every process of the member stopped", func() bool {
+		for _, p := range procs {
+			if s := state(p); s != 'T' && s != 0 {
+				return false
+			}
+		}
+		return state(pm) == 'T' && state(backend) == 'T'
+	})
+	if err := pg0.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every process of the member resumed", func() bool {
+		for _, p := range procs {
+			if state(p) == 'T' {
+				return false
+			}
+		}
+		return true
+	})
+	var one int
+	if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("the resumed backend does not answer: %v", err)
+	}
+
+	if err := pg0.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no process of the killed member left", func() bool {
+		for _, p := range procs {
+			if state(p) != 0 {
+				return false
+			}
+		}
+		return len(ourProcs(pg0)) == 0
+	})
+	if err := pg0.Signal(syscall.SIGCONT); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("signal to a killed member: %v, want ErrNotRunning", err)
+	}
+	start := time.Now()
+	if err := pg0.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restart (crash recovery) in %v", time.Since(start).Round(time.Millisecond))
+	if pg0.Pid() == pm {
+		t.Error("restart did not start a new postmaster")
+	}
+	var n int
+	if err := pgQueryRow(t, pg0, []any{&n}, "SELECT count(*) FROM "+PostgresLockTable); err != nil {
+		t.Fatalf("restarted member: %v", err)
+	}
+	// The crash ended the session: its lock is gone.
+	var got bool
+	if err := pgQueryRow(t, pg0, []any{&got}, "SELECT pg_try_advisory_lock(7)"); err != nil || !got {
+		t.Errorf("advisory lock of the crashed session still held: %v, %v", got, err)
+	}
+	if !strings.Contains(readFile(pg0.Log()), "database system was interrupted") {
+		t.Errorf("log does not show crash recovery: %s", pg0.logTail())
+	}
+}
+
+func TestPostgresStopLeavesNothing(t *testing.T) {
+	e := startPG(t, 2)
+	var procs [][]int
+	for _, m := range e.members {
+		procs = append(procs, m.procs(m.Pid()))
+	}
+	// One member paused: Stop must still end it.
+	if err := e.members[1].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range e.members {
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range e.members {
+		for _, p := range procs[i] {
+			if st, ok := readProcStat(p); ok && st.state != 'Z' {
+				t.Errorf("%s: process %d left", m.name, p)
+			}
+		}
+		if p := ourProcs(m); len(p) > 0 {
+			t.Errorf("%s: processes %v left", m.name, p)
+		}
+		if _, err := os.Stat(m.dir); !os.IsNotExist(err) {
+			t.Errorf("%s: directory %s left", m.name, m.dir)
+		}
+	}
+}
+
+// HoldsLease asks one member: a lock held on the primary is not held on
+// the standby, nor after its session ends.
+func TestPostgresHoldsLease(t *testing.T) {
+	e := startPG(t, 2)
+	ctx := context.Background()
+	pg0, pg1 := e.members[0], e.members[1]
+	conn, err := pgx.Connect(ctx, pg0.conninfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	pid := strconv.Itoa(int(conn.PgConn().PID()))
+	const k = -5_000_000_000 // both halves of a negative key
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(k)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO "+PostgresLockTable+" VALUES ('r')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT * FROM "+PostgresLockTable+" WHERE name = 'r' FOR UPDATE NOWAIT"); err != nil {
+		t.Fatal(err)
+	}
+	holds := func(n *pgNode, key, token string) bool {
+		t.Helper()
+		ok, err := n.HoldsLease(ctx, key, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	adv := "advisory:" + pid + ":" + strconv.FormatInt(k, 10)
+	if !holds(pg0, "a", adv) || !holds(pg0, "r", "row:"+pid) {
+		t.Error("the primary does not say it holds the session's locks")
+	}
+	if holds(pg0, "a", "advisory:"+pid+":5") || holds(pg0, "s", "row:"+pid) || holds(pg0, "r", "row:1") {
+		t.Error("the primary says it holds locks nobody took")
+	}
+	if holds(pg1, "a", adv) || holds(pg1, "r", "row:"+pid) {
+		t.Error("the standby says it holds the primary's locks")
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if holds(pg0, "r", "row:"+pid) || !holds(pg0, "a", adv) {
+		t.Error("after COMMIT: the row lock is held, or the session's advisory lock is not")
+	}
+	conn.Close(ctx)
+	eventually(t, "the closed session's lock released", func() bool { return !holds(pg0, "a", adv) })
+	if _, err := pg0.HoldsLease(ctx, "a", "bogus"); err == nil {
+		t.Error("a malformed token was accepted")
+	}
+}
+
+// A coordinator killed outright takes its members with it: Pdeathsig
+// kills each postmaster, and its children exit when they see it gone.
+func TestPostgresDiesWithItsCoordinator(t *testing.T) {
+	if os.Getenv("LOCKCHAOS_PG_COORDINATOR") == "1" {
+		e := startPG(t, 2)
+		for _, m := range e.members {
+			fmt.Printf("member %s %d\n", m.ident(), m.Pid())
+		}
+		fmt.Println("ready")
+		time.Sleep(time.Minute)
+		return
+	}
+	if _, err := pgBinDir(); err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPostgresDiesWithItsCoordinator$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LOCKCHAOS_PG_COORDINATOR=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var members []*pgNode
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && sc.Text() != "ready" {
+		var ident string
+		var pid int
+		if _, err := fmt.Sscanf(sc.Text(), "member %s %d", &ident, &pid); err == nil {
+			members = append(members, &pgNode{dir: filepath.Join(ScratchDir(), ident)})
+		}
+	}
+	if len(members) != 2 {
+		t.Fatalf("the coordinator did not start its members: %d", len(members))
+	}
+	for _, m := range members {
+		if len(ourProcs(m)) < 3 {
+			t.Fatalf("%s: processes %v, want the postmaster and its children", m.ident(), ourProcs(m))
+		}
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for _, m := range members {
+		eventually(t, m.ident()+": no process left after its coordinator was killed", func() bool { return len(ourProcs(m)) == 0 })
+		m.removeShm(time.Second) // what the killed coordinator could not
+	}
+	RemoveOrphanDirs()
+}
+
+func TestPostgresRunsOnTheLocalBackendOnly(t *testing.T) {
+	s, err := LookupStore(StorePostgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Start(context.Background(), "docker", EnsembleSpec{Members: 2})
+	if err == nil || !strings.Contains(err.Error(), "local backend only") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func TestMissingPostgresSaysWhatToInstall(t *testing.T) {
+	old := pgBinGlob
+	pgBinGlob = t.TempDir() + "/*/bin"
+	defer func() { pgBinGlob = old }()
+	t.Setenv("PATH", t.TempDir())
+	_, err := startPostgres(context.Background(), "local", EnsembleSpec{Members: 1})
+	if err == nil || !strings.Contains(err.Error(), "apt-get install -y postgresql") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// process is a server the coordinator started as its child: a Redis node, a
+// sentinel, an etcd member, a ZooKeeper server, a postmaster. It is started
+// again in place by a restart, so it is guarded by its own mutex; its zero
+// value is a process never started.
+type process struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has been waited for
+}
+
+// serverAttr adds to a (nil: a new one) what every server child of the
+// coordinator needs, keeping what the caller set (a Credential, say). Its
+// own process group keeps a terminal's Ctrl-C away from the server: the
+// coordinator stops its servers itself, in order, after keeping their
+// logs. Pdeathsig (unless the caller chose another signal) kills the
+// server if the coordinator dies without cleaning up; Go sets it after
+// the credentials, whose change would clear it.
+func serverAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
+	if a == nil {
+		a = &syscall.SysProcAttr{}
+	}
+	a.Setpgid = true
+	if a.Pdeathsig == 0 {
+		a.Pdeathsig = syscall.SIGKILL
+	}
+	return a
+}
+
+// start starts cmd (with serverAttr) as this process, replacing one that
+// was killed, and waits for it in the background so that done and signal
+// know when it has exited.
+func (p *process) start(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = serverAttr(cmd.SysProcAttr)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+	return nil
+}
+
+// state is the pid of the latest start and a channel closed once that
+// process has exited; 0 and nil if it was never started.
+func (p *process) state() (pid int, done <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0, nil
+	}
+	return p.cmd.Process.Pid, p.exited
+}
+
+// pid is the process id of the latest start (0 if never started).
+func (p *process) pid() int {
+	pid, _ := p.state()
+	return pid
+}
+
+// done is closed once the latest start has exited (nil if never started:
+// a wait on it blocks).
+func (p *process) done() <-chan struct{} {
+	_, done := p.state()
+	return done
+}
+
+// signal sends sig to this process alone, by its pid. what names the
+// server in the error ("redis node n0"); a process that has exited (killed,
+// not yet restarted) or was never started gives ErrNotRunning.
+func (p *process) signal(what string, sig syscall.Signal) error {
+	return p.signalWith(what, sig, func(pr *os.Process) error { return pr.Signal(sig) })
+}
+
+// signalWith is signal with send doing the sending, for a server of more
+// than one process (PostgreSQL's). The process cannot be restarted while
+// send runs; send's os.ErrProcessDone and ESRCH mean ErrNotRunning.
+func (p *process) signalWith(what string, sig syscall.Signal, send func(*os.Process) error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("signal %v to %s: %w", sig, what, ErrNotRunning)
+	}
+	pid := p.cmd.Process.Pid
+	select {
+	case <-p.exited:
+		return fmt.Errorf("signal %v to %s (pid %d): %w", sig, what, pid, ErrNotRunning)
+	default:
+	}
+	if err := send(p.cmd.Process); err != nil {
+		if errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) {
+			err = ErrNotRunning
+		}
+		return fmt.Errorf("signal %v to %s (pid %d): %w", sig, what, pid, err)
+	}
+	return nil
+}
+
+// kill sends SIGKILL (which also ends a SIGSTOPped process) and waits
+// until the process has exited; nothing if it was never started.
+func (p *process) kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}

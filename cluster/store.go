@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// StoreRedis is the store of every Redis lock: independent redis-server
+// nodes, each a Node the backend starts (Backend.StartNode), with replicas
+// and sentinels around them when a run asks.
+const StoreRedis = "redis"
+
+// Store is a kind of server that keeps a lock's state: redis, etcd,
+// zookeeper, postgres. A lock declares the store it needs (locks.Spec's
+// Store); a run starts one ensemble of it. Adding a store is one file in
+// this package that registers it from an init function.
+//
+// Redis is the store the rest of this package is about (Backend, Node,
+// Sentinel): its nodes are independent servers, as many as the lock asks
+// for. The other stores are one ensemble each, whose members the store
+// itself knows how to start, ask and fail over.
+type Store struct {
+	Name        string
+	Description string
+	// Install says how to get the store's servers (the Debian packages);
+	// Start's errors for a missing server quote it.
+	Install string
+	// Backends are the backends it runs on; none listed means local only.
+	Backends []string
+	// Primary: clients talk to one member, the primary, and the others
+	// stand by to take over (PostgreSQL); otherwise clients talk to every
+	// member (etcd, ZooKeeper). It decides how many lock nodes a run has.
+	Primary bool
+	// Start starts one ensemble of the store on the backend named (local,
+	// docker): its members on free loopback ports, each in its own scratch
+	// directory (mkScratch), proved to be the server it started before Start
+	// returns, in its own process group with Pdeathsig, like a Redis node.
+	// A backend the store cannot run on gives an error that says which ones
+	// it can.
+	Start func(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error)
+}
+
+// EnsembleSpec says how to start one ensemble.
+type EnsembleSpec struct {
+	// Members is how many servers: etcd's members, ZooKeeper's servers;
+	// PostgreSQL's primary and its standbys.
+	Members int
+}
+
+// Ensemble is one running ensemble of a store.
+type Ensemble interface {
+	// Members are its servers, in order: the nemeses signal and restart
+	// them (Node), and the runner keeps their logs and stops them.
+	Members() []Node
+	// Serving are the members clients talk to now, in order: every member
+	// of etcd and ZooKeeper (the client picks and fails over among them),
+	// the primary of PostgreSQL. These are the run's lock nodes: every
+	// client reaches each through its own proxy, and lock node i's links
+	// follow Serving()[i] across a failover.
+	Serving() []Node
+	// Leader is the index in Members of the member that leads now, as the
+	// servers themselves say (etcd's raft leader, ZooKeeper's leader,
+	// PostgreSQL's primary); an error when none does (no quorum yet).
+	Leader(ctx context.Context) (int, error)
+	// FailOver makes another member lead the way the store's operators or
+	// its own protocol would: the etcd or ZooKeeper leader is killed
+	// (SIGKILL) and FailOver returns once the others elected a new one; the
+	// PostgreSQL standby is promoted (the old primary is left running, cut
+	// off: every client link now leads to the new one). It returns the
+	// members that led before and after, and heal, which undoes what can be
+	// undone (restarts the killed leader, so it rejoins), or nil. On an
+	// error, to >= 0 or a heal says it did harm (a leader killed, a standby
+	// promoted) before it failed; to < 0 and no heal, that it did none.
+	FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error)
+	// Close releases what the ensemble holds beyond its members (the
+	// runner stops each member itself); nil when nothing.
+	Close() error
+}
+
+// asNodes is an ensemble's members as Nodes, for Ensemble.Members.
+func asNodes[T Node](ms []T) []Node {
+	ns := make([]Node, len(ms))
+	for i, m := range ms {
+		ns[i] = m
+	}
+	return ns
+}
+
+// LeaseHolder is a node that can say whether it still holds a lease:
+// whether the lock's state for key with token is on this server, asked of
+// it alone. Redis nodes are asked with a script (nemesis/aim.go); a store's
+// members implement this. token is the lease's Token as the lock returned
+// it (locks.Lease), which for these stores names its state (etcd's key,
+// ZooKeeper's node path, PostgreSQL's backend pid).
+type LeaseHolder interface {
+	HoldsLease(ctx context.Context, key, token string) (bool, error)
+}
+
+// ErrNotOnBackend: the lock's store does not run on the run's backend.
+var ErrNotOnBackend = errors.New("store not on this backend")
+
+// RunsOn says whether the store runs on backend, and if not, where it does.
+func (s Store) RunsOn(backend string) error {
+	if backend == "" {
+		backend = "local"
+	}
+	on := s.Backends
+	if len(on) == 0 {
+		on = []string{"local"}
+	}
+	for _, b := range on {
+		if b == backend {
+			return nil
+		}
+	}
+	return fmt.Errorf("the %s store runs on the %s backend only, not on %s (its servers are not built into images yet): %w", s.Name, strings.Join(on, ", "), backend, ErrNotOnBackend)
+}
+
+// LockNodes is how many of an ensemble of members serve clients: the run's
+// lock nodes.
+func (s Store) LockNodes(members int) int {
+	if s.Primary {
+		return 1
+	}
+	return members
+}
+
+var (
+	storesMu sync.Mutex
+	stores   = map[string]Store{}
+)
+
+// RegisterStore adds a store; a duplicate or malformed one panics at
+// start-up.
+func RegisterStore(s Store) {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if s.Name == "" || s.Name == StoreRedis || s.Start == nil {
+		panic(fmt.Sprintf("cluster.RegisterStore: store %q needs a name other than redis and a Start function", s.Name))
+	}
+	if _, dup := stores[s.Name]; dup {
+		panic("cluster.RegisterStore: duplicate store " + s.Name)
+	}
+	stores[s.Name] = s
+}
+
+// LookupStore finds a store other than redis by name; the error lists the
+// known ones.
+func LookupStore(name string) (Store, error) {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if s, ok := stores[name]; ok {
+		return s, nil
+	}
+	return Store{}, fmt.Errorf("unknown store %q; known stores: %s", name, strings.Join(storeNamesLocked(), ", "))
+}
+
+// StoreNames lists every store, redis first.
+func StoreNames() []string {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	return storeNamesLocked()
+}
+
+func storeNamesLocked() []string {
+	var ns []string
+	for n := range stores {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return append([]string{StoreRedis}, ns...)
+}

@@ -1,0 +1,64 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ZKLock is the ZooKeeper lock recipe on one session per client: the
+// lowest ephemeral sequential node under the key's directory holds the
+// lock, and ZooKeeper deletes it when the session expires. The lease is
+// the session: a client cut off or paused past its session timeout has
+// lost the lock while it still believes it holds it, and learns so only
+// when it reaches a server again (Lost closes then, on StateExpired).
+type ZKLock struct {
+	zk *zkClient
+	// fenced hands out the node's czxid as the fencing token.
+	fenced bool
+}
+
+func init() {
+	Register(Spec{
+		Name:        "zk-lock",
+		Description: "ZooKeeper lock recipe: lowest EPHEMERAL|SEQUENCE node under /lockchaos/<key> holds it, session timeout = TTL",
+		Store:       "zookeeper",
+		KeepsAlive:  true,
+		Nodes:       3,
+		New:         func(cfg Config) (Locker, error) { return newZKLock(cfg, false), nil },
+	})
+}
+
+func newZKLock(cfg Config, fenced bool) *ZKLock {
+	return &ZKLock{zk: newZKClient(cfg), fenced: fenced}
+}
+
+// Acquire tries the recipe once. Token is the node's path.
+func (l *ZKLock) Acquire(ctx context.Context, key string) (Lease, error) {
+	unique := fmt.Sprintf("%016x", l.zk.cfg.Rand.Uint64())
+	got, err := zkTryLock(ctx, l.zk, key, l.zk.cfg.Owner, unique)
+	if err != nil {
+		return Lease{}, err
+	}
+	lease := Lease{Key: key, Owner: l.zk.cfg.Owner, Token: got.path, Data: got.stat.Version,
+		Lost: l.zk.hold(got.path, got.stat.EphemeralOwner)}
+	if l.fenced {
+		lease.Fence = got.stat.Czxid
+	}
+	return lease, nil
+}
+
+// Release deletes the node: ErrNotHeld when it is gone already (its
+// session expired, or someone deleted it).
+func (l *ZKLock) Release(ctx context.Context, lease Lease) error {
+	return zkRelease(ctx, l.zk, lease)
+}
+
+// Lease is the session timeout the servers grant for the TTL.
+func (l *ZKLock) Lease() time.Duration { return l.zk.Lease() }
+
+// SessionTimeout is the timeout the server last granted, 0 before.
+func (l *ZKLock) SessionTimeout() time.Duration { return l.zk.SessionTimeout() }
+
+// Close ends the session.
+func (l *ZKLock) Close() error { return l.zk.Close() }

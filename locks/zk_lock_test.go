@@ -1,0 +1,300 @@
+package locks_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+var zkSeed uint64
+
+// zkLocker is one client's zk lock (name) through addrs.
+func zkLocker(t *testing.T, name string, addrs []string, owner string, ttl time.Duration) *locks.ZKLock {
+	t.Helper()
+	spec, err := locks.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Store != "zookeeper" || spec.Nodes != 3 {
+		t.Fatalf("%s: store %q, %d nodes", name, spec.Store, spec.Nodes)
+	}
+	zkSeed++
+	l, err := spec.New(locks.Config{Addrs: addrs, TTL: ttl, OpTimeout: 3 * time.Second, Owner: owner, Rand: rand.New(rand.NewPCG(7, zkSeed))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.(io.Closer).Close() })
+	return l.(*locks.ZKLock)
+}
+
+// zkAdmin is a plain client, to meddle behind the locks' backs.
+func zkAdmin(t *testing.T, addrs []string) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false), zk.WithLogger(zkQuiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+type zkQuiet struct{}
+
+func (zkQuiet) Printf(string, ...any) {}
+
+// zkAcquireUntil retries an acquire whose outcome was unknown (a client
+// failing over to another server) until it gives an answer.
+func zkAcquireUntil(t *testing.T, l locks.Locker, key string, want error) locks.Lease {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		lease, err := l.Acquire(context.Background(), key)
+		if errors.Is(err, want) || (err == nil && want == nil) {
+			return lease
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("acquire %s: %v, want %v", key, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func zkClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestZKLock(t *testing.T) {
+	e := startStore(t, "zookeeper", 3)
+	addrs := servingAddrs(e)
+	ctx := context.Background()
+
+	t.Run("excludes, releases, fences increase", func(t *testing.T) {
+		for _, name := range []string{"zk-lock", "zk-lock-fenced"} {
+			a := zkLocker(t, name, addrs, "a", time.Second)
+			b := zkLocker(t, name, addrs, "b", time.Second)
+			if a.Lease() != time.Second {
+				t.Fatalf("%s: lease %v for a 1 s TTL", name, a.Lease())
+			}
+			// Keys that are no node names as they are.
+			for _, key := range []string{name + "/k", ".."} {
+				var last int64
+				holder, other := a, b
+				for round := 0; round < 4; round++ {
+					lease, err := holder.Acquire(ctx, key)
+					if err != nil {
+						t.Fatalf("%s %q round %d: acquire: %v", name, key, round, err)
+					}
+					if _, err := other.Acquire(ctx, key); !errors.Is(err, locks.ErrNotAcquired) {
+						t.Fatalf("%s %q round %d: second client's acquire: %v, want ErrNotAcquired", name, key, round, err)
+					}
+					for _, m := range e.Members() {
+						if held, err := m.(cluster.LeaseHolder).HoldsLease(ctx, key, lease.Token); err != nil || !held {
+							t.Fatalf("%s: %s does not hold %s: %v, %v", name, m.Name(), lease.Token, held, err)
+						}
+					}
+					switch {
+					case name == "zk-lock" && lease.Fence != 0:
+						t.Fatalf("zk-lock hands out fence %d", lease.Fence)
+					case name == "zk-lock-fenced" && lease.Fence <= last:
+						t.Fatalf("fence %d after %d", lease.Fence, last)
+					}
+					last = lease.Fence
+					if err := holder.Release(ctx, lease); err != nil {
+						t.Fatalf("%s %q round %d: release: %v", name, key, round, err)
+					}
+					if err := holder.Release(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
+						t.Fatalf("second release: %v, want ErrNotHeld", err)
+					}
+					holder, other = other, holder
+				}
+			}
+			if got := a.SessionTimeout(); got != a.Lease() {
+				t.Fatalf("server granted a %v session, Lease says %v", got, a.Lease())
+			}
+		}
+	})
+
+	t.Run("short TTL is raised to the servers' minimum", func(t *testing.T) {
+		a := zkLocker(t, "zk-lock", addrs, "a", 50*time.Millisecond)
+		lease := zkAcquireUntil(t, a, "short", nil)
+		if a.SessionTimeout() != a.Lease() || a.Lease() <= 50*time.Millisecond {
+			t.Fatalf("granted %v, Lease %v", a.SessionTimeout(), a.Lease())
+		}
+		t.Logf("a 50 ms TTL gets a %v session", a.SessionTimeout())
+		if err := a.Release(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("node deleted behind the holder's back", func(t *testing.T) {
+		a := zkLocker(t, "zk-lock-fenced", addrs, "a", time.Second)
+		b := zkLocker(t, "zk-lock-fenced", addrs, "b", time.Second)
+		lease, err := a.Acquire(ctx, "deleted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := zkAdmin(t, addrs).Delete(lease.Token, -1); err != nil {
+			t.Fatal(err)
+		}
+		taken, err := b.Acquire(ctx, "deleted")
+		if err != nil {
+			t.Fatalf("acquire after the holder's node was deleted: %v", err)
+		}
+		if taken.Fence <= lease.Fence {
+			t.Fatalf("fence %d after %d", taken.Fence, lease.Fence)
+		}
+		if err := a.Release(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
+			t.Fatalf("release of a deleted node: %v, want ErrNotHeld", err)
+		}
+		if err := b.Release(ctx, taken); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("session expiry closes Lost once the holder reaches a server", func(t *testing.T) {
+		p := newCutProxy(t, addrs[0])
+		a := zkLocker(t, "zk-lock", []string{p.addr}, "a", 400*time.Millisecond)
+		b := zkLocker(t, "zk-lock", addrs, "b", time.Second)
+		lease, err := a.Acquire(ctx, "expire")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.SessionTimeout() != 400*time.Millisecond {
+			t.Fatalf("granted %v, asked 400ms", a.SessionTimeout())
+		}
+		p.cut()
+		// The servers expire a's session and delete its node: b gets the
+		// lock while a, cut off, has not been told.
+		taken := zkAcquireUntil(t, b, "expire", nil)
+		if zkClosed(lease.Lost) {
+			t.Fatal("Lost closed while the holder could reach no server")
+		}
+		p.restore(t)
+		select {
+		case <-lease.Lost:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Lost still open after the holder reached a server again")
+		}
+		if err := a.Release(ctx, lease); !errors.Is(err, locks.ErrNotHeld) {
+			t.Fatalf("release after expiry: %v, want ErrNotHeld", err)
+		}
+		if err := b.Release(ctx, taken); err != nil {
+			t.Fatal(err)
+		}
+		// The client goes on with the new session the library opened.
+		again := zkAcquireUntil(t, a, "expire", nil)
+		if zkClosed(again.Lost) {
+			t.Fatal("a lease of the new session is lost at once")
+		}
+		if err := a.Release(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("a lock outlives its leader's death", func(t *testing.T) {
+		a := zkLocker(t, "zk-lock-fenced", addrs, "a", 3*time.Second)
+		b := zkLocker(t, "zk-lock-fenced", addrs, "b", 3*time.Second)
+		lease, err := a.Acquire(ctx, "failover")
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, to, heal, err := e.FailOver(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("leader %d killed, %d leads", from, to)
+		zkAcquireUntil(t, b, "failover", locks.ErrNotAcquired)
+		if zkClosed(lease.Lost) {
+			t.Fatal("the holder lost its lease to a leader's death")
+		}
+		if err := a.Release(ctx, lease); err != nil {
+			t.Fatalf("release after failover: %v", err)
+		}
+		taken := zkAcquireUntil(t, b, "failover", nil)
+		if taken.Fence <= lease.Fence {
+			t.Fatalf("fence %d after %d across a leader change", taken.Fence, lease.Fence)
+		}
+		if err := heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if held, err := e.Members()[from].(cluster.LeaseHolder).HoldsLease(ctx, "failover", taken.Token); err != nil || !held {
+			t.Fatalf("healed member does not hold %s: %v, %v", taken.Token, held, err)
+		}
+	})
+}
+
+// cutProxy forwards one address to another until cut, which closes its
+// listener and every connection through it; restore listens again on the
+// same port.
+type cutProxy struct {
+	addr, to string
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    []net.Conn
+}
+
+func newCutProxy(t *testing.T, to string) *cutProxy {
+	p := &cutProxy{to: to}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr, p.ln = ln.Addr().String(), ln
+	go p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cutProxy) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go func() { io.Copy(s, c); s.Close(); c.Close() }()
+		go func() { io.Copy(c, s); s.Close(); c.Close() }()
+	}
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) restore(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go p.serve(ln)
+}

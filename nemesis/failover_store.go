@@ -1,0 +1,87 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// Stores is the capability to act on the ensemble of a lock whose store is
+// not Redis (etcd, ZooKeeper, PostgreSQL).
+type Stores interface {
+	// Ensemble is the run's ensemble, nil for a Redis lock.
+	Ensemble() cluster.Ensemble
+}
+
+// storeFailover is failover for a lock of another store: the store fails
+// over its own way (cluster.Ensemble.FailOver) while the step's client
+// holds its key and is kept inside its critical section — etcd's or
+// ZooKeeper's leader is killed and the others elect a new one;
+// PostgreSQL's standby is promoted. Every client link of a lock node whose
+// serving member changed is pointed at the new one, which closes the
+// clients' connections, as a moved virtual IP would. Then it asks the
+// members that serve now whether the lease survived: a consensus store
+// replicated it before granting it; a PostgreSQL lock lives in the old
+// primary's memory only, and the next client takes it on the new one.
+func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Fault, error) {
+	st, err := capability[Stores](env, "the store's ensemble")
+	if err != nil {
+		return nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
+	e, store := st.Ensemble(), env.Topology().Store
+	if e == nil {
+		return nil, fmt.Errorf("failover: the run has no %s ensemble", store)
+	}
+	a, held, err := aimHolder(ctx, env, step, stretchBound(env), f.Votes)
+	if err != nil {
+		return nil, err
+	}
+	before := env.LockNodes()
+	start := history.Now()
+	from, to, heal, ferr := e.FailOver(ctx)
+	members := e.Members()
+	params := map[string]string{"store": store, "holder": strconv.Itoa(a.Client), "key": a.Key}
+	fault := &Fault{Params: params, Aim: a.aim(), Start: start, Heal: heal}
+	if ferr != nil {
+		if heal == nil && to < 0 {
+			fault = nil // FailOver did no harm
+		} else {
+			fault.Target = fmt.Sprintf("%s: failover (did not complete)", store)
+			if from >= 0 && from < len(members) {
+				fault.Target = fmt.Sprintf("%s: failover from %s (did not complete)", store, members[from].Name())
+			}
+		}
+		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, ferr), a.release())
+	}
+	if i := slices.Index(before, members[from]); i >= 0 {
+		fault.Nodes = []int{i}
+	}
+	params["from"], params["to"] = members[from].Name(), members[to].Name()
+	fault.Target = fmt.Sprintf("%s: leader %s failed over to %s", store, members[from].Name(), members[to].Name())
+	if heal != nil {
+		fault.Duration = f.Duration // the old leader stays down this long, then restarts
+	}
+	after := env.LockNodes()
+	for i := range after {
+		if i < len(before) && before[i] != after[i] {
+			if err := redirect(net.Proxies(), i, after[i].Addr()); err != nil {
+				return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, err), a.release())
+			}
+		}
+	}
+	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, after, a.Holding), quorum: quorum(env)}
+	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
+	// The failover began while the lease lived; how long the election
+	// took does not change that.
+	fault.Effect, err = a.lostEffect(ctx, start, v, what)
+	return fault, err
+}
