@@ -9,7 +9,7 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build shim setup image test chaos chaos-quick bench vet docs clean
+.PHONY: all build shim setup image store-images test chaos chaos-quick bench vet docs clean
 
 all: build
 
@@ -68,12 +68,18 @@ setup:
 	fi
 	@redis-server --version | head -1
 	@# Docker for the docker backend (--backend docker) and its tests: docker.io
-	@# and dockerd when no engine answers and we are root, then $(IMAGE) unless present.
+	@# and dockerd when no engine answers and we are root, then $(IMAGE) and the
+	@# other stores' images unless present.
 	@docker/setup.sh $(IMAGE)
 
 # image (re)builds $(IMAGE) from the installed redis-server: no registry needed.
 image:
 	docker/build-image.sh $(IMAGE)
+
+# store-images (re)builds the other stores' images from their installed
+# packages: lockchaos/etcd:local, lockchaos/zookeeper:local, lockchaos/postgres:local.
+store-images:
+	for s in etcd zookeeper postgres; do docker/build-image.sh --store $$s || exit 1; done
 
 vet:
 	$(GO) vet ./...

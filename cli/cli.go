@@ -196,7 +196,7 @@ func cmdRun(args []string) int {
 	spans.Var(fs, &cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
 	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
 	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
-	fs.StringVar(&cfg.Image, "image", "", "container `image` for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2)")
+	fs.StringVar(&cfg.Image, "image", "", "container `image` of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'")
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the run soon after the first violation the live check sees (2×TTL+hold later, so the damage lands), faults healed and the history kept")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>); one that holds a run is refused")
 	force := fs.Bool("force", false, "let --out replace the run it holds")

@@ -28,6 +28,7 @@ func init() {
 		Name:        StoreEtcd,
 		Install:     "apt-get install -y etcd-server",
 		Description: "an etcd cluster (raft): every member serves clients; the leader is killed to fail over",
+		Backends:    []string{"local", "docker"},
 		Start:       startEtcd,
 	})
 }
@@ -65,9 +66,10 @@ var etcdPorts = func(n int) ([]int, error) {
 	return ps, nil
 }
 
-func startEtcd(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error) {
-	if backend != "local" {
-		return nil, fmt.Errorf("etcd runs on the local backend only (no container image is built for it yet), not on %q: use --backend local", backend)
+func startEtcd(ctx context.Context, backend Backend, spec EnsembleSpec) (Ensemble, error) {
+	box, err := storeBox(ctx, backend, StoreEtcd)
+	if err != nil {
+		return nil, err
 	}
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
@@ -84,7 +86,7 @@ func startEtcd(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble
 	// flags, so one member cannot move alone).
 	var errs []error
 	for attempt := 0; attempt < 5; attempt++ {
-		e, err := tryStartEtcd(ctx, bin, spec.Members)
+		e, err := tryStartEtcd(ctx, box, bin, spec.Members)
 		if err == nil {
 			return e, nil
 		}
@@ -100,7 +102,7 @@ func startEtcd(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble
 // start again on others.
 var errPortTaken = errors.New("port taken")
 
-func tryStartEtcd(ctx context.Context, bin string, members int) (*EtcdEnsemble, error) {
+func tryStartEtcd(ctx context.Context, box *storeContainers, bin string, members int) (*EtcdEnsemble, error) {
 	ps, err := etcdPorts(members)
 	if err != nil {
 		return nil, err
@@ -134,6 +136,7 @@ func tryStartEtcd(ctx context.Context, bin string, members int) (*EtcdEnsemble, 
 			stopAll()
 			return nil, fmt.Errorf("make a directory for etcd member %s: %w", m.name, err)
 		}
+		m.proc.box = box.member(m.name, m.dir)
 		if err := m.spawn(); err != nil {
 			stopAll()
 			return nil, err
@@ -181,7 +184,7 @@ func tryStartEtcd(ctx context.Context, bin string, members int) (*EtcdEnsemble, 
 	return e, nil
 }
 
-// EtcdEnsemble is one etcd cluster of local members.
+// EtcdEnsemble is one etcd cluster: local processes, or containers.
 type EtcdEnsemble struct {
 	token   string // --initial-cluster-token, unique to this ensemble
 	members []*EtcdMember
@@ -488,7 +491,4 @@ func (m *EtcdMember) Stop() error {
 	return os.RemoveAll(m.dir)
 }
 
-func (m *EtcdMember) logTail() string {
-	b, _ := os.ReadFile(m.Log())
-	return tail(b)
-}
+func (m *EtcdMember) logTail() string { return logTail(m.Log()) }

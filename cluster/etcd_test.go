@@ -23,7 +23,7 @@ func startEtcdForTest(t *testing.T) *EtcdEnsemble {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Start(context.Background(), "local", EnsembleSpec{Members: 3})
+	e, err := s.Start(context.Background(), &Local{}, EnsembleSpec{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +250,8 @@ func TestEtcdStartSaysWhatItNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Start(context.Background(), "docker", EnsembleSpec{Members: 3})
-	if err == nil || !strings.Contains(err.Error(), "local backend only") {
-		t.Errorf("docker backend: %v", err)
-	}
 	t.Setenv("PATH", t.TempDir())
-	_, err = s.Start(context.Background(), "local", EnsembleSpec{Members: 3})
+	_, err = s.Start(context.Background(), &Local{}, EnsembleSpec{Members: 3})
 	if err == nil || !strings.Contains(err.Error(), s.Install) {
 		t.Errorf("missing etcd: %v", err)
 	}

@@ -44,8 +44,9 @@ func init() {
 	RegisterStore(Store{
 		Name:        StorePostgres,
 		Install:     postgresInstall,
-		Description: "PostgreSQL: a primary and an asynchronous streaming standby (local backend); failover promotes the standby",
+		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",
 		Primary:     true,
+		Backends:    []string{"local", "docker"},
 		Start:       startPostgres,
 	})
 }
@@ -66,15 +67,17 @@ type pgEnsemble struct {
 // others cloned from it by pg_basebackup as streaming standbys. It returns
 // once every standby streams, so a failover right after start loses
 // nothing that was committed before it.
-func startPostgres(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error) {
-	if backend != "local" && backend != "" {
-		return nil, fmt.Errorf("postgres: backend %q: PostgreSQL runs on the local backend only (no container image is built for it yet); use --backend local", backend)
-	}
+func startPostgres(ctx context.Context, backend Backend, spec EnsembleSpec) (Ensemble, error) {
 	if spec.Members < 1 {
 		return nil, fmt.Errorf("postgres: %d members: need at least 1 (the primary)", spec.Members)
 	}
 	env, err := newPGEnv()
 	if err != nil {
+		return nil, err
+	}
+	// On the docker backend the postmasters run in containers; initdb and
+	// pg_basebackup, which only write the member's directory, run here.
+	if env.box, err = storeBox(ctx, backend, StorePostgres); err != nil {
 		return nil, err
 	}
 	e := &pgEnsemble{}
@@ -232,6 +235,7 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 type pgEnv struct {
 	bin  string
 	cred *syscall.Credential // nil: run as ourselves
+	box  *storeContainers    // nil: the postmasters are our children
 }
 
 // newPGEnv finds the server binaries and, when we are root, the postgres
@@ -299,7 +303,9 @@ func (env *pgEnv) newNode(name string) (*pgNode, error) {
 			return nil, fmt.Errorf("hand %s to the postgres user: %w", dir, err)
 		}
 	}
-	return &pgNode{env: env, name: name, dir: dir}, nil
+	n := &pgNode{env: env, name: name, dir: dir}
+	n.proc.box = env.box.member(name, dir)
+	return n, nil
 }
 
 func (env *pgEnv) startPrimary(ctx context.Context, name string) (*pgNode, error) {
@@ -378,10 +384,7 @@ func (n *pgNode) conninfo() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", n.port, PostgresUser)
 }
 
-func (n *pgNode) logTail() string {
-	b, _ := os.ReadFile(n.Log())
-	return tail(b)
-}
+func (n *pgNode) logTail() string { return logTail(n.Log()) }
 
 // sysProcAttr runs a member's programs as the user PostgreSQL runs as, in
 // a process group of their own (serverAttr): one signal reaches the

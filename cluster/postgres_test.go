@@ -27,7 +27,7 @@ func startPG(t *testing.T, members int) *pgEnsemble {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	e, err := s.Start(context.Background(), "local", EnsembleSpec{Members: members})
+	e, err := s.Start(context.Background(), &Local{}, EnsembleSpec{Members: members})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,23 +387,12 @@ func TestPostgresDiesWithItsCoordinator(t *testing.T) {
 	RemoveOrphanDirs()
 }
 
-func TestPostgresRunsOnTheLocalBackendOnly(t *testing.T) {
-	s, err := LookupStore(StorePostgres)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Start(context.Background(), "docker", EnsembleSpec{Members: 2})
-	if err == nil || !strings.Contains(err.Error(), "local backend only") {
-		t.Errorf("error = %v", err)
-	}
-}
-
 func TestMissingPostgresSaysWhatToInstall(t *testing.T) {
 	old := pgBinGlob
 	pgBinGlob = t.TempDir() + "/*/bin"
 	defer func() { pgBinGlob = old }()
 	t.Setenv("PATH", t.TempDir())
-	_, err := startPostgres(context.Background(), "local", EnsembleSpec{Members: 1})
+	_, err := startPostgres(context.Background(), &Local{}, EnsembleSpec{Members: 1})
 	if err == nil || !strings.Contains(err.Error(), "apt-get install -y postgresql") {
 		t.Errorf("error = %v", err)
 	}

@@ -13,10 +13,17 @@ import (
 // sentinel, an etcd member, a ZooKeeper server, a postmaster. It is started
 // again in place by a restart, so it is guarded by its own mutex; its zero
 // value is a process never started.
+//
+// On the docker backend a store's member runs its command in a container
+// instead (box): the same program, arguments, directory and log, and a
+// process on this machine all the same, which start finds by its host pid,
+// so that signals, kills and /proc reach it as they reach a child.
 type process struct {
+	box *memberBox // nil: a child of ours
+
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd has been waited for
+	proc   *os.Process   // the latest start; nil if never started
+	exited chan struct{} // closed once it has exited (and its container is gone)
 }
 
 // serverAttr adds to a (nil: a new one) what every server child of the
@@ -41,6 +48,16 @@ func serverAttr(a *syscall.SysProcAttr) *syscall.SysProcAttr {
 // was killed, and waits for it in the background so that done and signal
 // know when it has exited.
 func (p *process) start(cmd *exec.Cmd) error {
+	if p.box != nil {
+		proc, exited, err := p.box.run(cmd)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.proc, p.exited = proc, exited
+		p.mu.Unlock()
+		return nil
+	}
 	cmd.SysProcAttr = serverAttr(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		return err
@@ -48,7 +65,7 @@ func (p *process) start(cmd *exec.Cmd) error {
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	p.mu.Lock()
-	p.cmd, p.exited = cmd, exited
+	p.proc, p.exited = cmd.Process, exited
 	p.mu.Unlock()
 	return nil
 }
@@ -58,10 +75,10 @@ func (p *process) start(cmd *exec.Cmd) error {
 func (p *process) state() (pid int, done <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if p.proc == nil {
 		return 0, nil
 	}
-	return p.cmd.Process.Pid, p.exited
+	return p.proc.Pid, p.exited
 }
 
 // pid is the process id of the latest start (0 if never started).
@@ -90,16 +107,16 @@ func (p *process) signal(what string, sig syscall.Signal) error {
 func (p *process) signalWith(what string, sig syscall.Signal, send func(*os.Process) error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cmd == nil {
+	if p.proc == nil {
 		return fmt.Errorf("signal %v to %s: %w", sig, what, ErrNotRunning)
 	}
-	pid := p.cmd.Process.Pid
+	pid := p.proc.Pid
 	select {
 	case <-p.exited:
 		return fmt.Errorf("signal %v to %s (pid %d): %w", sig, what, pid, ErrNotRunning)
 	default:
 	}
-	if err := send(p.cmd.Process); err != nil {
+	if err := send(p.proc); err != nil {
 		if errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) {
 			err = ErrNotRunning
 		}
@@ -112,11 +129,14 @@ func (p *process) signalWith(what string, sig syscall.Signal, send func(*os.Proc
 // until the process has exited; nothing if it was never started.
 func (p *process) kill() {
 	p.mu.Lock()
-	cmd, exited := p.cmd, p.exited
+	proc, exited := p.proc, p.exited
 	p.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
-	_ = cmd.Process.Kill()
+	_ = proc.Kill()
+	if p.box != nil {
+		p.box.awaitKilled(proc.Pid, exited)
+	}
 	<-exited
 }

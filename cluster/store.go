@@ -29,19 +29,21 @@ type Store struct {
 	// Install says how to get the store's servers (the Debian packages);
 	// Start's errors for a missing server quote it.
 	Install string
-	// Backends are the backends it runs on; none listed means local only.
+	// Backends are the backends it runs on; none listed means local only
+	// (a run on another is refused with ErrNotOnBackend, and a matrix
+	// cell is n/a).
 	Backends []string
 	// Primary: clients talk to one member, the primary, and the others
 	// stand by to take over (PostgreSQL); otherwise clients talk to every
 	// member (etcd, ZooKeeper). It decides how many lock nodes a run has.
 	Primary bool
-	// Start starts one ensemble of the store on the backend named (local,
-	// docker): its members on free loopback ports, each in its own scratch
-	// directory (mkScratch), proved to be the server it started before Start
-	// returns, in its own process group with Pdeathsig, like a Redis node.
-	// A backend the store cannot run on gives an error that says which ones
-	// it can.
-	Start func(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error)
+	// Start starts one ensemble of the store on backend: its members on
+	// free loopback ports, each in its own scratch directory (mkScratch),
+	// proved to be the server it started before Start returns. On the local
+	// backend each is a child process in its own process group with
+	// Pdeathsig, like a Redis node; on the docker backend each runs the
+	// same command in a container of the store's image (storeBox).
+	Start func(ctx context.Context, backend Backend, spec EnsembleSpec) (Ensemble, error)
 }
 
 // EnsembleSpec says how to start one ensemble.
@@ -117,7 +119,7 @@ func (s Store) RunsOn(backend string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the %s store runs on the %s backend only, not on %s (its servers are not built into images yet): %w", s.Name, strings.Join(on, ", "), backend, ErrNotOnBackend)
+	return fmt.Errorf("the %s store runs on the %s backend only, not on %s: %w", s.Name, strings.Join(on, ", "), backend, ErrNotOnBackend)
 }
 
 // LockNodes is how many of an ensemble of members serve clients: the run's

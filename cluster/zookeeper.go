@@ -45,15 +45,16 @@ var zkJars = []string{"/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-si
 func init() {
 	RegisterStore(Store{
 		Name:        StoreZooKeeper,
-		Description: "Apache ZooKeeper: an ensemble of servers (3 by default), JVMs on the local backend; failover kills the leader",
+		Description: "Apache ZooKeeper: an ensemble of servers (3 by default), each a JVM; failover kills the leader",
 		Install:     zkInstall,
+		Backends:    []string{"local", "docker"},
 		Start:       startZooKeeper,
 	})
 }
 
-func startZooKeeper(ctx context.Context, backend string, spec EnsembleSpec) (Ensemble, error) {
-	// Local only (no Backends): no container image is built for it yet.
-	if err := (Store{Name: StoreZooKeeper}).RunsOn(backend); err != nil {
+func startZooKeeper(ctx context.Context, backend Backend, spec EnsembleSpec) (Ensemble, error) {
+	box, err := storeBox(ctx, backend, StoreZooKeeper)
+	if err != nil {
 		return nil, err
 	}
 	java, err := exec.LookPath("java")
@@ -75,7 +76,7 @@ func startZooKeeper(ctx context.Context, backend string, spec EnsembleSpec) (Ens
 	// whole ensemble starts again on fresh ports.
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
-		e, err := launchZKEnsemble(ctx, java, n)
+		e, err := launchZKEnsemble(ctx, box, java, n)
 		if err == nil {
 			return e, nil
 		}
@@ -91,7 +92,7 @@ func startZooKeeper(ctx context.Context, backend string, spec EnsembleSpec) (Ens
 // port, the signs of a port taken by someone else.
 var errZKPort = errors.New("port conflict")
 
-func launchZKEnsemble(ctx context.Context, java string, n int) (*zkEnsemble, error) {
+func launchZKEnsemble(ctx context.Context, box *storeContainers, java string, n int) (*zkEnsemble, error) {
 	e := &zkEnsemble{}
 	used := map[int]bool{}
 	free := func() (int, error) {
@@ -127,6 +128,7 @@ func launchZKEnsemble(ctx context.Context, java string, n int) (*zkEnsemble, err
 			return fail(fmt.Errorf("make a directory for zookeeper server %s: %w", s.name, err))
 		}
 		s.dir = dir
+		s.proc.box = box.member(s.name, s.dir)
 		if err := s.writeConfig(); err != nil {
 			return fail(err)
 		}
@@ -151,7 +153,7 @@ func launchZKEnsemble(ctx context.Context, java string, n int) (*zkEnsemble, err
 	return e, nil
 }
 
-// zkEnsemble is a ZooKeeper ensemble of local servers.
+// zkEnsemble is a ZooKeeper ensemble: local processes, or containers.
 type zkEnsemble struct {
 	members []*zkServer
 }
@@ -405,10 +407,7 @@ func fourLetter(ctx context.Context, addr, cmd string) (string, error) {
 	return string(b), nil
 }
 
-func (s *zkServer) logTail() string {
-	b, _ := os.ReadFile(s.Log())
-	return tail(b)
-}
+func (s *zkServer) logTail() string { return logTail(s.Log()) }
 
 // Signal sends sig to this server's JVM only, by its pid.
 func (s *zkServer) Signal(sig syscall.Signal) error {

@@ -19,7 +19,7 @@ func startZK(t *testing.T) *zkEnsemble {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	e, err := st.Start(context.Background(), "local", EnsembleSpec{Members: 3})
+	e, err := st.Start(context.Background(), &Local{}, EnsembleSpec{Members: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,16 +38,6 @@ func startZK(t *testing.T) *zkEnsemble {
 		}
 	})
 	return e.(*zkEnsemble)
-}
-
-func TestZooKeeperRefusesOtherBackends(t *testing.T) {
-	st, err := LookupStore(StoreZooKeeper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Start(context.Background(), "docker", EnsembleSpec{Members: 3}); !errors.Is(err, ErrNotOnBackend) {
-		t.Fatalf("start on the docker backend: %v, want ErrNotOnBackend", err)
-	}
 }
 
 func TestZooKeeperLeaderFailOverRestartStop(t *testing.T) {

@@ -2,8 +2,10 @@
 # Makes the docker backend usable on this machine, for `make setup`:
 #   1. a Docker engine that answers: when none does and we are root on Debian,
 #      install docker.io and start dockerd (once: never a second daemon);
-#   2. the default image (lockchaos/redis:local), built by build-image.sh when
-#      it is missing.
+#   2. the default image (lockchaos/redis:local) and the images of the other
+#      stores (lockchaos/etcd:local, lockchaos/zookeeper:local,
+#      lockchaos/postgres:local), each built by build-image.sh from the
+#      installed packages when it is missing.
 # When it cannot do that (not root, no apt-get, dockerd cannot run here) it
 # says what to do and exits 0: `make chaos` runs on local processes and does
 # not need Docker, and the docker tests then fail with the same advice.
@@ -63,3 +65,10 @@ if docker image inspect "$image" >/dev/null 2>&1; then
 else
   ./build-image.sh "$image"
 fi
+for store in etcd zookeeper postgres; do
+  if docker image inspect "lockchaos/$store:local" >/dev/null 2>&1; then
+    echo "image lockchaos/$store:local is present"
+  else
+    ./build-image.sh --store "$store"
+  fi
+done

@@ -60,7 +60,7 @@ func startStore(t *testing.T, store string, members int) cluster.Ensemble {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Start(context.Background(), "local", cluster.EnsembleSpec{Members: members})
+	e, err := s.Start(context.Background(), &cluster.Local{}, cluster.EnsembleSpec{Members: members})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,9 +38,10 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 		{"none", checker.Safe, history.LeaseKept},
 	} {
 		t.Run("cut="+tc.cut, func(t *testing.T) {
-			c := runtest.FaultConfig(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut)
-			// 8 s: room for the old primary's restart and rejoin (the
-			// fault's heal) before the workers stop, on a busy machine.
+			// One failover, 1 s in, and 8 s in all: room for the old
+			// primary's restart and rejoin (the fault's heal) before the
+			// workers stop, on a busy machine.
+			c := runtest.FaultConfig(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut, "failover.schedule=at=1s")
 			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 8*time.Second
 			res, events := runtest.RunFaults(t, &c)
 			runtest.Verdict(t, res, tc.want)

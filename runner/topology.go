@@ -122,7 +122,7 @@ func (r *run) startStore(ctx context.Context, backend cluster.Backend, name stri
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := store.Start(ctx, r.cfg.Backend, cluster.EnsembleSpec{Members: r.cfg.Nodes})
+	e, err := store.Start(ctx, backend, cluster.EnsembleSpec{Members: r.cfg.Nodes})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the %s ensemble: %w", name, err)
 	}
