@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -189,6 +190,12 @@ func identify(addr string, id identity) error {
 
 // ping checks that a server answers PING on addr.
 func ping(addr string) error { return identify(addr, identity{}) }
+
+// logTail is tail of the log file at path, for an error.
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	return tail(b)
+}
 
 // tail is the last three non-empty lines of b (a server's log), joined.
 func tail(b []byte) string {

@@ -179,7 +179,7 @@ func (b *memberBox) run(cmd *exec.Cmd) (*os.Process, chan struct{}, error) {
 		case <-wait.Result:
 		case <-wait.Error:
 			// The engine went away: wait for the process itself.
-			for syscallAlive(pid) {
+			for processAlive(pid) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		}
@@ -190,17 +190,11 @@ func (b *memberBox) run(cmd *exec.Cmd) (*os.Process, chan struct{}, error) {
 	return proc, exited, nil
 }
 
-// syscallAlive says whether process pid still exists (a zombie does not
+// processAlive says whether process pid still exists (a zombie does not
 // count: a container's main process is reaped by its engine).
-func syscallAlive(pid int) bool {
+func processAlive(pid int) bool {
 	st, ok := readProcStat(pid)
 	return ok && st.state != 'Z'
-}
-
-// logTail is the end of a log file, for an error.
-func logTail(path string) string {
-	b, _ := os.ReadFile(path)
-	return tail(b)
 }
 
 // keepOutput appends what the container itself printed to the member's

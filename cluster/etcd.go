@@ -28,7 +28,6 @@ func init() {
 		Name:        StoreEtcd,
 		Install:     "apt-get install -y etcd-server",
 		Description: "an etcd cluster (raft): every member serves clients; the leader is killed to fail over",
-		Backends:    []string{"local", "docker"},
 		Start:       startEtcd,
 	})
 }

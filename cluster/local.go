@@ -118,10 +118,7 @@ func (n *LocalNode) launch(ctx context.Context) error {
 
 func (n *LocalNode) Log() string { return filepath.Join(n.dir, "redis.log") }
 
-func (n *LocalNode) logTail() string {
-	b, _ := os.ReadFile(n.Log())
-	return tail(b)
-}
+func (n *LocalNode) logTail() string { return logTail(n.Log()) }
 
 func (n *LocalNode) Name() string { return n.spec.Name }
 func (n *LocalNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }

@@ -46,7 +46,6 @@ func init() {
 		Install:     postgresInstall,
 		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",
 		Primary:     true,
-		Backends:    []string{"local", "docker"},
 		Start:       startPostgres,
 	})
 }

@@ -147,9 +147,9 @@ func launchLocalSentinel(ctx context.Context, bin string, spec SentinelSpec, por
 	readyCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := waitReady(readyCtx, s.Addr(), sentinelIdentity(myid), s.proc.done()); err != nil {
-		b, _ := os.ReadFile(s.Log())
+		log := logTail(s.Log())
 		s.Stop()
-		return nil, fmt.Errorf("%w (log: %s)", err, tail(b))
+		return nil, fmt.Errorf("%w (log: %s)", err, log)
 	}
 	return s, nil
 }

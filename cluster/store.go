@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,10 +28,6 @@ type Store struct {
 	// Install says how to get the store's servers (the Debian packages);
 	// Start's errors for a missing server quote it.
 	Install string
-	// Backends are the backends it runs on; none listed means local only
-	// (a run on another is refused with ErrNotOnBackend, and a matrix
-	// cell is n/a).
-	Backends []string
 	// Primary: clients talk to one member, the primary, and the others
 	// stand by to take over (PostgreSQL); otherwise clients talk to every
 	// member (etcd, ZooKeeper). It decides how many lock nodes a run has.
@@ -100,26 +95,6 @@ func asNodes[T Node](ms []T) []Node {
 // ZooKeeper's node path, PostgreSQL's backend pid).
 type LeaseHolder interface {
 	HoldsLease(ctx context.Context, key, token string) (bool, error)
-}
-
-// ErrNotOnBackend: the lock's store does not run on the run's backend.
-var ErrNotOnBackend = errors.New("store not on this backend")
-
-// RunsOn says whether the store runs on backend, and if not, where it does.
-func (s Store) RunsOn(backend string) error {
-	if backend == "" {
-		backend = "local"
-	}
-	on := s.Backends
-	if len(on) == 0 {
-		on = []string{"local"}
-	}
-	for _, b := range on {
-		if b == backend {
-			return nil
-		}
-	}
-	return fmt.Errorf("the %s store runs on the %s backend only, not on %s: %w", s.Name, strings.Join(on, ", "), backend, ErrNotOnBackend)
 }
 
 // LockNodes is how many of an ensemble of members serve clients: the run's

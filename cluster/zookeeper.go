@@ -47,7 +47,6 @@ func init() {
 		Name:        StoreZooKeeper,
 		Description: "Apache ZooKeeper: an ensemble of servers (3 by default), each a JVM; failover kills the leader",
 		Install:     zkInstall,
-		Backends:    []string{"local", "docker"},
 		Start:       startZooKeeper,
 	})
 }

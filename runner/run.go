@@ -136,9 +136,6 @@ func resolve(cfg Config) (resolved, error) {
 		if err := storeSettings(cfg, spec); err != nil {
 			return rs, err
 		}
-		if err := store.RunsOn(cfg.Backend); err != nil {
-			return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
-		}
 		nodes = store.LockNodes(nodes)
 	}
 	rs.lockNodes = nodes

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/runner"
@@ -165,9 +164,7 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			c := &cells[i]
 			c.Config.Backend, c.Config.Image = opts.Backend, opts.Image
 			if c.Skip == "" {
-				if err := runner.Validate(withOut(c.Config)); errors.Is(err, cluster.ErrNotOnBackend) {
-					c.Skip, c.Why = StatusNA, err.Error()
-				} else if err != nil {
+				if err := runner.Validate(withOut(c.Config)); err != nil {
 					c.Skip, c.Why, c.Reason = invalid("not on backend "+opts.Backend, err)
 				}
 			}
