@@ -23,16 +23,19 @@ const (
 
 // attribute says what caused the overlap [s, e] of the earlier hold a with
 // a later one: the faults active before it began, and how long the harness
-// stalled a meanwhile — a's own process between its acquire's invoke and
-// the overlap's end (except while a fault stopped it on purpose), the
-// coordinator while a's acquire was in flight (its reply waited in the
-// proxies), and, when no fault was active during that acquire, how much
-// longer than the run's typical acquire (typical, ns) it took: a reply
-// that came late with no fault to slow it was held up by a busy machine
-// (a stalled server, proxy or client). The overlap is the stall's when it
-// is no longer than that delay — had a run on time, it would not have
+// measured a stall of a meanwhile — a's own process between its acquire's
+// invoke and the overlap's end (except while a fault stopped it on
+// purpose), and, while a's acquire was in flight, the coordinator (its
+// reply waited in the proxies) and the lock's servers (ready to run, but
+// waiting for a CPU: their run-queue wait). The overlap is the stall's when
+// it is no longer than that delay — had a run on time, it would not have
 // overlapped; otherwise the faults', if any; otherwise the lock's own.
-func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, typical int64) (cause string, faults []int, st *StallNote) {
+//
+// A reply that was only slower than usual, with no stall measured over it,
+// is the lock's own time (a session opened on the first acquire, a JVM
+// warming up, a retry): "slower than typical" alone never blames the
+// machine.
+func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall) (cause string, faults []int, st *StallNote) {
 	faults = faultsBefore(spans, a.invoked, s)
 	var parts [][2]int64
 	var worst stall
@@ -62,14 +65,7 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, typical i
 		}
 	}
 	delay := union(parts)
-	if late := a.start - a.invoked - typical; late > 0 && len(faultsBefore(spans, a.invoked, a.start+1)) == 0 && late > delay {
-		// The late reply already covers the stalls measured during the
-		// acquire; the larger of the two stands for both.
-		delay = late
-		st = &StallNote{Client: a.client, Ms: float64(a.start-a.invoked) / 1e6, TotalMs: float64(delay) / 1e6,
-			Text: fmt.Sprintf("client %d's acquire took %s with no fault active (the run's typical acquire: %s): its reply came late on a busy machine",
-				a.client, Millis(float64(a.start-a.invoked)/1e6), Millis(float64(typical)/1e6))}
-	} else if delay > 0 {
+	if delay > 0 {
 		who := fmt.Sprintf("client %d", worst.client)
 		if worst.client < 0 {
 			who = "the coordinator (which forwards every request through its proxies)"

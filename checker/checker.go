@@ -115,7 +115,7 @@ func (tl timeline) ms(t int64) float64 { return float64(t-tl.origin) / 1e6 }
 // evidence counts the faults that landed, what became of their leases, and
 // the overlaps by cause.
 func evidence(faults []FaultWindow, byCause map[string]int, byLanded int) Evidence {
-	e := Evidence{Faults: len(faults), Overlaps: byCause, FaultOverlaps: byLanded}
+	e := Evidence{Faults: len(faults), Overlaps: byCause, LandedFaultOverlaps: byLanded}
 	for _, f := range faults {
 		if !f.Landed {
 			continue
@@ -133,12 +133,71 @@ func evidence(faults []FaultWindow, byCause map[string]int, byLanded int) Eviden
 	return e
 }
 
-func stallStats(stalls []stall) StallStats {
-	s := StallStats{Count: len(stalls), Worst: -1}
+// stallStats counts the stalls of the harness: a stall of a client while
+// a fault stopped it on purpose (an injected pause) is that fault, not the
+// harness, and only what it lasted beyond the fault counts, when that is
+// as long as the shortest stall a watcher reports (minStallNs): the few
+// instants between the fault's SIGCONT and its recorded end are not one.
+func stallStats(stalls []stall, spans []faultSpan) StallStats {
+	s := StallStats{Worst: -1}
 	for _, x := range stalls {
-		if ms := float64(x.end-x.start) / 1e6; ms > s.MaxMs {
-			s.MaxMs, s.Worst = ms, x.client
+		lo, hi := x.start, x.end
+		if x.client >= 0 {
+			cuts := stoppedDuring(spans, x.client, lo, hi)
+			for _, cut := range cuts {
+				lo, hi = trim(lo, hi, cut)
+			}
+			if len(cuts) > 0 && hi-lo < minStallNs {
+				continue
+			}
+		}
+		if lo >= hi {
+			continue
+		}
+		s.Count++
+		if ms := float64(hi-lo) / 1e6; ms > s.MaxMs {
+			s.MaxMs, s.Worst, s.WorstNode = ms, x.client, x.node
 		}
 	}
 	return s
+}
+
+// minStallNs is the shortest stall a stall watcher reports
+// (workload.StallThreshold's floor).
+const minStallNs = 10_000_000
+
+// missedSteps lists the fault-missed events of a history.
+func missedSteps(events []history.Event) []MissedStep {
+	var out []MissedStep
+	for _, e := range events {
+		m := MissedStep{Why: e.Message}
+		if e.Fault != nil {
+			m.Nemesis, m.Step = e.Fault.Name, e.Fault.Step
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// pastLease finds, among the earlier holds of the overlapping pairs, the
+// one that went on longest after its lease had certainly run out: the
+// answer to its latest acquire plus the lease. Nil when the history knows
+// no lease length (a lease-less or renewed lock) or no hold outlived one.
+func pastLease(pairs [][2]*hold, tl timeline) *PastLease {
+	if tl.lease <= 0 {
+		return nil
+	}
+	var best *PastLease
+	for _, p := range pairs {
+		for _, h := range p {
+			if h.grantedOK <= 0 {
+				continue
+			}
+			past := h.end - (h.grantedOK + tl.lease)
+			if ms := float64(past) / 1e6; past > 0 && (best == nil || ms > best.Ms) {
+				best = &PastLease{Client: h.client, Key: h.key, Ms: ms}
+			}
+		}
+	}
+	return best
 }

@@ -20,9 +20,13 @@ func (h *hist) op(c int, kind history.Kind, f, key string, t float64) *hist {
 	return h.add(history.Event{Time: ms(t), Kind: kind, Client: c, F: f, Key: key})
 }
 
-func (h *hist) start() *hist {
+// start begins a run that asked for no nemesis (its faults, if any, come
+// from elsewhere); asked begins one that asked for these nemeses.
+func (h *hist) start() *hist { return h.asked() }
+
+func (h *hist) asked(nemeses ...string) *hist {
 	return h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "redlock", Nemesis: []string{"pause-client"}, Seed: 7, Clients: 2, Keys: 1}})
+		Run: &history.RunInfo{Lock: "redlock", Nemesis: append([]string{}, nemeses...), Seed: 7, Clients: 2, Keys: 1}})
 }
 
 // leaseless starts a run of a lock without a lease.
@@ -140,6 +144,11 @@ func comparable(r Result) Result {
 // from to to.
 func (h *hist) stall(c int, from, to float64) *hist {
 	return h.add(history.Event{Time: ms(to), Kind: history.Stall, Client: c, StallNs: ms(to - from)})
+}
+
+// nodeStall records that lock node n waited on the run queue from..to.
+func (h *hist) nodeStall(n string, from, to float64) *hist {
+	return h.add(history.Event{Time: ms(to), Kind: history.Stall, Client: history.NoClient, Node: n, StallNs: ms(to - from)})
 }
 
 // aimed records a fault aimed at client c's hold of key that began (its

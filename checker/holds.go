@@ -81,6 +81,10 @@ type trace struct {
 	stalls []stall
 	// workloadNs is how long the workload ran, from the run-end.
 	workloadNs int64
+	// errors are the lock's errors by kind (info completions).
+	errors errorLog
+	// missed are the nemeses' steps that became no fault.
+	missed []history.Event
 }
 
 // stall is one [start, end] during which a process could not run, or
@@ -89,6 +93,7 @@ type stall struct {
 	client     int
 	start, end int64
 	why        string // "" for a process that could not run
+	node       string // a lock node's server that waited for a CPU
 }
 
 // malformed counts events that break the history's own rules. Each one is a
@@ -244,9 +249,17 @@ func (rp *replayer) add(e history.Event) {
 		return
 	case history.FaultStart, history.FaultEnd, history.Probe, history.Stretch:
 		return
+	case history.FaultMissed:
+		tr.missed = append(tr.missed, e)
+		return
 	case history.Stall:
 		if e.StallNs > 0 && !rp.live {
-			tr.stalls = append(tr.stalls, stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time})
+			s := stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time, node: e.Node}
+			if e.Node != "" {
+				s.client = history.NoClient
+				s.why = fmt.Sprintf("lock node %s was ready to run but waited %s for a CPU", e.Node, Millis(float64(e.StallNs)/1e6))
+			}
+			tr.stalls = append(tr.stalls, s)
 		}
 		return
 	case history.Invoke, history.OK, history.Fail, history.Info, history.Lost, history.WorkerExit:
@@ -350,6 +363,9 @@ func (rp *replayer) complete(cs *clientState, e history.Event) {
 	inv := p.inv
 	if (e.F != "" && e.F != inv.F) || (e.Key != "" && e.Key != inv.Key) {
 		tr.malformed.mismatched++
+	}
+	if e.Kind == history.Info && e.Error != "" {
+		tr.errors.add(inv.F, e.Error, e.Client, e.Time)
 	}
 	switch inv.F {
 	case history.Acquire:

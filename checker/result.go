@@ -46,9 +46,12 @@ type Result struct {
 	Faults   []FaultWindow  `json:"faults"`
 
 	// Evidence says how many faults landed and what became of the leases
-	// they hit: a safe verdict from a run whose faults never landed says
-	// nothing about the faults.
+	// they hit: a run that asked for faults and in which none landed is
+	// inconclusive, never safe.
 	Evidence Evidence `json:"evidence"`
+	// Errors are the errors the lock answered with, by kind, the most
+	// frequent first (LockError); empty when it gave none.
+	Errors []LockError `json:"errors"`
 	// Stalls are the times a process of the run could not run, or the
 	// harness's own resource node held a client up (slowResource).
 	Stalls StallStats `json:"stalls"`
@@ -88,18 +91,32 @@ type Evidence struct {
 	LeasesKept    int `json:"leases_kept"`
 	LeasesUnknown int `json:"leases_unknown"`
 	// Overlaps counts every overlapping pair of holds by cause (fault,
-	// stall, none: see Overlap.Cause); FaultOverlaps those a landed fault
-	// caused.
-	Overlaps      map[string]int `json:"overlaps"`
-	FaultOverlaps int            `json:"fault_overlaps"`
+	// stall, none: see Overlap.Cause). LandedFaultOverlaps are those of
+	// Overlaps["fault"] that a fault which landed caused: the rest came
+	// under faults that did not do what their nemesis aims for (a delay
+	// shorter than the lease), so the lock granted a second holder on its
+	// own account.
+	Overlaps            map[string]int `json:"overlaps"`
+	LandedFaultOverlaps int            `json:"landed_fault_overlaps"`
+	// Missed are the nemeses' steps that became no fault, with why.
+	Missed []MissedStep `json:"missed,omitempty"`
+}
+
+// MissedStep is a step of a nemesis that became no fault.
+type MissedStep struct {
+	Nemesis string `json:"nemesis"`
+	Step    int    `json:"step"`
+	Why     string `json:"why"`
 }
 
 // StallStats counts the stalls of the run's processes.
 type StallStats struct {
 	Count int     `json:"count"`
 	MaxMs float64 `json:"max_ms"`
-	// Worst names the process of the longest stall (-1: the coordinator).
-	Worst int `json:"worst"`
+	// Worst names the process of the longest stall (-1: the coordinator,
+	// or the lock node WorstNode when it is set).
+	Worst     int    `json:"worst"`
+	WorstNode string `json:"worst_node,omitempty"`
 }
 
 // MutexResult is the mutual-exclusion check: porcupine and the interval sweep.
@@ -127,7 +144,19 @@ type MutexResult struct {
 	IncidentCount int        `json:"incident_count"`
 	Incidents     []Incident `json:"incidents"`
 	CoexistMs     float64    `json:"coexist_ms"`
-	CheckMs       float64    `json:"check_ms"`
+	// PastLease is the hold that went on longest after its lease had
+	// certainly run out (its acquire's answer plus the lease), among the
+	// holds that overlapped; nil for a lock without a lease of known
+	// length (lease-less, renewed) or when none did.
+	PastLease *PastLease `json:"past_lease,omitempty"`
+	CheckMs   float64    `json:"check_ms"`
+}
+
+// PastLease is how long a client held on after its lease ran out.
+type PastLease struct {
+	Client int     `json:"client"`
+	Key    string  `json:"key"`
+	Ms     float64 `json:"ms"`
 }
 
 // Incident is one episode of broken exclusion on a key: overlapping pairs
@@ -366,7 +395,11 @@ func (r Result) RaceNotRun() string {
 
 // ResultSchema is the version of result.json's layout (Result.Schema).
 // 2 added the run's settings, incidents, lease ends and the reproduction.
-const ResultSchema = 2
+//
+// 3 added errors, evidence.missed, mutex.past_lease and stalls.worst_node,
+// and renamed evidence.fault_overlaps to evidence.landed_fault_overlaps; a
+// run that asked for faults and in which none landed became inconclusive.
+const ResultSchema = 3
 
 // Reproduce is how to make the run again: written into result.json by the
 // runner that made it (nil when a history was only checked).

@@ -58,7 +58,6 @@ type Stream struct {
 	answer   porcupine.CheckResult
 	checkDur time.Duration
 
-	holdLat samples // of each hold's outermost acquire: the run's typical acquire
 	resLat  samples // of the resource's reads and writes
 	slow    []resourceOp
 	snaps   map[int]resourceSnap
@@ -272,7 +271,6 @@ func (s *Stream) runPorcupine() {
 
 func (s *Stream) holdStarted(h *hold) {
 	s.holds++
-	s.holdLat.add(h.start - h.invoked)
 	ks := s.key(h.key)
 	if !ks.held {
 		ks.held = true
@@ -565,7 +563,7 @@ func (s *Stream) Result() Result {
 	typicalRes := s.resLat.median()
 	tr.stalls = append(tr.stalls, slowResource(s.slow, typicalRes, spans)...)
 	slices.SortStableFunc(tr.stalls, func(a, b stall) int { return cmp.Compare(a.start, b.start) })
-	count, byCause, byLanded, overlaps, incidents := sweep(pairs, spans, tr.stalls, landed, s.holdLat.median(), tl)
+	count, byCause, byLanded, overlaps, incidents := sweep(pairs, spans, tr.stalls, landed, tl)
 	s.checkDur += time.Since(began)
 
 	resource, resourceGaps := s.resourceResult()
@@ -597,7 +595,10 @@ func (s *Stream) Result() Result {
 	r.WorkloadMs = float64(tr.workloadNs) / 1e6
 	r.Mutex.IncidentCount, r.Mutex.Incidents, r.Mutex.CoexistMs = listIncidents(incidents, overlaps, tl)
 	r.Evidence = evidence(faults, byCause, byLanded)
-	r.Stalls = stallStats(tr.stalls)
+	r.Evidence.Missed = missedSteps(tr.missed)
+	r.Stalls = stallStats(tr.stalls, spans)
+	r.Errors = tr.errors.result(tl)
+	r.Mutex.PastLease = pastLease(pairs, tl)
 	if tr.runStart != nil && tr.runStart.Run != nil {
 		run := tr.runStart.Run
 		r.Lock, r.Seed = run.Lock, run.Seed

@@ -3,7 +3,6 @@ package checker
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -19,7 +18,7 @@ import (
 //
 // Every overlap also joins its key's incident (incidents, in order of
 // start): overlaps of one key that touch in time.
-func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]bool, typical int64, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
+func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
 	byCause = map[string]int{}
 	type found struct {
 		start int64
@@ -32,7 +31,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]
 	holderStalls := stalls
 	if tl.leaseless {
 		// A holder that stalls, or whose grant comes late, keeps it.
-		holderStalls, typical = nil, math.MaxInt64
+		holderStalls = nil
 	}
 	for n, p := range pairs {
 		a, b := p[0], p[1]
@@ -43,7 +42,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]
 		}
 		count++
 		end := min(a.end, b.end)
-		cause, causes, st := attribute(a, b.start, end, faults, holderStalls, typical)
+		cause, causes, st := attribute(a, b.start, end, faults, holderStalls)
 		if cause == CauseNone {
 			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
 				cause, causes, st = r.cause, r.faults, r.note(a.client)

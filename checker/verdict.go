@@ -110,19 +110,32 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	if holds == 0 {
 		gaps = append(gaps, "no client ever held a lock: nothing was tested")
 	}
+	if g := noFaultLanded(r); g != "" {
+		gaps = append(gaps, g)
+	}
 
 	r.Reasons = append(append(r.Reasons, violations...), gaps...)
 	switch {
 	case len(violations) > 0:
 		r.Verdict = Violation
 		r.Summary = violationSummary(r, violations[0])
+		// The violation stands, but what else went wrong is said too.
+		for _, e := range tr.runEndErrors {
+			r.Summary += "; degraded: the coordinator recorded a problem: " + e
+		}
 	case len(gaps) > 0:
 		r.Verdict = Inconclusive
 		r.Summary = "inconclusive: " + strings.Join(gaps, "; ")
 	default:
 		r.Verdict = Safe
 		r.Summary = fmt.Sprintf("safe: %s on %s, no two overlapped%s; %s",
-			plural(holds, "hold", "holds"), plural(keys, "key", "keys"), landing(r.Evidence), res.Summary)
+			plural(holds, "hold", "holds"), plural(keys, "key", "keys"), landing(r), res.Summary)
+	}
+	if s := errorsSentence(r.Errors); s != "" {
+		r.Summary += "; " + s
+	}
+	if s := leaseInForce(r.Settings); s != "" {
+		r.Summary += "; " + s
 	}
 	// Liveness is reported beside safety, never instead of it.
 	if dk := r.Liveness.DeadlockedKeys; len(dk) > 0 {
@@ -131,7 +144,10 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 }
 
 // violationSummary tells the first overlap as a story, or else the first
-// piece of evidence.
+// piece of evidence; then the whole: how long keys were held twice, how
+// far a hold outlived its lease, and what caused the overlaps. When most
+// overlaps had another cause than the first, the headline says so first:
+// the first overlap's cause stays in the witness.
 func violationSummary(r *Result, first string) string {
 	if len(r.Mutex.Overlaps) == 0 {
 		return "violation: " + first
@@ -139,14 +155,46 @@ func violationSummary(r *Result, first string) string {
 	o := r.Mutex.Overlaps[0]
 	s := fmt.Sprintf("clients %d and %d both held %s for %s from t=%s; %s",
 		o.Clients[0], o.Clients[1], o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs), OverlapCause(o, r.Faults))
-	if n := r.Mutex.OverlapCount; n > 1 {
-		s += fmt.Sprintf(" (%d overlaps in all", n)
-		if c := r.Evidence.Overlaps; len(c) > 1 {
-			s += fmt.Sprintf(": %d caused by faults, %d by stalls of the harness, %d by neither", c[CauseFault], c[CauseStall], c[CauseNone])
-		}
-		s += ")"
+	m := r.Mutex
+	if m.OverlapCount > 1 || m.CoexistMs > o.EndMs-o.StartMs+0.0005 {
+		s += fmt.Sprintf("; in all two or more clients held a key at once for %s, in %s and %s",
+			Millis(m.CoexistMs), plural(m.IncidentCount, "incident", "incidents"), plural(m.OverlapCount, "overlapping pair of holds", "overlapping pairs of holds"))
 	}
-	return s + landing(r.Evidence)
+	if p := m.PastLease; p != nil {
+		s += fmt.Sprintf("; client %d held %s %s past its lease's end", p.Client, p.Key, Millis(p.Ms))
+	}
+	if c := r.Evidence.Overlaps; m.OverlapCount > 1 && len(c) > 1 {
+		s += fmt.Sprintf(" (overlaps by cause: %d faults, %d stalls of the harness, %d neither)", c[CauseFault], c[CauseStall], c[CauseNone])
+	}
+	if main := mainCause(r.Evidence.Overlaps); main != "" && main != o.Cause {
+		s = fmt.Sprintf("%d of %d overlaps %s. The first: %s", r.Evidence.Overlaps[main], m.OverlapCount, causeWords[main], s)
+	}
+	return s + landing(r)
+}
+
+// causeWords says what a cause means, for the headline.
+var causeWords = map[string]string{
+	CauseNone:  "had no fault and no stall of the harness behind them: the lock broke on its own",
+	CauseFault: "came under faults",
+	CauseStall: "came from stalls of the harness (its processes could not run), not from a fault or the lock",
+}
+
+// mainCause is the cause of most overlaps, "" when none is ahead of every
+// other.
+func mainCause(byCause map[string]int) string {
+	best, n, tie := "", 0, false
+	for _, c := range []string{CauseNone, CauseFault, CauseStall} {
+		switch k := byCause[c]; {
+		case k > n:
+			best, n, tie = c, k, false
+		case k == n && k > 0:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
 }
 
 // OverlapCause says in words what caused o: the faults that were active
@@ -164,15 +212,106 @@ func OverlapCause(o Overlap, all []FaultWindow) string {
 	return "no fault was active"
 }
 
-// landing says how many faults landed, when there were faults.
-func landing(e Evidence) string {
+// landing says how many faults landed, when there were faults, and, when
+// overlaps came under faults that did not land, that the lock granted a
+// second holder although the fault did not do what its nemesis aims for.
+func landing(r *Result) string {
+	e := r.Evidence
+	var s string
 	switch {
 	case e.Faults == 0:
 		return ""
 	case e.Landed == 0:
-		return fmt.Sprintf(" (none of the %d faults landed: no evidence about them)", e.Faults)
+		s = fmt.Sprintf(" (none of the %d faults landed", e.Faults)
+	default:
+		s = fmt.Sprintf(" (%d of %d faults landed", e.Landed, e.Faults)
 	}
-	return fmt.Sprintf(" (%d of %d faults landed)", e.Landed, e.Faults)
+	if n := e.Overlaps[CauseFault] - e.LandedFaultOverlaps; n > 0 {
+		s += fmt.Sprintf("; %s came under %s that did not land, yet the lock granted a second holder during %s: the lock's own check failed",
+			plural(n, "overlap", "overlaps"), unlandedCauses(r), map[bool]string{true: "it", false: "them"}[len(unlandedFaults(r)) == 1])
+	} else if e.Landed == 0 {
+		s += ": no evidence about them"
+	}
+	return s + ")"
+}
+
+// unlandedFaults are the faults that did not land but caused overlaps.
+func unlandedFaults(r *Result) []FaultWindow {
+	caused := map[int]bool{}
+	for _, o := range r.Mutex.Overlaps {
+		if o.Cause == CauseFault {
+			for _, id := range o.Faults {
+				caused[id] = true
+			}
+		}
+	}
+	var out []FaultWindow
+	for _, f := range r.Faults {
+		if !f.Landed && caused[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// unlandedCauses names the faults that did not land but caused overlaps,
+// with why they did not land: "slow-reply (client 1), which did not
+// outlast the lease".
+func unlandedCauses(r *Result) string {
+	fs := unlandedFaults(r)
+	if len(fs) == 0 {
+		return "faults"
+	}
+	f := fs[0]
+	s := "fault " + f.Label()
+	if f.Effect != "" {
+		s += " (" + f.Effect + ")"
+	}
+	if len(fs) > 1 {
+		s += fmt.Sprintf(" and %s", plural(len(fs)-1, "other", "others"))
+	}
+	return s
+}
+
+// noFaultLanded says, of a run that asked for nemeses and in which no
+// fault landed, why that leaves it untested: "" otherwise. Such a run is
+// no evidence about the lock under those faults, whatever else it shows,
+// so it is never safe (a proven overlap still makes it a violation).
+func noFaultLanded(r *Result) string {
+	if len(r.Nemesis) == 0 || r.Evidence.Landed > 0 {
+		return ""
+	}
+	asked := "nemesis " + strings.Join(r.Nemesis, ", ")
+	if len(r.Nemesis) > 1 {
+		asked = "nemeses " + strings.Join(r.Nemesis, ", ")
+	}
+	if r.Evidence.Faults == 0 {
+		s := fmt.Sprintf("%s was asked for, but no fault was injected", asked)
+		if m := r.Evidence.Missed; len(m) > 0 {
+			s += fmt.Sprintf(": %s missed (the first: %s)", plural(len(m), "step", "steps"), m[0].Why)
+		}
+		return s
+	}
+	s := fmt.Sprintf("%s was asked for, but none of its %s landed", asked, plural(r.Evidence.Faults, "fault", "faults"))
+	for _, f := range r.Faults {
+		if f.Effect != "" {
+			s += " (" + f.Label() + ": " + f.Effect + ")"
+			break
+		}
+	}
+	return s + ": nothing was tested of what it does"
+}
+
+// leaseInForce says when the lease the lock really used was not the TTL
+// the run asked for (a store's shortest lease, a lock's own option): spans
+// written in ttl were sized against the TTL asked for, so they lasted a
+// different number of leases.
+func leaseInForce(run *history.RunInfo) string {
+	if run == nil || run.Leaseless || run.LeaseMs <= 0 || run.TTLms <= 0 || run.LeaseMs == run.TTLms {
+		return ""
+	}
+	return fmt.Sprintf("the lease in force was %s, not the --ttl of %s (the lock or its store set it): spans given in ttl were sized against %s, so each lasted %.2g leases per ttl",
+		Millis(float64(run.LeaseMs)), Millis(float64(run.TTLms)), Millis(float64(run.TTLms)), float64(run.TTLms)/float64(run.LeaseMs))
 }
 
 func causedBy(all []FaultWindow, ids []int) string {

@@ -121,7 +121,7 @@ func TestNoEvidence(t *testing.T) {
 		{"landed, lease lost, nobody came", Result{Verdict: Safe, Nemesis: faulty, Evidence: Evidence{Faults: 2, Landed: 1, LeasesLost: 1}},
 			"1 of 2 faults took a live lease away, but no other client acquired the key"},
 		{"landed, lease lost, taken", Result{Verdict: Violation, Nemesis: faulty, Mutex: MutexResult{OverlapCount: 1},
-			Evidence: Evidence{Faults: 1, Landed: 1, LeasesLost: 1, FaultOverlaps: 1, Overlaps: map[string]int{CauseFault: 1}}}, ""},
+			Evidence: Evidence{Faults: 1, Landed: 1, LeasesLost: 1, LandedFaultOverlaps: 1, Overlaps: map[string]int{CauseFault: 1}}}, ""},
 		{"only stalls overlapped", Result{Verdict: Violation, Mutex: MutexResult{OverlapCount: 2}, Evidence: Evidence{Overlaps: map[string]int{CauseStall: 2}}},
 			"stall of the harness"},
 	} {

@@ -317,6 +317,18 @@ func (c *dockerCtr) waitReady(ctx context.Context) error {
 	return nil
 }
 
+// Pid is the host pid of the container's main process (its server), 0
+// when it does not run: what the run-queue watch of the lock nodes reads.
+func (c *dockerCtr) Pid() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, err := c.d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
+	if err != nil || res.Container.State == nil || !res.Container.State.Running {
+		return 0
+	}
+	return res.Container.State.Pid
+}
+
 func (c *dockerCtr) running(ctx context.Context) bool {
 	res, err := c.d.api.ContainerInspect(ctx, c.id, client.ContainerInspectOptions{})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -139,4 +140,25 @@ func (p *process) kill() {
 		p.box.awaitKilled(proc.Pid, exited)
 	}
 	<-exited
+}
+
+// Children lists the live direct children of process pid (a postmaster's
+// backends), found by their parent in /proc: the kernel may not offer
+// /proc/PID/task/TID/children.
+func Children(pid int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readProcStat(c); ok && st.ppid == pid && st.state != 'Z' {
+			out = append(out, c)
+		}
+	}
+	return out
 }

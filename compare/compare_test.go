@@ -68,7 +68,7 @@ func fakeResult(cfg runner.Config, attempt int) checker.Result {
 		res.Verdict = checker.Violation
 		res.Mutex.OverlapCount = 1
 		res.Evidence.Overlaps[checker.CauseFault] = 1
-		res.Evidence.FaultOverlaps = 1
+		res.Evidence.LandedFaultOverlaps = 1
 		v := fault * float64(cfg.Seed)
 		res.FirstViolationMs = &v
 		res.Resource.LostUpdates = 1

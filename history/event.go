@@ -30,6 +30,11 @@ const (
 
 	FaultStart Kind = "fault-start"
 	FaultEnd   Kind = "fault-end"
+	// FaultMissed: a step of a nemesis became no fault (its target never
+	// came, the run ended first); Fault names the nemesis and the step,
+	// Message says why. A run whose nemeses only missed tested nothing of
+	// what they were asked to do.
+	FaultMissed Kind = "fault-missed"
 
 	RunStart Kind = "run-start"
 	// WorkerExit: the coordinator saw a worker process end. Expected is true
@@ -97,6 +102,9 @@ type Event struct {
 	PTTL []int64 `json:"pttl,omitempty"`
 	// StallNs, on a Stall: how late the process ran, in nanoseconds.
 	StallNs int64 `json:"stall_ns,omitempty"`
+	// Node, on a Stall of a server (Client -1): the lock node that waited
+	// StallNs on the CPU's run queue, ready to run but not running.
+	Node string `json:"node,omitempty"`
 	// Effect, on a FaultEnd: what the fault did to the lease it aimed at.
 	Effect *Effect `json:"effect,omitempty"`
 	// WorkloadNs, on the RunEnd: how long the workload really ran, from the
@@ -302,6 +310,10 @@ func (e *Event) AppendJSON(b []byte) []byte {
 	if e.StallNs != 0 {
 		b = append(b, `,"stall_ns":`...)
 		b = strconv.AppendInt(b, e.StallNs, 10)
+	}
+	if e.Node != "" {
+		b = append(b, `,"node":`...)
+		b = appendString(b, e.Node)
 	}
 	if e.Effect != nil {
 		b = append(b, `,"effect":`...)

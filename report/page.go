@@ -82,6 +82,7 @@ var funcs = template.FuncMap{
 		return strings.Join(s, ", ")
 	},
 	"subf":   func(a, b float64) float64 { return a - b },
+	"subi":   func(a, b int) int { return a - b },
 	"styles": func() template.CSS { return styles },
 	"pct": func(a, b int) string {
 		if b == 0 {
@@ -175,10 +176,19 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <tr><th>porcupine and the sweep agree</th><td>{{.Result.Mutex.Agree}}</td></tr>
 <tr><th>operations / holds</th><td>{{.Result.Mutex.Ops}} / {{.Result.Mutex.Holds}}</td></tr>
 <tr><th>faults that landed (hit a live lease as they are meant to)</th><td id="landed">{{.Result.Evidence.Landed}} of {{.Result.Evidence.Faults}}{{if .Result.Evidence.Landed}} — leases lost {{.Result.Evidence.LeasesLost}}, kept {{.Result.Evidence.LeasesKept}}, unknown {{.Result.Evidence.LeasesUnknown}}{{end}}</td></tr>
+{{with index .Result.Evidence.Overlaps "fault"}}<tr><th>overlaps under faults that did not land (the lock granted a second holder on its own account)</th><td id="unlanded-overlaps">{{subi . $.Result.Evidence.LandedFaultOverlaps}} of {{.}}</td></tr>{{end}}
+{{if .Result.Evidence.Missed}}<tr><th>steps that became no fault</th><td id="missed">{{len .Result.Evidence.Missed}}; the first: {{(index .Result.Evidence.Missed 0).Nemesis}} step {{(index .Result.Evidence.Missed 0).Step}}: {{(index .Result.Evidence.Missed 0).Why}}</td></tr>{{end}}
 <tr><th>time to the first overlap</th><td>{{ptrms .Result.FirstViolationMs}}{{if .Result.FirstViolationCause}} (from {{if eq .Result.FirstViolationCause "fault"}}the start of the fault that caused it{{else}}the start of the run: no fault caused it{{end}}){{end}}</td></tr>
-<tr><th>stalls of the harness</th><td>{{if .Result.Stalls.Count}}{{.Result.Stalls.Count}}, the longest {{ms .Result.Stalls.MaxMs}} ({{if lt .Result.Stalls.Worst 0}}the coordinator{{else}}client {{.Result.Stalls.Worst}}{{end}}){{else}}none{{end}}</td></tr>
+<tr><th>stalls of the harness (not counting a client while a fault stopped it)</th><td id="stalls">{{if .Result.Stalls.Count}}{{.Result.Stalls.Count}}, the longest {{ms .Result.Stalls.MaxMs}} ({{if .Result.Stalls.WorstNode}}lock node {{.Result.Stalls.WorstNode}}, waiting for a CPU{{else if lt .Result.Stalls.Worst 0}}the coordinator{{else}}client {{.Result.Stalls.Worst}}{{end}}){{else}}none{{end}}</td></tr>
 <tr><th>history complete</th><td>{{.Result.Complete}}{{if .Truncated}} (its last line was cut off){{end}}</td></tr>
 </table>
+{{if .Result.Errors}}
+<h3 id="errors">Errors the lock answered with</h3>
+<p class="muted">Operations that got no answer the lock could give as granted or refused: the library's own error text, the first of each kind (kinds differ in more than their numbers), and how many followed.</p>
+<table class="wide" id="errors-table">
+<tr><th>operation</th><th>count</th><th>first at</th><th>client</th><th>error</th></tr>
+{{range .Result.Errors}}<tr><td>{{.Op}}</td><td class="num">{{.Count}}</td><td class="num">t={{secs .FirstMs}}</td><td class="num">{{.Client}}</td><td><code>{{.Error}}</code></td></tr>
+{{end}}</table>{{end}}
 
 {{if .Incidents}}
 <h2 id="overlaps">Incidents</h2>

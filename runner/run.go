@@ -311,6 +311,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	began := history.Now()
 	stalls := make(chan struct{})
 	go workload.WatchStalls(workload.StallThreshold(r.cfg.TTL), stalls, r.record)
+	go watchRunQueue(r.lockServers(), workload.StallThreshold(r.cfg.TTL), stalls, r.record)
 	defer close(stalls)
 
 	nemCtx, stopNemeses := context.WithCancel(ctx)
@@ -322,7 +323,15 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		nemDone <- nemesis.Schedule(nemCtx, &env{r: r}, rs.nemeses, shape, r.cfg.FaultInterval, func(e history.Event) {
 			r.trk.observe(e)
 			r.record(e)
-		}, executed.add)
+		}, func(x nemesis.Executed) {
+			executed.add(x)
+			if x.Missed != "" {
+				// The checker says why a run whose nemeses only missed
+				// tested nothing: the history is its only source.
+				r.record(history.Event{Time: history.Now(), Kind: history.FaultMissed, Client: history.NoClient,
+					Fault: &history.Fault{Name: x.Nemesis, Step: x.N}, Message: x.Missed})
+			}
+		})
 	}()
 
 	r.wait(ctx)

@@ -327,6 +327,10 @@ func (r *run) stopTopology() error {
 }
 
 // currentLockNodes are the lock nodes' primaries now (after any failover).
+// lockServers are the servers of the lock's store, every member and
+// replica: r.nodes but the resource node, which comes last.
+func (r *run) lockServers() []cluster.Node { return r.nodes[:len(r.nodes)-1] }
+
 func (r *run) currentLockNodes() []cluster.Node {
 	if r.topo.ensemble != nil {
 		return r.topo.ensemble.Serving()

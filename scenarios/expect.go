@@ -134,9 +134,9 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 			break
 		}
 		switch {
-		case faulty && ev.FaultOverlaps == 0 && overlaps > 0 && ev.Landed == 0:
+		case faulty && ev.LandedFaultOverlaps == 0 && overlaps > 0 && ev.Landed == 0:
 			return false, true, noneLanded() + ", and what overlapped was not their doing"
-		case faulty && ev.FaultOverlaps == 0 && overlaps > 0:
+		case faulty && ev.LandedFaultOverlaps == 0 && overlaps > 0:
 			return false, true, fmt.Sprintf("%d of %d faults landed but caused no overlap; the overlaps have other causes (%v)", ev.Landed, ev.Faults, ev.Overlaps)
 		case faulty && overlaps == 0 && ev.Landed == 0:
 			return false, true, noneLanded()

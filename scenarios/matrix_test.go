@@ -21,7 +21,7 @@ import (
 // fault).
 func evidence(v checker.Verdict, landed, faults int, byCause map[string]int) checker.Result {
 	r := checker.Result{Verdict: v, Summary: string(v), Resource: checker.ResourceResult{Safe: true, State: checker.ResourceIntact}}
-	r.Evidence = checker.Evidence{Faults: faults, Landed: landed, Overlaps: byCause, FaultOverlaps: byCause[checker.CauseFault]}
+	r.Evidence = checker.Evidence{Faults: faults, Landed: landed, Overlaps: byCause, LandedFaultOverlaps: byCause[checker.CauseFault]}
 	for _, n := range byCause {
 		r.Mutex.OverlapCount += n
 	}

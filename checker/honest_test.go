@@ -1,0 +1,115 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// The tests of issue 26: a run never looks cleaner than it was.
+
+// A lock's errors reach the summary (so the terminal line and the report)
+// and result.json, by kind, the most frequent first: errors that differ
+// only in their numbers are one kind.
+func TestLockErrorsAreSaid(t *testing.T) {
+	h := new(hist).start()
+	infoAcquire := func(c int, at float64, text string) {
+		h.op(c, history.Invoke, history.Acquire, k0, at)
+		h.add(history.Event{Time: ms(at + 1), Kind: history.Info, Client: c, F: history.Acquire, Key: k0, Error: text})
+	}
+	for i := range 5 {
+		infoAcquire(0, float64(10+10*i), "ERR syntax error at line 1")
+	}
+	infoAcquire(1, 200, "dial tcp 127.0.0.1:7001: connect: connection refused")
+	infoAcquire(1, 210, "dial tcp 127.0.0.1:7002: connect: connection refused")
+	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	if r.Verdict != Inconclusive {
+		t.Fatalf("%s: %s", r.Verdict, r.Summary)
+	}
+	if len(r.Errors) != 2 || r.Errors[0].Count != 5 || r.Errors[0].Error != "ERR syntax error at line 1" || r.Errors[0].Op != "acquire" ||
+		r.Errors[1].Count != 2 || r.Errors[1].Client != 1 || r.Errors[1].FirstMs != 201 {
+		t.Errorf("errors %+v", r.Errors)
+	}
+	for _, want := range []string{"no client ever held a lock", `lock errors: 5 acquires ended in an error, "ERR syntax error at line 1" (first at t=0.01 s, client 0)`} {
+		if !strings.Contains(r.Summary, want) {
+			t.Errorf("summary %q\nwant it to say %q", r.Summary, want)
+		}
+	}
+}
+
+// A problem the coordinator recorded is said beside a violation, not only
+// in the reasons.
+func TestDegradedViolationSaysSo(t *testing.T) {
+	h := new(hist).start().hold(0, k0, 10, 50).hold(1, k0, 30, 60).exit(0, 900, true).exit(1, 900, true)
+	h.add(history.Event{Time: ms(910), Kind: history.RunEnd, Client: history.NoClient, Error: "nemesis failover: no standby left to promote"})
+	r := Check(h.events, Options{})
+	if r.Verdict != Violation || !strings.Contains(r.Summary, "; degraded: the coordinator recorded a problem: nemesis failover: no standby left to promote") {
+		t.Errorf("%s: %s", r.Verdict, r.Summary)
+	}
+}
+
+// A stall a client records while a fault stopped it is the fault: it is
+// not counted among the harness's stalls. One outside any pause is.
+func TestPauseIsNoStallOfTheHarness(t *testing.T) {
+	pause := func(h *hist) *hist {
+		f := &history.Fault{ID: 1, Name: "pause-client", Action: history.ActionPause, Clients: []int{0}, Stopped: []int{0}}
+		h.add(history.Event{Time: ms(100), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+		return h.add(history.Event{Time: ms(1600), Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
+	}
+	h := pause(new(hist).start()).hold(1, k0, 10, 20).stall(0, 100, 1600.2)
+	r := Check(h.exit(0, 2000, true).exit(1, 2000, true).end(2010).events, Options{})
+	if r.Stalls.Count != 0 || r.Stalls.MaxMs != 0 {
+		t.Errorf("the pause counted as a stall of the harness: %+v", r.Stalls)
+	}
+	h = pause(new(hist).start()).hold(1, k0, 10, 20).stall(0, 100, 1600.2).stall(1, 1700, 1760)
+	r = Check(h.exit(0, 2000, true).exit(1, 2000, true).end(2010).events, Options{})
+	if r.Stalls.Count != 1 || r.Stalls.MaxMs != 60 || r.Stalls.Worst != 1 {
+		t.Errorf("stalls %+v, want client 1's 60 ms alone", r.Stalls)
+	}
+}
+
+// When most overlaps have another cause than the first, the headline says
+// what most of them were: here the first is a stall of the harness, and
+// the three after it the lock's own.
+func TestHeadlineTellsTheMainCause(t *testing.T) {
+	h := new(hist).start().
+		stall(0, 20, 200).hold(0, k0, 10, 210).hold(1, k0, 100, 150)
+	for i := range 3 {
+		at := 400 + 100*float64(i)
+		h.hold(0, k0, at, at+60).hold(1, k0, at+20, at+70)
+	}
+	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	if r.Verdict != Violation || r.Mutex.Overlaps[0].Cause != CauseStall {
+		t.Fatalf("%s, first cause %s: %s", r.Verdict, r.Mutex.Overlaps[0].Cause, r.Summary)
+	}
+	if !strings.HasPrefix(r.Summary, "3 of 4 overlaps had no fault and no stall of the harness behind them: the lock broke on its own. The first: clients 0 and 1") {
+		t.Errorf("summary %q", r.Summary)
+	}
+}
+
+// A fault that did not land but under which the lock granted a second
+// holder is said in one sentence that does not contradict itself.
+func TestUnlandedFaultThatCausedOverlaps(t *testing.T) {
+	h := new(hist).asked("slow-reply").
+		aimed(1, "slow-reply", 0, k0, 10, 20, 400, &history.Effect{Landed: false, Note: "the delay did not outlast client 0's lease"}).
+		hold(0, k0, 10, 300).hold(1, k0, 100, 200)
+	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	if r.Verdict != Violation || r.Evidence.Overlaps[CauseFault] != 1 || r.Evidence.LandedFaultOverlaps != 0 {
+		t.Fatalf("%s %+v: %s", r.Verdict, r.Evidence, r.Summary)
+	}
+	want := "(none of the 1 faults landed; 1 overlap came under fault slow-reply (lock node 0) (the delay did not outlast client 0's lease) that did not land, yet the lock granted a second holder during it: the lock's own check failed)"
+	if !strings.HasSuffix(r.Summary, want) {
+		t.Errorf("summary %q\nwant it to end %q", r.Summary, want)
+	}
+}
+
+// The lease in force, when it is not the TTL asked for, is said.
+func TestLeaseInForceIsSaid(t *testing.T) {
+	h := new(hist).start().hold(0, k0, 10, 20).hold(1, k0, 30, 40)
+	h.events[0].Run.TTLms, h.events[0].Run.LeaseMs = 500, 1000
+	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	if !strings.Contains(r.Summary, "the lease in force was 1 s, not the --ttl of 500 ms") {
+		t.Errorf("summary %q", r.Summary)
+	}
+}
