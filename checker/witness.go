@@ -20,8 +20,8 @@ func Witness(res Result) []string {
 	if len(res.Mutex.Overlaps) == 0 {
 		return []string{"No two holds overlapped in the history, but the protected resource shows the damage: " + res.Resource.Summary + "."}
 	}
-	var ttl float64
-	if res.Settings != nil {
+	var ttl float64 // the lease; 0 for a lock without one
+	if res.Settings != nil && !res.Settings.Leaseless {
 		ttl = float64(res.Settings.Lease())
 	}
 	o := res.Mutex.Overlaps[0]

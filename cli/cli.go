@@ -161,6 +161,13 @@ const runUsage = `Usage: lockchaos run --lock NAME [--nemesis NAME[,NAME...]] [f
 Runs one experiment: clients contend for the lock while the nemeses inject
 faults, and the recorded history is checked. Exit status: 0 safe,
 1 violation, 2 inconclusive, 3 usage error, 4 setup error.
+A run that asks for a nemesis is evidence only if one of its faults landed
+(hit a live lease the way its nemesis aims to): when none did, or no fault
+was injected at all, the run is inconclusive (exit 2) with the reason, never
+safe; a violation it proves still stands. A run without --nemesis is a plain
+run. The final line also says what went wrong beside the verdict: the
+lock's errors by kind, a problem the coordinator recorded ("degraded"), a
+lease in force other than --ttl.
 Times are durations (300ms, 2s) or, where a SPAN is taken, multiples of the
 TTL (1.5ttl).
 `
@@ -192,10 +199,10 @@ func cmdRun(args []string) int {
 	spans.Var(fs, &cfg.Think, "think", runner.DefaultThink, "most a client sleeps between attempts")
 	fs.BoolVar(&cfg.Renew, "renew", false, "renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)")
 	fs.Float64Var(&cfg.Reentry, "reentry", 0, "probability that a hold acquires its lock again inside and releases it twice (reentrant locks)")
-	spans.Var(fs, &cfg.OpTimeout, "op-timeout", 0, "timeout of each Redis operation (0: the TTL)")
+	spans.Var(fs, &cfg.OpTimeout, "op-timeout", 0, "timeout of each operation on the lock's store (0: the TTL)")
 	spans.Var(fs, &cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
 	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
-	fs.StringVar(&cfg.Backend, "backend", "local", "where the Redis nodes run: local (redis-server processes) or docker (one container each, host networking)")
+	fs.StringVar(&cfg.Backend, "backend", "local", "where the store's servers run: local (processes: redis-server, etcd, ZooKeeper, postgres) or docker (one container each, host networking)")
 	fs.StringVar(&cfg.Image, "image", "", "container `image` of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'")
 	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the run soon after the first violation the live check sees (2×TTL+hold later, so the damage lands), faults healed and the history kept")
 	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>); one that holds a run is refused")

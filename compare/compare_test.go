@@ -112,6 +112,10 @@ func TestEarlyStopEndsABrokenCellOnly(t *testing.T) {
 	if flaky.Safe != 8 || flaky.Inconclusive != 0 || flaky.Runs[0].Attempts != 2 || flaky.Runs[0].Dir != "flaky+pause-client/seed1.attempt2" {
 		t.Errorf("flaky: %d safe, %d inconclusive, first run %+v; want 8 safe after a second attempt each", flaky.Safe, flaky.Inconclusive, flaky.Runs[0])
 	}
+	if r := flaky.Runs[0]; len(r.Retried) != 1 || r.Retried[0] != "none of the 1 faults landed" ||
+		!strings.Contains(progress.String(), "after 2 attempts (1 earlier attempt was no evidence, so it ran again; the first: none of the 1 faults landed)") {
+		t.Errorf("the retried attempt is not explained: %+v\n%s", r, progress.String())
+	}
 	if *broken.DetectionRate != 1 || *broken.CILow <= 0 || *sound.DetectionRate != 0 || *sound.CIHigh >= 0.5 {
 		t.Errorf("rates: broken %v [%v, %v], sound %v [%v, %v]", *broken.DetectionRate, *broken.CILow, *broken.CIHigh, *sound.DetectionRate, *sound.CILow, *sound.CIHigh)
 	}

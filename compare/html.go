@@ -172,9 +172,7 @@ func rowView(r Row) tableRow {
 	for _, x := range r.Runs {
 		l := runLink{Seed: x.Seed, Href: path.Join(x.Dir, report.RunFile), Outcome: x.Outcome}
 		l.Title = fmt.Sprintf("seed %d: %s", x.Seed, x.Outcome)
-		if x.Attempts > 1 {
-			l.Title += fmt.Sprintf(" after %d attempts", x.Attempts)
-		}
+		l.Title += attempts(x)
 		if x.TTFVTTL != nil {
 			l.Title += fmt.Sprintf(", first overlap after %s TTL", ttl(*x.TTFVTTL))
 		}

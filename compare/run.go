@@ -171,11 +171,17 @@ func countStopped(left []job, stopped []bool) int {
 	return n
 }
 
+// attempts says how many times a seed ran and why: a run that was no
+// evidence either way is run again.
 func attempts(r Run) string {
-	if r.Attempts > 1 {
-		return fmt.Sprintf(" after %d attempts", r.Attempts)
+	if r.Attempts <= 1 {
+		return ""
 	}
-	return ""
+	s := fmt.Sprintf(" after %d attempts", r.Attempts)
+	if len(r.Retried) > 0 {
+		s += fmt.Sprintf(" (%s no evidence, so it ran again; the first: %s)", plural(len(r.Retried), "earlier attempt was", "earlier attempts were"), r.Retried[0])
+	}
+	return s
 }
 
 // runSeed runs seed k of cell c, again while it is no evidence.
@@ -183,6 +189,7 @@ func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.
 	cfg := c.Config
 	cfg.Seed = c.Config.Seed + int64(k)
 	var r Run
+	var retried []string
 	for try := 1; try <= scenarios.MaxAttempts; try++ {
 		dir := filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed))
 		if try > 1 {
@@ -191,13 +198,14 @@ func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.
 		cfg.Out, cfg.Force = filepath.Join(opts.Out, dir), opts.Force
 		res, err := run(ctx, cfg)
 		r = runOf(res, err, float64(cfg.TTL.Milliseconds()))
-		r.Seed, r.Dir, r.Attempts = cfg.Seed, filepath.ToSlash(dir), try
+		r.Seed, r.Dir, r.Attempts, r.Retried = cfg.Seed, filepath.ToSlash(dir), try, retried
 		if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
 			_ = opts.AfterRun(cfg.Out)
 		}
 		if r.Outcome != OutcomeNoEvidence || ctx.Err() != nil {
 			break
 		}
+		retried = append(retried, r.Why)
 	}
 	return r
 }

@@ -30,7 +30,10 @@ type Run struct {
 	// Dir is its folder, relative to the comparison's.
 	Dir      string `json:"dir"`
 	Attempts int    `json:"attempts"`
-	Outcome  string `json:"outcome"`
+	// Retried says why each earlier attempt was no evidence and was run
+	// again (the same seed, so the same fault decisions).
+	Retried []string `json:"retried,omitempty"`
+	Outcome string   `json:"outcome"`
 	// Why says why it is no evidence, or the error.
 	Why     string          `json:"why,omitempty"`
 	Verdict checker.Verdict `json:"verdict,omitempty"`

@@ -289,11 +289,11 @@ func (v votes) lost() bool { return len(v.after) < v.quorum }
 func (v votes) String() string {
 	if v.nodes == 1 {
 		if len(v.after) == 0 {
-			return "the node no longer had the key"
+			return "the node no longer held the lock"
 		}
-		return "the node still had the key"
+		return "the node still held the lock"
 	}
-	return fmt.Sprintf("the key was on nodes %s before and on %s after; the lock needs %d of %d", nodeSet(v.before), nodeSet(v.after), v.quorum, v.nodes)
+	return fmt.Sprintf("the lock was held on nodes %s before and on %s after; it needs %d of %d", nodeSet(v.before), nodeSet(v.after), v.quorum, v.nodes)
 }
 
 func nodeSet(ns []int) string {

@@ -156,7 +156,7 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 {{$z.SVG}}
 </div>
 {{end}}</div>{{end}}
-<p class="muted">Hover a shape for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release. A lease ran out on the server by its acquire's return plus the lease ({{.LeaseText}}), by the lock nodes' clocks.{{if gt (len .Zooms) 1}} Each row of the incident table below zooms on its incident.{{end}}</p>
+<p class="muted">Hover a shape for its times. Times are from the start of the run; holds run from the return of a successful acquire to the invocation of the release. {{if .Leaseless}}The lock has no lease: a hold lasts as long as its client's session with the server (a PostgreSQL backend holds it until its connection ends), so no lease end is drawn.{{else}}A lease ran out on the server by its acquire's return plus the lease ({{.LeaseText}}), by the lock nodes' clocks.{{end}}{{if gt (len .Zooms) 1}} Each row of the incident table below zooms on its incident.{{end}}</p>
 
 {{if .Witness}}<h2 id="witness">Witness</h2>
 <ol id="witness-story">{{range .Witness}}<li>{{.}}</li>{{end}}</ol>{{end}}

@@ -309,6 +309,7 @@ type runData struct {
 	MoreOverlaps   int
 	Reproduce      string
 	LeaseText      string
+	Leaseless      bool // the lock has no lease: no lease ends are drawn
 	Faults         []faultRow
 	Config         [][2]string
 	AcquireRate    string
@@ -500,6 +501,7 @@ func (r *Run) pageData() runData {
 	}
 	d.MoreOverlaps = res.Mutex.OverlapCount - len(d.Overlaps)
 	d.LeaseText = fmt.Sprintf("%d ms", r.Info.Lease())
+	d.Leaseless = r.Info.Leaseless
 	if r.Info.Renew {
 		d.LeaseText += "; not drawn: clients renewed their leases, which the history does not record"
 	}

@@ -54,7 +54,7 @@ type Config struct {
 	// Reentry is the probability that a hold acquires its lock once more
 	// inside and releases it twice (reentrant locks only).
 	Reentry float64 `flag:"reentry" file:"workload.reentry"`
-	// OpTimeout bounds each Redis operation; 0 means the TTL.
+	// OpTimeout bounds each operation on the lock's store; 0 means the TTL.
 	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
 	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval"`

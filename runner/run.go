@@ -303,6 +303,10 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
 	}})
 	r.begun = true
+	if r.cfg.Progress != nil && !rs.lock.Leaseless && rs.lease != r.cfg.TTL {
+		fmt.Fprintf(r.cfg.Progress, "  the lease in force is %v, not the --ttl of %v (the lock or its store sets it): spans given in ttl are sized against %v\n",
+			rs.lease, r.cfg.TTL, r.cfg.TTL)
+	}
 	for _, w := range r.workers {
 		if err := w.send(workload.CmdGo); err != nil {
 			problems = append(problems, err.Error())

@@ -24,6 +24,10 @@ type tracker struct {
 	stretched map[int]stretchAck
 	waiting   map[int]int64 // when a stretched hold last reached its wait
 	stats     struct{ acquires, holds, faults, stalls int }
+	// stopped are, per client, the times a fault stopped its process on
+	// purpose (end 0 while it lasts): a stall then is the fault's, not
+	// counted among the harness's stalls (the checker's rule).
+	stopped map[int][][2]int64
 	// changed is closed and replaced at every event: waiters look again.
 	changed chan struct{}
 }
@@ -52,7 +56,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -63,8 +67,19 @@ func (t *tracker) observe(e history.Event) {
 	switch {
 	case e.Kind == history.FaultStart:
 		t.stats.faults++
+		for _, c := range e.Fault.Stopped {
+			t.stopped[c] = append(t.stopped[c], [2]int64{e.Time, 0})
+		}
+	case e.Kind == history.FaultEnd:
+		for _, c := range e.Fault.Stopped {
+			if iv := t.stopped[c]; len(iv) > 0 {
+				iv[len(iv)-1][1] = e.Time
+			}
+		}
 	case e.Kind == history.Stall:
-		t.stats.stalls++
+		if !t.wasStopped(e.Client, e.Time-e.StallNs, e.Time) {
+			t.stats.stalls++
+		}
 	case e.Kind == history.Stretch && (e.Message == workload.StretchHolding || e.Message == workload.StretchStopping):
 		t.waiting[e.Client] = e.Time
 	case e.Kind == history.Stretch:
@@ -101,6 +116,22 @@ func (t *tracker) observe(e history.Event) {
 	case e.Kind == history.Lost:
 		delete(t.holding[e.Client], e.Key)
 	}
+}
+
+// wasStopped says whether a fault stopped client c's process for most of
+// [from, to] (a stall it measured then, plus the instants before it ran
+// again after SIGCONT).
+func (t *tracker) wasStopped(c int, from, to int64) bool {
+	for _, iv := range t.stopped[c] {
+		end := iv[1]
+		if end == 0 {
+			end = to
+		}
+		if lo, hi := max(from, iv[0]), min(to, end); hi-lo > (to-from)/2 {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *tracker) broadcast() {
