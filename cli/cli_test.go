@@ -218,7 +218,9 @@ func TestTimesInTTLs(t *testing.T) {
 	dir := t.TempDir()
 	_, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--hold", "0.4ttl", "--ttl", "400ms", "--duration", "2ttl",
 		"--nemesis", "pause-client", "--opt", "pause-client.schedule=every=1ttl", "--out", dir)
-	if code != 0 && code != ExitViolation {
+	// What the 800 ms run found does not matter here (its pause may not
+	// land in time: inconclusive), only how its times were read.
+	if code != ExitSafe && code != ExitViolation && code != ExitInconclusive {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var cfg struct{ TTL, Hold, Duration time.Duration }
