@@ -163,6 +163,9 @@ type sink interface {
 	opAdded(o *porcupine.Operation, key string)
 	opReturned(o *porcupine.Operation, key string)
 	attempted(a attempt)
+	// acquireInvoked: an acquire of key was invoked at t (its completion
+	// comes to attempted).
+	acquireInvoked(key string, t int64)
 	// resourceInvoked: a read or write of the resource was invoked at t.
 	resourceInvoked(client int, key string, t int64)
 	resourceDone(r resourceOp)
@@ -218,6 +221,7 @@ func (c *collector) opAdded(o *porcupine.Operation, _ string) { c.ops = append(c
 func (c *collector) opReturned(*porcupine.Operation, string)  {}
 func (c *collector) attempted(a attempt)                      { c.attempts = append(c.attempts, a) }
 func (c *collector) resourceInvoked(int, string, int64)       {}
+func (c *collector) acquireInvoked(string, int64)             {}
 func (c *collector) resourceDone(r resourceOp)                { c.resourceOps = append(c.resourceOps, r) }
 
 func (rp *replayer) state(c int) *clientState {
@@ -328,6 +332,7 @@ func (rp *replayer) invoke(cs *clientState, e history.Event) {
 	switch e.F {
 	case history.Acquire:
 		tr.acquire.Attempted++
+		rp.out.acquireInvoked(e.Key, e.Time)
 	case history.Release:
 		tr.release.Attempted++
 		// The client stops touching the resource when it decides to

@@ -323,6 +323,15 @@ type LivenessResult struct {
 	// DeadlockedKeys are lock keys that, after the workload stopped, still
 	// existed with no expiry on some node: no client can ever acquire them.
 	DeadlockedKeys []string `json:"deadlocked_keys"`
+	// StuckAfterMs is how long a key must stay unavailable outside faults
+	// to be stuck (StuckAfter); Stuck lists the spans that were, and Keys
+	// each key's longest unavailable span (liveness.go).
+	StuckAfterMs float64           `json:"stuck_after_ms"`
+	Stuck        []StuckKey        `json:"stuck,omitempty"`
+	Keys         []KeyAvailability `json:"keys"`
+	// Orphans are keys the end-of-run probe found held by nobody the
+	// history knows (orphan in liveness.go).
+	Orphans []string `json:"orphans,omitempty"`
 }
 
 // FaultWindow is one fault, in ms since the run started.

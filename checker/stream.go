@@ -46,6 +46,7 @@ type Stream struct {
 	faultByID    map[int]*faultRecord
 	availability Availability
 	attempts     []attempt // completed in the latest instant
+	liveEvents   []liveEvent
 	// live are the faults that may still matter to what comes: open, or
 	// ended after an acquire still in flight began, or aimed at a hold
 	// that may still begin (pruneFaults).
@@ -76,6 +77,7 @@ type keyState struct {
 	dirty    bool
 	held     bool // some client held it
 	res      resourceKey
+	live     keyLive
 }
 
 const (
@@ -130,6 +132,7 @@ func (s *Stream) Add(e history.Event) {
 	}
 	if e.Time > s.last {
 		s.settleAttempts() // every event of the earlier instants is in
+		s.liveSettle()
 	}
 	s.last = e.Time
 	switch e.Kind {
@@ -286,6 +289,7 @@ func (s *Stream) holdStarted(h *hold) {
 			}
 		}
 	}
+	s.liveNote(ks, h.start, liveStarted)
 	ks.open = append(ks.open, h)
 	if len(s.firstHolds) < maxFaultHolds && !s.opts.Live {
 		s.firstHolds = append(s.firstHolds, h)
@@ -308,6 +312,7 @@ func (s *Stream) holdEnded(h *hold) {
 	ks := s.key(h.key)
 	if i := slices.Index(ks.open, h); i >= 0 {
 		ks.open = slices.Delete(ks.open, i, i+1)
+		s.liveNote(ks, h.end, liveEnded)
 	}
 	if len(ks.recent) == recentHolds {
 		ks.recent = slices.Delete(ks.recent, 0, 1)
@@ -335,7 +340,20 @@ func (s *Stream) opReturned(_ *porcupine.Operation, key string) {
 
 // attempted keeps an acquire until every event of its instant is in
 // (settleAttempts).
-func (s *Stream) attempted(a attempt) { s.attempts = append(s.attempts, a) }
+func (s *Stream) attempted(a attempt) {
+	s.attempts = append(s.attempts, a)
+	t := a.done
+	if t < 0 {
+		t = s.last // abandoned: its worker is gone
+	}
+	ks := s.key(a.inv.Key)
+	s.liveNote(ks, t, liveCompleted)
+	if a.outcome == AttemptUnknown {
+		ks.live.unknown = max(ks.live.unknown, a.inv.Time)
+	}
+}
+
+func (s *Stream) acquireInvoked(key string, t int64) { s.liveNote(s.key(key), t, liveInvoked) }
 
 // settleAttempts counts the acquires invoked while a fault window was open
 // (an acquire that never completed counts as not OK). A window that is
@@ -556,6 +574,11 @@ func (s *Stream) Result() Result {
 	})
 
 	faults, spans := s.judgeFaults(tl)
+	workloadEnd := tl.end
+	if tr.runStart != nil && tr.workloadNs > 0 {
+		workloadEnd = min(workloadEnd, tr.runStart.Time+tr.workloadNs)
+	}
+	liveness := s.liveness(workloadEnd, faults, spans, tl)
 	landed := map[int]bool{}
 	for _, f := range faults {
 		landed[f.ID] = f.Landed
@@ -582,7 +605,7 @@ func (s *Stream) Result() Result {
 		Resource: resource,
 		Acquire:  tr.acquire,
 		Release:  tr.release,
-		Liveness: LivenessResult{DeadlockedKeys: deadlockedKeys(s.probes)},
+		Liveness: liveness,
 		Faults:   faults,
 		// Beyond a cut or a death, a history is not whole when it breaks its
 		// own rules or the coordinator says it lost part of it.

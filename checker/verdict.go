@@ -141,6 +141,9 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	if dk := r.Liveness.DeadlockedKeys; len(dk) > 0 {
 		r.Summary += fmt.Sprintf("; liveness failure: %s never expire%s (deadlocked)", strings.Join(dk, ", "), map[bool]string{true: "s", false: ""}[len(dk) == 1])
 	}
+	if s := stuckSentence(r.Liveness); s != "" {
+		r.Summary += "; " + s
+	}
 }
 
 // violationSummary tells the first overlap as a story, or else the first

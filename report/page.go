@@ -81,9 +81,10 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(s, ", ")
 	},
-	"subf":   func(a, b float64) float64 { return a - b },
-	"subi":   func(a, b int) int { return a - b },
-	"styles": func() template.CSS { return styles },
+	"subf":         func(a, b float64) float64 { return a - b },
+	"subi":         func(a, b int) int { return a - b },
+	"availability": checker.AvailabilitySentence,
+	"styles":       func() template.CSS { return styles },
 	"pct": func(a, b int) string {
 		if b == 0 {
 			return "–"
@@ -181,6 +182,8 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <tr><th>time to the first overlap</th><td>{{ptrms .Result.FirstViolationMs}}{{if .Result.FirstViolationCause}} (from {{if eq .Result.FirstViolationCause "fault"}}the start of the fault that caused it{{else}}the start of the run: no fault caused it{{end}}){{end}}</td></tr>
 <tr><th>stalls of the harness (not counting a client while a fault stopped it)</th><td id="stalls">{{if .Result.Stalls.Count}}{{.Result.Stalls.Count}}, the longest {{ms .Result.Stalls.MaxMs}} ({{if .Result.Stalls.WorstNode}}lock node {{.Result.Stalls.WorstNode}}, waiting for a CPU{{else if lt .Result.Stalls.Worst 0}}the coordinator{{else}}client {{.Result.Stalls.Worst}}{{end}}){{else}}none{{end}}</td></tr>
 <tr><th>history complete</th><td>{{.Result.Complete}}{{if .Truncated}} (its last line was cut off){{end}}</td></tr>
+{{with availability .Result.Acquire}}<tr><th>availability under faults</th><td id="availability-faults">{{.}}</td></tr>{{end}}
+<tr><th>liveness (a key is stuck when nobody held it for {{ms .Result.Liveness.StuckAfterMs}} outside faults while clients tried)</th><td id="liveness">{{if .Result.Liveness.Stuck}}<strong>stuck</strong>: {{range .Result.Liveness.Stuck}}{{.Key}} had no holder from t={{secs .FromMs}} to t={{secs .ToMs}} ({{ms .OutsideFaultsMs}} outside faults) while clients tried {{.Tries}} acquires{{if .Faults}}, after fault {{.Faults}}{{end}}; {{end}}{{else}}no key got stuck{{end}}{{range .Result.Liveness.Keys}} — {{.Key}}: the longest span without a holder while clients tried {{ms .LongestMs}} from t={{secs .FromMs}} ({{.Tries}} acquires){{end}}{{range .Result.Liveness.Orphans}}; {{.}}{{end}}</td></tr>
 </table>
 {{if .Result.Errors}}
 <h3 id="errors">Errors the lock answered with</h3>

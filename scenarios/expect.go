@@ -21,7 +21,18 @@ type Expectation struct {
 	// (checker.ResourceResult.State): intact (fenced counts as intact),
 	// fenced or damaged.
 	Resource checker.ResourceState
+	// Liveness, when set, says whether a key must stay available
+	// (LivenessAvailable: none may get stuck, checker.LivenessResult.Stuck)
+	// or must get stuck (LivenessStuck); "" does not look. Every grid cell
+	// expects available unless its expectation says +stuck.
+	Liveness string
 }
+
+// The liveness a run may be expected to show (Expectation.Liveness).
+const (
+	LivenessAvailable = "available"
+	LivenessStuck     = "stuck"
+)
 
 // String says the expectation the way the tables show it, e.g. "safe",
 // "safe+deadlock" or "violation, resource fenced".
@@ -40,6 +51,9 @@ func (e Expectation) String() string {
 	if e.Resource != "" {
 		s += ", resource " + string(e.Resource)
 	}
+	if e.Liveness == LivenessStuck {
+		s += "+stuck"
+	}
 	return s
 }
 
@@ -54,6 +68,9 @@ func (e Expectation) Outcome(res checker.Result) string {
 	}
 	if e.Resource != "" {
 		s += ", resource " + string(res.Resource.State)
+	}
+	if e.Liveness != "" && len(res.Liveness.Stuck) > 0 {
+		s += "+stuck"
 	}
 	return s
 }
@@ -71,6 +88,13 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 		} else {
 			diffs = append(diffs, "no key was left deadlocked, expected one")
 		}
+	}
+	switch stuck := len(res.Liveness.Stuck) > 0; {
+	case e.Liveness == LivenessAvailable && stuck:
+		x := res.Liveness.Stuck[0]
+		diffs = append(diffs, fmt.Sprintf("%s got stuck (nobody held it for %s while clients tried), expected every key to stay available", x.Key, checker.Millis(x.ToMs-x.FromMs)))
+	case e.Liveness == LivenessStuck && !stuck:
+		diffs = append(diffs, "no key got stuck, expected one")
 	}
 	if e.Resource != "" {
 		got := res.Resource.State

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
@@ -19,6 +20,9 @@ type Grid struct {
 	// Expect maps lock → nemesis ("none" for the column without faults) →
 	// the verdict that cell must reach.
 	Expect map[string]map[string]checker.Verdict
+	// Stuck marks the cells expected to leave a key stuck ("safe+stuck");
+	// every other cell expects its keys to stay available.
+	Stuck map[string]map[string]bool
 
 	cell    fileGridCell
 	locks   map[string]fileGridLock
@@ -101,18 +105,21 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 	if err != nil {
 		return Grid{}, err
 	}
-	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Stuck: map[string]map[string]bool{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
 	var errs []error
 	for lock, row := range f.Expect {
 		g.Expect[lock] = map[string]checker.Verdict{}
+		g.Stuck[lock] = map[string]bool{}
 		for nem, v := range row {
-			switch checker.Verdict(v) {
+			verdict, stuck := strings.CutSuffix(v, "+stuck")
+			switch checker.Verdict(verdict) {
 			case checker.Safe, checker.Violation:
-				g.Expect[lock][nem] = checker.Verdict(v)
+				g.Expect[lock][nem] = checker.Verdict(verdict)
+				g.Stuck[lock][nem] = stuck
 			default:
 				field := "expect." + lock + "." + nem
 				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
-					Msg: fmt.Sprintf("%q: want safe or violation", v)})
+					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck", v)})
 			}
 		}
 	}

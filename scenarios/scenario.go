@@ -182,6 +182,12 @@ func Parse(name string, b []byte) (Scenario, error) {
 		errs = append(errs, bad("expect.verdict", "%q: want safe or violation", f.Expect.Verdict))
 	}
 	s.Expect.Deadlock = f.Expect.Deadlock
+	switch l := f.Expect.Liveness; l {
+	case "", LivenessAvailable, LivenessStuck:
+		s.Expect.Liveness = l
+	default:
+		errs = append(errs, bad("expect.liveness", "%q: want available (no key gets stuck) or stuck", l))
+	}
 	switch r := checker.ResourceState(f.Expect.Resource); r {
 	case "", checker.ResourceIntact, checker.ResourceFenced, checker.ResourceDamaged:
 		s.Expect.Resource = r
@@ -328,6 +334,7 @@ type fileExpect struct {
 	Verdict  string `yaml:"verdict"`
 	Deadlock *bool  `yaml:"deadlock"`
 	Resource string `yaml:"resource"`
+	Liveness string `yaml:"liveness"`
 }
 
 type fileTopology struct {
