@@ -204,8 +204,10 @@ type zkAcquired struct {
 // The node's name carries a prefix unique to this attempt, so that a node
 // whose creation timed out can be found and deleted (zkCleanup): left
 // alone, it would keep the lock from everyone for as long as this
-// session lives.
-func zkTryLock(ctx context.Context, c *zkClient, key, owner, unique string) (zkAcquired, error) {
+// session lives. Without protect, a create that got no answer is taken
+// as not acquired and its node left alone (the bug of a recipe without
+// protection).
+func zkTryLock(ctx context.Context, c *zkClient, key, owner, unique string, protect bool) (zkAcquired, error) {
 	dir := zkLockDir(key)
 	prefix := "lock-" + unique + "-"
 	create := func(conn *zk.Conn) (string, error) {
@@ -219,6 +221,9 @@ func zkTryLock(ctx context.Context, c *zkClient, key, owner, unique string) (zkA
 		path, err = zkDo(ctx, c, "create", create)
 	}
 	if err != nil {
+		if !protect {
+			return zkAcquired{}, fmt.Errorf("%w: zookeeper create under %s got no answer (%v); its node, if made, is left behind", ErrNotAcquired, dir, err)
+		}
 		go zkCleanup(c, dir, prefix)
 		return zkAcquired{}, fmt.Errorf("zookeeper create under %s: %w", dir, err)
 	}

@@ -16,6 +16,14 @@ type ZKLock struct {
 	zk *zkClient
 	// fenced hands out the node's czxid as the fencing token.
 	fenced bool
+	// unprotected: a create that got no answer is taken as not acquired
+	// and its node, if it was made, is left behind (ZKOptions.Protect).
+	unprotected bool
+}
+
+// ZKOptions are zk-lock's options.
+type ZKOptions struct {
+	Protect bool `opt:"protect" default:"true" help:"a create that got no answer (ConnectionLoss) is cleaned up: its node, found by this attempt's unique prefix, is deleted once the session answers (Curator's protection mode); false: it is taken as not acquired and the node left behind, as a recipe without protection does — an orphaned node that keeps the lock from everyone while its session lives"`
 }
 
 func init() {
@@ -25,7 +33,12 @@ func init() {
 		Store:       "zookeeper",
 		KeepsAlive:  true,
 		Nodes:       3,
-		New:         func(cfg Config) (Locker, error) { return newZKLock(cfg, false), nil },
+		Options:     ZKOptions{},
+		New: func(cfg Config) (Locker, error) {
+			l := newZKLock(cfg, false)
+			l.unprotected = !cfg.Options.(*ZKOptions).Protect
+			return l, nil
+		},
 	})
 }
 
@@ -36,7 +49,7 @@ func newZKLock(cfg Config, fenced bool) *ZKLock {
 // Acquire tries the recipe once. Token is the node's path.
 func (l *ZKLock) Acquire(ctx context.Context, key string) (Lease, error) {
 	unique := fmt.Sprintf("%016x", l.zk.cfg.Rand.Uint64())
-	got, err := zkTryLock(ctx, l.zk, key, l.zk.cfg.Owner, unique)
+	got, err := zkTryLock(ctx, l.zk, key, l.zk.cfg.Owner, unique, !l.unprotected)
 	if err != nil {
 		return Lease{}, err
 	}
