@@ -158,6 +158,13 @@ func (c *zkClient) SessionTimeout() time.Duration {
 // zkDo runs one request within ctx and the op timeout. Past the deadline
 // the request is left to finish on its own and its outcome is unknown.
 func zkDo[T any](ctx context.Context, c *zkClient, what string, f func(*zk.Conn) (T, error)) (T, error) {
+	return zkDoLate(ctx, c, what, f, nil)
+}
+
+// zkDoLate is zkDo, and when the deadline passes first, late gets the
+// request's real outcome once it comes: a create that was still queued in
+// the library when the caller gave up may yet make its node.
+func zkDoLate[T any](ctx context.Context, c *zkClient, what string, f func(*zk.Conn) (T, error), late func(T, error)) (T, error) {
 	var zero T
 	conn, err := c.connection()
 	if err != nil {
@@ -178,6 +185,12 @@ func zkDo[T any](ctx context.Context, c *zkClient, what string, f func(*zk.Conn)
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
+		if late != nil {
+			go func() {
+				r := <-done
+				late(r.v, r.err)
+			}()
+		}
 		return zero, fmt.Errorf("zookeeper %s: no answer: %w", what, ctx.Err())
 	}
 }
@@ -213,18 +226,29 @@ func zkTryLock(ctx context.Context, c *zkClient, key, owner, unique string, prot
 	create := func(conn *zk.Conn) (string, error) {
 		return conn.Create(dir+"/"+prefix, []byte(owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	}
-	path, err := zkDo(ctx, c, "create", create)
+	// A create given up on may still be made later: the cleanup runs once
+	// the library has its real outcome (a cleanup that looked before the
+	// node was made would leave it to block the key for the session's
+	// life), and a node made after all is deleted.
+	late := func(string, error) {
+		if protect {
+			zkCleanup(c, dir, prefix)
+		}
+	}
+	path, err := zkDoLate(ctx, c, "create", create, late)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := zkMkdirs(ctx, c, dir); err != nil {
 			return zkAcquired{}, err
 		}
-		path, err = zkDo(ctx, c, "create", create)
+		path, err = zkDoLate(ctx, c, "create", create, late)
 	}
 	if err != nil {
 		if !protect {
 			return zkAcquired{}, fmt.Errorf("%w: zookeeper create under %s got no answer (%v); its node, if made, is left behind", ErrNotAcquired, dir, err)
 		}
-		go zkCleanup(c, dir, prefix)
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			go zkCleanup(c, dir, prefix) // one given up on is cleaned up by late
+		}
 		return zkAcquired{}, fmt.Errorf("zookeeper create under %s: %w", dir, err)
 	}
 	children, err := zkDo(ctx, c, "children", func(conn *zk.Conn) ([]string, error) {

@@ -36,7 +36,9 @@ func init() {
 		Options:     ZKOptions{},
 		New: func(cfg Config) (Locker, error) {
 			l := newZKLock(cfg, false)
-			l.unprotected = !cfg.Options.(*ZKOptions).Protect
+			if o, ok := cfg.Options.(*ZKOptions); ok {
+				l.unprotected = !o.Protect
+			}
 			return l, nil
 		},
 	})
