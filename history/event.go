@@ -219,6 +219,9 @@ type RunInfo struct {
 	// redsync's expiry). Zero in histories from before it was recorded:
 	// read it as the TTL.
 	LeaseMs int64 `json:"lease_ms,omitempty"`
+	// NodeRoles are the lock nodes' names and roles when the run began, in
+	// lock-node order: "n0 primary", "etcd1 leader", "pg1 primary".
+	NodeRoles []string `json:"node_roles,omitempty"`
 	// TimeScale multiplied every duration of the run (1 when absent).
 	TimeScale float64 `json:"time_scale,omitempty"`
 	// RoundTrip is the round trip to the lock nodes through the proxies,

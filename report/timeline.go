@@ -201,7 +201,17 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 	for _, n := range nodes {
 		y := nodeY[n]
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f1f3f5"/>`, tlLabel, y, plot, float64(max(rows[n], 1))*tlNodeH)
-		fmt.Fprintf(&b, `<text class="lane-label node-lane" x="4" y="%.1f" font-size="%.0f" fill="#343a40" data-node="%d">node %d</text>`, y+13, tlFont+1, n, n)
+		label, title := fmt.Sprintf("node %d", n), ""
+		if n < len(r.Info.NodeRoles) {
+			// "n0 primary with 2 replicas": the lane says the role's
+			// first word, the tooltip the whole.
+			title = r.Info.NodeRoles[n]
+			if f := strings.Fields(title); len(f) > 1 {
+				label += " " + f[1]
+			}
+			title = fmt.Sprintf("<title>node %d: %s when the run began (a failover's mark says who took over)</title>", n, esc(title))
+		}
+		fmt.Fprintf(&b, `<text class="lane-label node-lane" x="4" y="%.1f" font-size="%.0f" fill="#343a40" data-node="%d">%s%s</text>`, y+13, tlFont+1, n, title, esc(label))
 	}
 	for _, c := range r.Clients {
 		y := laneY(c)

@@ -299,7 +299,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
 		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Store: storeField(rs.lock), Leaseless: rs.lock.Leaseless, Options: options, Reentrant: rs.lock.Reentrant,
 		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
-		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(),
+		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(), NodeRoles: r.nodeRoles(ctx),
 		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
 	}})
 	r.begun = true
@@ -566,6 +566,41 @@ func (s *lockedSource) Uint64() uint64 {
 }
 
 // nodeAddrs maps every node and sentinel of the run to its address.
+// nodeRoles names each lock node and its role as the run begins, in the
+// store's own words: a Redis primary (and its replicas), etcd's and
+// ZooKeeper's leader and followers, PostgreSQL's primary.
+func (r *run) nodeRoles(ctx context.Context) []string {
+	var out []string
+	if e := r.topo.ensemble; e != nil {
+		members := e.Members()
+		leader := -1
+		if l, err := e.Leader(ctx); err == nil && l >= 0 && l < len(members) {
+			leader = l
+		}
+		for _, n := range e.Serving() {
+			role := "follower"
+			switch {
+			case r.shape.Store == cluster.StorePostgres:
+				role = "primary"
+			case leader >= 0 && members[leader] == n:
+				role = "leader"
+			case leader < 0:
+				role = "member"
+			}
+			out = append(out, n.Name()+" "+role)
+		}
+		return out
+	}
+	for _, n := range r.currentLockNodes() {
+		role := "primary"
+		if r.cfg.Replicas > 0 {
+			role += fmt.Sprintf(" with %d replicas", r.cfg.Replicas)
+		}
+		out = append(out, n.Name()+" "+role)
+	}
+	return out
+}
+
 func (r *run) nodeAddrs() map[string]string {
 	m := make(map[string]string, len(r.nodes))
 	for _, n := range r.nodes {

@@ -51,6 +51,15 @@ func TestALockOfEveryStoreRunsThroughTheRunner(t *testing.T) {
 				if e.Kind == history.RunStart && e.Run.Store == "" {
 					t.Errorf("the run-start does not name the store of %s", lock)
 				}
+				if e.Kind == history.RunStart {
+					// Each lock node's role, in the store's own words.
+					roles := strings.Join(e.Run.NodeRoles, ", ")
+					want := map[string]string{"etcd-mutex": " leader", "zk-lock": " leader", "pg-advisory": "pg0 primary"}[lock]
+					if !strings.Contains(roles, want) || lock == "pg-advisory" && len(e.Run.NodeRoles) != 1 ||
+						lock != "pg-advisory" && (len(e.Run.NodeRoles) != 3 || strings.Count(roles, " follower") != 2) {
+						t.Errorf("node roles %q of %s", e.Run.NodeRoles, lock)
+					}
+				}
 			}
 			if len(held) != c.Clients {
 				t.Errorf("clients %v held the lock, want all %d: every client must reach the store through its proxies", held, c.Clients)
