@@ -77,6 +77,9 @@ func Witness(res Result) []string {
 		second += fmt.Sprintf(", about when client %d's lease ran out, while client %d still held it", a.Client, a.Client)
 	}
 	lines = append(lines, second+".")
+	if s := grantAfterLease(res, o, b, ttl); s != "" {
+		lines = append(lines, s)
+	}
 
 	went := fmt.Sprintf("Client %d went on in its critical section until t=%s", a.Client, Seconds(a.EndMs))
 	if a.LeaseEndMs > 0 && a.EndMs > a.LeaseEndMs {
@@ -104,4 +107,42 @@ func Witness(res Result) []string {
 		both += fmt.Sprintf(" (%d overlapping pairs of holds in the run)", n)
 	}
 	return append(lines, both+".")
+}
+
+// grantAfterLease says, of the later hold b, when its acquire took longer
+// than the lease: a lock that gives a lease from its acquire's start (a
+// key's PX, a Redlock validity) granted one that had already run out, and
+// one whose library keeps a session alive (etcd, ZooKeeper) granted it on
+// a session that lived only if its keep-alives got through meanwhile — the
+// faults on that client's links or process during the wait say whether
+// they could. "" otherwise.
+func grantAfterLease(res Result, o Overlap, b HoldSpan, lease float64) string {
+	if lease <= 0 || b.LeaseFromMs <= 0 {
+		return ""
+	}
+	invoked := b.LeaseFromMs - lease
+	waited := b.StartMs - invoked
+	if waited <= lease {
+		return ""
+	}
+	var during []string
+	for _, f := range res.Faults {
+		end := res.DurationMs
+		if f.EndMs != nil {
+			end = *f.EndMs
+		}
+		if f.StartMs < b.StartMs && end > invoked && (slices.Contains(f.Clients, b.Client) || slices.Contains(f.Stopped, b.Client)) {
+			during = append(during, f.Label())
+		}
+	}
+	if res.Settings != nil && res.Settings.KeepsAlive {
+		s := fmt.Sprintf("Client %d's acquire waited %s (from t=%s), longer than its session's %s lease: the grant was good only if its keep-alives reached the store meanwhile",
+			b.Client, Millis(waited), Seconds(invoked), Millis(lease))
+		if len(during) > 0 {
+			s += fmt.Sprintf(", and %s acted on client %d during the wait: a lock that re-checked its session after waiting would have refused", strings.Join(during, ", "), b.Client)
+		}
+		return s + "."
+	}
+	return fmt.Sprintf("Client %d's acquire took %s (from t=%s), longer than the %s lease it asked for: the lock granted a lease that had already run out, where a check of the time the acquire took would have refused it.",
+		b.Client, Millis(waited), Seconds(invoked), Millis(lease))
 }

@@ -201,8 +201,11 @@ type RunInfo struct {
 	Store string `json:"store,omitempty"`
 	// Leaseless: the lock's grants had no lease (locks.Spec.Leaseless):
 	// they lasted until released or until the client's session ended.
-	Leaseless bool              `json:"leaseless,omitempty"`
-	Options   map[string]string `json:"options,omitempty"`
+	Leaseless bool `json:"leaseless,omitempty"`
+	// KeepsAlive: the lock's library renews its lease (a session) in the
+	// background (locks.Spec.KeepsAlive): etcd, ZooKeeper.
+	KeepsAlive bool              `json:"keeps_alive,omitempty"`
+	Options    map[string]string `json:"options,omitempty"`
 	Reentrant bool              `json:"reentrant,omitempty"`
 	// Renew: clients renewed their leases every TTL/3 while holding.
 	Renew bool `json:"renew,omitempty"`

@@ -297,7 +297,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
 		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
-		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Store: storeField(rs.lock), Leaseless: rs.lock.Leaseless, Options: options, Reentrant: rs.lock.Reentrant,
+		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Store: storeField(rs.lock), Leaseless: rs.lock.Leaseless, KeepsAlive: rs.lock.KeepsAlive, Options: options, Reentrant: rs.lock.Reentrant,
 		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
 		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(), NodeRoles: r.nodeRoles(ctx),
 		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
