@@ -206,7 +206,7 @@ type RunInfo struct {
 	// background (locks.Spec.KeepsAlive): etcd, ZooKeeper.
 	KeepsAlive bool              `json:"keeps_alive,omitempty"`
 	Options    map[string]string `json:"options,omitempty"`
-	Reentrant bool              `json:"reentrant,omitempty"`
+	Reentrant  bool              `json:"reentrant,omitempty"`
 	// Renew: clients renewed their leases every TTL/3 while holding.
 	Renew bool `json:"renew,omitempty"`
 	// Reentry: the probability that a hold re-acquired its lock inside.
