@@ -105,7 +105,10 @@ func (tl *timeline) setLease(run *history.RunInfo) {
 		return
 	}
 	tl.leaseless = run.Leaseless
-	if !run.Renew && !run.Leaseless {
+	// A lease renewed by the clients or kept alive by the library (etcd's,
+	// ZooKeeper's session) ends at its last renewal plus the lease, which
+	// the history does not record: its end is not known.
+	if !run.Renew && !run.Leaseless && !run.KeepsAlive {
 		tl.lease = run.Lease() * 1e6
 	}
 }

@@ -66,7 +66,7 @@ func verdictCases() []verdictCase {
 			reason:   "1 pair of holds of different clients overlapped",
 			check: func(t *testing.T, r Result) {
 				want := Overlap{Key: k0, Clients: [2]int{0, 1}, StartMs: 30, EndMs: 50,
-					Holds:  [2]HoldSpan{{Client: 0, StartMs: 10, EndMs: 50, End: "release"}, {Client: 1, StartMs: 30, EndMs: 70, End: "release"}},
+					Holds:  [2]HoldSpan{{Client: 0, AcquireMs: 5, StartMs: 10, EndMs: 50, End: "release"}, {Client: 1, AcquireMs: 20, StartMs: 30, EndMs: 70, End: "release"}},
 					Faults: []int{1}, Cause: CauseFault}
 				if !reflect.DeepEqual(r.Mutex.Overlaps, []Overlap{want}) {
 					t.Errorf("overlaps %+v", r.Mutex.Overlaps)

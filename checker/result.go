@@ -223,9 +223,11 @@ type StallNote struct {
 
 // HoldSpan is one client's critical section and how it ended.
 type HoldSpan struct {
-	Client  int     `json:"client"`
-	StartMs float64 `json:"start_ms"`
-	EndMs   float64 `json:"end_ms"`
+	Client int `json:"client"`
+	// AcquireMs is when the hold's latest acquire was invoked.
+	AcquireMs float64 `json:"acquire_ms"`
+	StartMs   float64 `json:"start_ms"`
+	EndMs     float64 `json:"end_ms"`
 	// End says what ended the hold.
 	End HoldEnd `json:"end"`
 	// LeaseEndMs is when the lease of the hold's latest acquire had run out

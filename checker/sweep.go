@@ -132,7 +132,7 @@ func (r *staleRelease) note(victim int) *StallNote {
 }
 
 func span(h *hold, tl timeline) HoldSpan {
-	s := HoldSpan{Client: h.client, StartMs: tl.ms(h.start), EndMs: tl.ms(h.end), End: h.how}
+	s := HoldSpan{Client: h.client, AcquireMs: tl.ms(h.granted), StartMs: tl.ms(h.start), EndMs: tl.ms(h.end), End: h.how}
 	if tl.lease > 0 && h.grantedOK > 0 {
 		s.LeaseFromMs, s.LeaseEndMs = tl.ms(h.granted+tl.lease), tl.ms(h.grantedOK+tl.lease)
 	}

@@ -167,7 +167,7 @@ func violationSummary(r *Result, first string) string {
 		s += fmt.Sprintf("; client %d held %s %s past its lease's end", p.Client, p.Key, Millis(p.Ms))
 	}
 	if c := r.Evidence.Overlaps; m.OverlapCount > 1 && len(c) > 1 {
-		s += fmt.Sprintf(" (overlaps by cause: %d faults, %d stalls of the harness, %d neither)", c[CauseFault], c[CauseStall], c[CauseNone])
+		s += fmt.Sprintf(" (overlaps by cause: fault %d, stall of the harness %d, neither %d)", c[CauseFault], c[CauseStall], c[CauseNone])
 	}
 	if main := mainCause(r.Evidence.Overlaps); main != "" && main != o.Cause {
 		s = fmt.Sprintf("%d of %d overlaps %s. The first: %s", r.Evidence.Overlaps[main], m.OverlapCount, causeWords[main], s)

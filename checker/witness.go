@@ -117,10 +117,10 @@ func Witness(res Result) []string {
 // faults on that client's links or process during the wait say whether
 // they could. "" otherwise.
 func grantAfterLease(res Result, o Overlap, b HoldSpan, lease float64) string {
-	if lease <= 0 || b.LeaseFromMs <= 0 {
+	if lease <= 0 || b.AcquireMs <= 0 {
 		return ""
 	}
-	invoked := b.LeaseFromMs - lease
+	invoked := b.AcquireMs
 	waited := b.StartMs - invoked
 	if waited <= lease {
 		return ""
