@@ -190,3 +190,15 @@ func TestWitnessSaysAGrantCameAfterItsLease(t *testing.T) {
 		t.Errorf("witness:\n%s", w)
 	}
 }
+
+// A lock without a lease is told in its own terms: no lease ran out, no
+// critical section outlived one.
+func TestWitnessOfALeaselessLockSpeaksNoLease(t *testing.T) {
+	h := new(hist).leaseless().hold(0, k0, 10, 600).hold(1, k0, 310, 620)
+	h.events[0].Run.TTLms = 100
+	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	w := strings.Join(Witness(r), "\n")
+	if r.Verdict != Violation || strings.Contains(w, "lease") || strings.Contains(r.Summary, "lease") {
+		t.Errorf("%s: %s\nwitness:\n%s", r.Verdict, r.Summary, w)
+	}
+}
