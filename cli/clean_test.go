@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 )
 
 // containersOf lists the names of the lockchaos containers that the
@@ -140,5 +141,68 @@ func TestCleanRemovesWhatADeadRunLeft(t *testing.T) {
 	out, _, code = lockchaos(t, "clean", "--run", run)
 	if code != 0 || !strings.Contains(out, "no lockchaos containers") {
 		t.Errorf("second clean: exit %d, %q", code, out)
+	}
+}
+
+// A PostgreSQL run whose coordinator is killed outright leaves no System V
+// segment once its leftovers are cleaned, on either backend: each member's
+// segment, named in its postmaster.pid, goes before that file does (the
+// docker backend's watchdog, `lockchaos clean`, the next run).
+func TestKilledPostgresRunLeavesNoSharedMemory(t *testing.T) {
+	for _, backend := range []string{"local", "docker"} {
+		t.Run(backend, func(t *testing.T) {
+			cmd := exec.Command(bin, "run", "--lock", "pg-advisory", "--backend", backend, "--ttl", "1s", "--duration", "60s", "--out", t.TempDir())
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// The members' segments, by the keys their postmaster.pid names.
+			var keys []int
+			for i := 0; i < 600 && len(keys) < 2; i++ {
+				time.Sleep(100 * time.Millisecond)
+				keys = keys[:0]
+				for _, d := range scratchDirsOf(t, cmd.Process.Pid) {
+					b, err := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
+					if lines := strings.Split(string(b), "\n"); err == nil && len(lines) > 6 {
+						if f := strings.Fields(lines[6]); len(f) == 2 {
+							if k, err := strconv.Atoi(f[0]); err == nil && k != 0 {
+								keys = append(keys, k)
+							}
+						}
+					}
+				}
+			}
+			if len(keys) < 2 {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("the members' segments were never seen (keys %v)", keys)
+			}
+			for _, k := range keys {
+				if _, err := unix.SysvShmGet(k, 0, 0); err != nil {
+					t.Fatalf("segment %#x is not there while its member runs: %v", k, err)
+				}
+			}
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if left := waitGone(t, cmd.Process.Pid); len(left) > 0 {
+				t.Errorf("left running after the coordinator was killed: %v", left)
+			}
+			if backend == "docker" {
+				// The run's watchdog removes its containers.
+				for i := 0; i < 300; i++ {
+					if names, _ := containersOf(t, cmd.Process.Pid); len(names) == 0 {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if _, stderr, code := lockchaos(t, "clean"); code != 0 {
+				t.Fatalf("clean: exit %d: %s", code, stderr)
+			}
+			for _, k := range keys {
+				if _, err := unix.SysvShmGet(k, 0, 0); err == nil {
+					t.Errorf("segment %#x of a killed member is still there after clean (ipcs -m)", k)
+				}
+			}
+		})
 	}
 }

@@ -531,13 +531,20 @@ func removeContainers(ctx context.Context, api client.APIClient, run string, liv
 			continue
 		}
 		_, err := api.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+			// Its run's watchdog is removing it, and its directory after.
+			continue
+		}
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", name, err))
 			continue
 		}
 		removed = append(removed, name)
-		// Only a directory this backend made: lockchaos-* in the scratch directory.
+		// Only a directory this backend made: lockchaos-* in the scratch
+		// directory; what its server left outside it goes first (the
+		// container is gone, so nothing is attached any more).
 		if dir := c.Labels[LabelDir]; filepath.Dir(dir) == filepath.Clean(ScratchDir()) && strings.HasPrefix(filepath.Base(dir), "lockchaos-") {
+			releaseOrphan(dir)
 			if err := os.RemoveAll(dir); err != nil {
 				errs = append(errs, err)
 			}
@@ -590,6 +597,10 @@ func startWatchdog(run string) io.Closer {
 for id in $("$0" ps -aq --filter label=` + LabelRun + `="$1"); do
   dir=$("$0" inspect -f '{{index .Config.Labels "` + LabelDir + `"}}' "$id")
   "$0" rm -f "$id" >/dev/null 2>&1
+  # A PostgreSQL member's System V segment (host IPC), named by its key in
+  # line 7 of postmaster.pid, outlives its container: remove it first.
+  key=$(sed -n 7p "$dir/data/postmaster.pid" 2>/dev/null | awk '{print $1}')
+  case "$key" in ""|0) ;; *) ipcrm -M "$key" >/dev/null 2>&1 ;; esac
   case "$dir" in "$2"/lockchaos-*) rm -rf "$dir" ;; esac
 done`
 	cmd := exec.Command("/bin/sh", "-c", script, docker, run, filepath.Clean(ScratchDir()))

@@ -693,46 +693,49 @@ func (n *pgNode) Stop() error {
 
 func init() {
 	// A member killed with its coordinator (Pdeathsig) leaves its segment.
-	orphanCleanups = append(orphanCleanups, func(dir string) {
-		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
-			(&pgNode{dir: dir}).removeShm(0)
+	orphanCleanups = append(orphanCleanups, func(dir string) bool {
+		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err != nil {
+			return true
 		}
+		return (&pgNode{dir: dir}).removeShm(time.Second)
 	})
 }
 
 // removeShm removes the System V segment a killed postmaster left, named
-// in its postmaster.pid, when nothing is attached to it any more.
-func (n *pgNode) removeShm(limit time.Duration) {
+// in its postmaster.pid, once nothing is attached to it any more (waiting
+// up to limit). It says whether none is left: false while a process (a
+// server in a container not removed yet) is still attached.
+func (n *pgNode) removeShm(limit time.Duration) bool {
 	b, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid"))
 	if err != nil {
-		return
+		return true
 	}
 	lines := strings.Split(string(b), "\n")
 	if len(lines) < 7 {
-		return
+		return true
 	}
 	f := strings.Fields(lines[6])
 	if len(f) != 2 {
-		return
+		return true
 	}
 	key, err1 := strconv.ParseInt(f[0], 10, 64)
 	id, err2 := strconv.Atoi(f[1])
 	if err1 != nil || err2 != nil {
-		return
+		return true
 	}
 	// A process that is exiting may be gone from /proc's view of the
 	// member (its command line goes with its memory) and still attached.
 	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
 		var ds unix.SysvShmDesc
 		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key {
-			return
+			return true
 		}
 		if ds.Nattch == 0 {
 			_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
-			return
+			return true
 		}
 		if time.Now().After(deadline) {
-			return
+			return false
 		}
 	}
 }

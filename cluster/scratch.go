@@ -46,8 +46,21 @@ func mkScratch(name string) (string, error) {
 
 // orphanCleanups release what a store's server, killed with its
 // coordinator, left outside its directory (PostgreSQL's System V shared
-// memory); each gets the directory before it is removed.
-var orphanCleanups []func(dir string)
+// memory); each gets the directory before it is removed, and says false
+// when it cannot release it yet (a server still attached, in a container
+// not removed yet): the directory, which names what to release, then
+// stays for a later run or `lockchaos clean`.
+var orphanCleanups []func(dir string) bool
+
+// releaseOrphan runs every orphan cleanup on dir; false when one could not
+// finish.
+func releaseOrphan(dir string) bool {
+	done := true
+	for _, clean := range orphanCleanups {
+		done = clean(dir) && done
+	}
+	return done
+}
 
 // RemoveOrphanDirs removes the scratch directories whose coordinator is
 // gone (killed before it could remove them; its nodes died with it) and
@@ -66,8 +79,8 @@ func RemoveOrphanDirs() (removed []string, err error) {
 		if err != nil || owner == "" || ownerAlive(owner) {
 			continue
 		}
-		for _, clean := range orphanCleanups {
-			clean(dir)
+		if !releaseOrphan(dir) {
+			continue
 		}
 		if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
