@@ -172,7 +172,10 @@ func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
 // FailOver promotes the first standby, the way an operator (or Patroni)
 // would when the primary looks dead. The old primary is left running, a
 // primary still, holding whatever locks its sessions hold: locks are not
-// replicated, so the new primary grants them again.
+// replicated, so the new primary grants them again. heal rebuilds the old
+// primary as a standby of the new one (rejoin), as an operator would
+// before trusting the ensemble again: so every failover has a standby to
+// promote, however many a run schedules.
 func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
@@ -226,7 +229,40 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return from, to, nil, nil
+	old := e.members[from]
+	heal = func(ctx context.Context) error {
+		e.failMu.Lock()
+		defer e.failMu.Unlock()
+		return old.rejoin(ctx, n, &e.mu)
+	}
+	return from, to, heal, nil
+}
+
+// rejoin makes n, an old primary cut off by a failover, a standby of
+// primary again: its processes are killed (the sessions that still held
+// locks there end), its data directory is cloned anew from primary
+// (pg_basebackup -R: the old timeline cannot follow the new one), and it
+// starts on its own port and streams before rejoin returns.
+func (n *pgNode) rejoin(ctx context.Context, primary *pgNode, mu *sync.Mutex) error {
+	n.kill()
+	n.removeShm(5 * time.Second)
+	if err := os.RemoveAll(n.data()); err != nil {
+		return fmt.Errorf("postgres: rejoin %s: remove its old data: %w", n.name, err)
+	}
+	if err := n.tool(ctx, "pg_basebackup", "-D", n.data(), "-R", "-X", "stream",
+		"--checkpoint=fast", "--no-sync", "-d", primary.conninfo()); err != nil {
+		return fmt.Errorf("postgres: rejoin %s as a standby of %s: %w", n.name, primary.name, err)
+	}
+	if err := n.launch(ctx); err != nil {
+		return fmt.Errorf("postgres: rejoin %s: %w", n.name, err)
+	}
+	if err := primary.waitStreaming(ctx, n); err != nil {
+		return fmt.Errorf("postgres: rejoin %s: %w", n.name, err)
+	}
+	mu.Lock()
+	n.standby = true
+	mu.Unlock()
+	return nil
 }
 
 // pgEnv is what starting a member needs: the binaries and whom to run them

@@ -66,9 +66,16 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 		fault.Nodes = []int{i}
 	}
 	params["from"], params["to"] = members[from].Name(), members[to].Name()
-	fault.Target = fmt.Sprintf("%s: leader %s failed over to %s", store, members[from].Name(), members[to].Name())
+	// In the store's own words: a consensus store's leader is killed and
+	// another elected; PostgreSQL's standby is promoted over its primary.
+	fault.Target = fmt.Sprintf("%s: leader %s killed, %s elected", store, members[from].Name(), members[to].Name())
+	if store == cluster.StorePostgres {
+		fault.Target = fmt.Sprintf("%s: standby %s promoted over primary %s", store, members[to].Name(), members[from].Name())
+	}
 	if heal != nil {
-		fault.Duration = f.Duration // the old leader stays down this long, then restarts
+		// The old leader stays down this long, then restarts; the old
+		// primary stays cut off, then is rebuilt as a standby.
+		fault.Duration = f.Duration
 	}
 	after := env.LockNodes()
 	for i := range after {
@@ -80,6 +87,9 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	}
 	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, after, a.Holding), quorum: quorum(env)}
 	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
+	if store == cluster.StorePostgres {
+		what = fmt.Sprintf("%s was the primary after %s was failed over", members[to].Name(), members[from].Name())
+	}
 	// The failover began while the lease lived; how long the election
 	// took does not change that.
 	fault.Effect, err = a.lostEffect(ctx, start, v, what)

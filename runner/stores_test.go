@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -128,6 +129,45 @@ func TestStoreRunsRefuseWhatOnlyRedisHas(t *testing.T) {
 			var ue runner.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate: %v; want a usage error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Every store fails over as often as a run asks: the member a failover
+// took out comes back in a role the next failover can use (etcd's and
+// ZooKeeper's killed leader restarts; PostgreSQL's old primary is rebuilt
+// as a standby of the new one; a Redis primary restarts as a replica), so
+// a second failover fails over again and the coordinator records no
+// problem.
+func TestEveryStoreFailsOverTwice(t *testing.T) {
+	for _, lock := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory"} {
+		t.Run(lock, func(t *testing.T) {
+			c := storeConfig(t, lock, "failover")
+			c.Duration = 12 * time.Second
+			c.NemesisOptions = map[string]map[string]string{"failover": {"schedule": "at=1s,6s", "duration": "2ttl"}}
+			if lock == "token-lua" {
+				c.TTL, c.Hold, c.Replicas = 300*ms, 60*ms, 1
+				c.Duration = 6 * time.Second
+				c.NemesisOptions["failover"]["schedule"] = "at=500ms,3s"
+			}
+			res, err := runner.Run(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res.Reasons {
+				if strings.Contains(r, "coordinator recorded a problem") {
+					t.Errorf("%s", r)
+				}
+			}
+			if len(res.Faults) != 2 || len(res.Evidence.Missed) != 0 {
+				t.Errorf("faults %d, missed %+v: want both failovers done: %s", len(res.Faults), res.Evidence.Missed, res.Summary)
+			}
+			for _, f := range res.Faults {
+				t.Logf("fault %d: %s (%s)", f.ID, f.Target, f.Effect)
+			}
+			if left := storeChildren(); len(left) > 0 {
+				t.Errorf("server processes left after the run: %v", left)
 			}
 		})
 	}
