@@ -1,11 +1,15 @@
 package nemesis_test
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
@@ -44,5 +48,31 @@ func TestLatencyIsRecordedAndShortHoldsStaySafe(t *testing.T) {
 	// The delay is real: acquires slow down while it is on.
 	if res.Acquire.Maxms < 80 {
 		t.Errorf("slowest acquire took %.1f ms; with 40 ms each way it should exceed 80 ms", res.Acquire.Maxms)
+	}
+}
+
+// A link fault given one client's links (links=client=N) is aimed at,
+// judged on and described by that client, whichever client the step drew:
+// its window names client N, its aimed hold is N's, and its effect speaks
+// of N's lease.
+func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
+	for _, nem := range []string{"latency", "slow-reply"} {
+		t.Run(nem, func(t *testing.T) {
+			c := runtest.Config(t, "token-lua", nem)
+			c.Duration = 8 * time.Second
+			c.NemesisOptions = map[string]map[string]string{nem: {"links": "client=1", "duration": "2ttl", "schedule": "every=1ttl"}}
+			res, err := runner.Run(context.Background(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Faults) < 2 {
+				t.Fatalf("%d faults, want several steps (each draws its own client): %s", len(res.Faults), res.Summary)
+			}
+			for _, f := range res.Faults {
+				if !slices.Equal(f.Clients, []int{1}) || f.Aim != nil && f.Aim.Client != 1 || !strings.Contains(f.Effect, "client 1") {
+					t.Errorf("fault %d %q: clients %v, aimed at %+v, effect %q; want all of them client 1's", f.ID, f.Target, f.Clients, f.Aim, f.Effect)
+				}
+			}
+		})
 	}
 }

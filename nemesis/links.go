@@ -60,6 +60,17 @@ func (c linkChoice) available(t Topology) error {
 	return nil
 }
 
+// aimedAt is step aimed at the client the choice names (client=N): the
+// fault is then aimed, judged and described on the client whose links it
+// acts on. Any other choice keeps the step's own client (client without a
+// number picks it; holder aims at its hold).
+func (c linkChoice) aimedAt(step Step) Step {
+	if c.kind == "client" && c.n >= 0 {
+		step.Client = c.n
+	}
+	return step
+}
+
 // pick returns the chosen links, a description of the target, and the
 // clients whose links they are when the choice was one client: the aimed
 // holder's (holder), the step's client or node (client, node), or fixed.
@@ -94,6 +105,7 @@ func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, durat
 	if err != nil {
 		return nil, err
 	}
+	step = choice.aimedAt(step)
 	a, err := aimHeld(ctx, env, step)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	if err != nil {
 		return nil, err
 	}
+	step = s.Links.aimedAt(step) // links=client=N: slowed, aimed and judged on N
 	c, key := step.Client, step.Key
 	links, target, clients := s.Links.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
 	start := history.Now()
