@@ -65,7 +65,9 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	c, key := step.Client, step.Key
 	links, target, clients := s.Links.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
 	start := history.Now()
-	heal, err := addToxics(links, "slow-reply", "latency", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+	// proxy.SlowReplyToxic: every reply late but a Redis handshake's, so
+	// that a client reconnecting after a timeout still sends its command.
+	heal, err := addToxics(links, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// SlowReplyToxic delays replies by Latency ms, except the reply to a Redis
+// client's connection handshake (HELLO), which passes at once.
+//
+// A client whose op timeout is shorter than the delay times out, and
+// go-redis (like most clients) closes a connection after a timeout; its
+// next command opens a new one and sends HELLO first. Delaying that reply
+// too would keep every later command from ever reaching the server: the
+// fault would block requests instead of delaying replies (redis-cli
+// MONITOR showed the slowed client's commands arriving only in the first
+// moments of each fault). With the handshake answered at once, every
+// command the client sends during the fault reaches the server, runs, and
+// its reply comes late — which is what slow-reply is meant to do.
+//
+// Other stores' protocols (etcd's gRPC, ZooKeeper's, PostgreSQL's) have no
+// such reply to recognise: every reply on their links is delayed,
+// connection set-up included.
+type SlowReplyToxic struct {
+	Latency int64 `json:"latency"` // ms
+}
+
+// GetBufferSize is as toxiproxy's latency toxic's.
+func (t *SlowReplyToxic) GetBufferSize() int { return 1024 }
+
+// Pipe forwards each chunk Latency after it arrived, a handshake reply at
+// once.
+func (t *SlowReplyToxic) Pipe(stub *toxics.ToxicStub) {
+	delay := time.Duration(t.Latency) * time.Millisecond
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if IsHelloReply(c.Data) {
+				stub.Output <- c
+				continue
+			}
+			select {
+			case <-time.After(delay - time.Since(c.Timestamp)):
+				stub.Output <- c
+			case <-stub.Interrupt:
+				stub.Output <- c // drop nothing on the floor
+				return
+			}
+		}
+	}
+}
+
+// IsHelloReply says whether b begins with the reply to HELLO: a RESP2
+// array or RESP3 map whose first element is the bulk string "server"
+// (`*14\r\n$6\r\nserver\r\n…`, `%7\r\n$6\r\nserver\r\n…`). No lock
+// command's reply begins that way.
+func IsHelloReply(b []byte) bool {
+	if len(b) < 2 || b[0] != '*' && b[0] != '%' {
+		return false
+	}
+	i := 1
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i > 1 && bytes.HasPrefix(b[i:], []byte("\r\n$6\r\nserver\r\n"))
+}
+
+func init() { toxics.Register("slow-reply", new(SlowReplyToxic)) }
