@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -400,4 +401,30 @@ func snapshot(env Env) View {
 	var now View
 	_ = env.Await(context.Background(), func(v View) bool { now = v; return true })
 	return now
+}
+
+// awaitWaiter waits until client c is blocked in an acquire of key: its
+// acquire in flight for longer than a try (a tenth of the TTL) while
+// another client holds key. It wraps ErrNoTarget when that does not happen
+// within triggerWait (an acquire that only tries once never waits: the run
+// needs --wait).
+func awaitWaiter(ctx context.Context, env Env, proc Processes, c int, key string) error {
+	deadline := time.Now().Add(triggerWait(env))
+	for {
+		if slices.Contains(proc.Acquiring(env.TTL()/10), c) {
+			for _, h := range env.Holders() {
+				if h.Key == key && h.Client != c {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: client %d was not seen waiting for %s behind another's hold within %v (a blocking acquire needs --wait)", ErrNoTarget, c, key, triggerWait(env))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 }

@@ -39,7 +39,7 @@ func (b *Bandwidth) Validate() error {
 
 func (b *Bandwidth) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	params := map[string]string{"rate": fmt.Sprintf("%dKB/s", b.Rate), "stream": string(b.Stream), "duration": b.Duration.String()}
-	return linkFault(ctx, env, step, b.Links, b.Duration, "throttled", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+	return linkFault(ctx, env, step, b.onLinks, b.Duration, "throttled", params, func(links []*proxy.Link) (func(context.Context) error, error) {
 		return addToxics(links, "bandwidth", "bandwidth", b.Stream.dirs(), map[string]any{"rate": b.Rate})
 	})
 }

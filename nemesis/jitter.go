@@ -30,7 +30,7 @@ func init() {
 
 func (j *Jitter) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	params := map[string]string{"jitter": j.Jitter.String(), "delay-range": "0-" + (2 * j.Jitter).String(), "stream": string(j.Stream), "duration": j.Duration.String()}
-	return linkFault(ctx, env, step, j.Links, j.Duration, "jittery", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+	return linkFault(ctx, env, step, j.onLinks, j.Duration, "jittery", params, func(links []*proxy.Link) (func(context.Context) error, error) {
 		// toxiproxy's latency toxic waits latency ± jitter: centred on the
 		// jitter, that is 0 to 2×jitter.
 		ms := j.Jitter.Milliseconds()

@@ -29,7 +29,7 @@ func init() {
 
 func (l *Latency) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	params := map[string]string{"delay": l.Delay.String(), "jitter": l.Jitter.String(), "stream": string(l.Stream), "duration": l.Duration.String()}
-	return linkFault(ctx, env, step, l.Links, l.Duration, "slow", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+	return linkFault(ctx, env, step, l.onLinks, l.Duration, "slow", params, func(links []*proxy.Link) (func(context.Context) error, error) {
 		return addToxics(links, "latency", "latency", l.Stream.dirs(), map[string]any{"latency": l.Delay.Milliseconds(), "jitter": l.Jitter.Milliseconds()})
 	})
 }

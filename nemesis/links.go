@@ -16,6 +16,7 @@ import (
 // that defaults to other links than all declares its own Links field).
 type onLinks struct {
 	Links linkChoice `opt:"links" default:"all" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`
+	When  string     `opt:"when" default:"hold" oneof:"hold,wait" help:"hold: once the step's client holds the key; wait: once it waits in a blocking acquire behind another client's hold (needs --wait) — the faults on its links then slow or cut a waiter's keep-alives"`
 }
 
 // Applies checks a fixed client or node number against the topology.
@@ -99,13 +100,21 @@ func (c linkChoice) pick(env Env, ps *proxy.Proxies, step Step, a *aimed) ([]*pr
 // the step's key (a live lease under the fault), installs the fault on the
 // chosen links, and records whether the fault lasted past that lease. what
 // says what the fault does to the links ("slow", "cut").
-func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, duration time.Duration, what string, params map[string]string,
+//
+// With when=wait it waits instead for the step's client to be blocked in an
+// acquire behind another client's hold, and acts on it while it waits: a
+// lock that keeps a session alive loses it if the fault outlasts it.
+func linkFault(ctx context.Context, env Env, step Step, o onLinks, duration time.Duration, what string, params map[string]string,
 	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+	choice := o.Links
 	net, err := linksOf(env)
 	if err != nil {
 		return nil, err
 	}
 	step = choice.aimedAt(step)
+	if o.When == "wait" {
+		return waiterLinkFault(ctx, env, step, choice, net, duration, what, params, install)
+	}
 	a, err := aimHeld(ctx, env, step)
 	if err != nil {
 		return nil, err
@@ -124,6 +133,36 @@ func linkFault(ctx context.Context, env Env, step Step, choice linkChoice, durat
 	f.Heal = func(ctx context.Context) error {
 		err := heal(ctx)
 		f.Effect = a.lastedEffect(start, history.Now(), "the links were "+what)
+		return err
+	}
+	return f, nil
+}
+
+// waiterLinkFault is linkFault with when=wait: on the links of a client
+// blocked in an acquire of the step's key behind another's hold.
+func waiterLinkFault(ctx context.Context, env Env, step Step, choice linkChoice, net Links, duration time.Duration, what string, params map[string]string,
+	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+	proc, err := processesOf(env)
+	if err != nil {
+		return nil, err
+	}
+	c, key := step.Client, step.Key
+	if err := awaitWaiter(ctx, env, proc, c, key); err != nil {
+		return nil, err
+	}
+	links, target, clients := choice.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
+	start := history.Now()
+	heal, err := install(links)
+	if err != nil {
+		return nil, err
+	}
+	params["links"], params["when"] = strconv.Itoa(len(links)), "wait"
+	f := &Fault{Target: target + " (client " + strconv.Itoa(c) + " waiting)", Params: params, Clients: clients, Start: start, Duration: duration}
+	f.Heal = func(ctx context.Context) error {
+		err := heal(ctx)
+		lasted, lease := time.Duration(history.Now()-start), env.Lease()
+		f.Effect = &history.Effect{Landed: lasted >= lease,
+			Note: fmt.Sprintf("the links were %s for %s while client %d's blocking acquire of %s waited (its lease is %s)", what, round(lasted), c, key, lease)}
 		return err
 	}
 	return f, nil

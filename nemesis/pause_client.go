@@ -26,9 +26,16 @@ import (
 //     operation timeout (--op-timeout) outlasts the pause takes the lock;
 //     the others give up — measure both. The fault's window lasts until
 //     the client finished the hold that the stale OK started.
+//   - phase=wait: a client blocked in a blocking acquire (--wait), queued
+//     behind another client's hold, is paused past its lease. Its session
+//     (etcd, ZooKeeper) or lease expires while it sleeps, and the holder
+//     may let go meanwhile; when it wakes, a lock that re-checks its own
+//     lease after waiting refuses, one that does not (etcd#11456) hands it
+//     a lock it no longer has. The window lasts until that acquire, and
+//     the hold it may start, are done.
 type PauseClient struct {
 	Duration   time.Duration `opt:"duration" default:"3ttl" help:"how long the client stays stopped"`
-	Phase      string        `opt:"phase" default:"hold" oneof:"hold,acquire" help:"hold (pause a holder) or acquire (pause a client whose acquire the server already granted, its OK still on the way)"`
+	Phase      string        `opt:"phase" default:"hold" oneof:"hold,acquire,wait" help:"hold (pause a holder), acquire (pause a client whose acquire the server already granted, its OK still on the way) or wait (pause a client blocked in a blocking acquire, waiting for another's hold: needs --wait)"`
 	ReplyDelay time.Duration `opt:"reply-delay" default:"0.2ttl" help:"phase=acquire: how late the victim's replies arrive, time to stop it before the OK does"`
 }
 
@@ -46,8 +53,11 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	if err != nil {
 		return nil, err
 	}
-	if p.Phase == "acquire" {
+	switch p.Phase {
+	case "acquire":
 		return p.duringAcquire(ctx, env, proc, step)
+	case "wait":
+		return p.duringWait(ctx, env, proc, step)
 	}
 	d := p.Duration
 	// Pause it where a GC pause hurts: its work done, its write not yet
@@ -175,6 +185,47 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		paused, lease := time.Duration(resumed-start), env.Lease()
 		f.Effect = &history.Effect{Landed: paused >= lease,
 			Note: fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)}
+		return nil
+	}
+	return f, nil
+}
+
+// duringWait pauses the step's client while its acquire of the step's key
+// waits behind another client's hold (phase=wait).
+func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, step Step) (*Fault, error) {
+	c, key, d := step.Client, step.Key, p.Duration
+	if err := awaitWaiter(ctx, env, proc, c, key); err != nil {
+		return nil, err
+	}
+	start := history.Now()
+	if err := proc.Pause(c); err != nil {
+		return nil, err
+	}
+	f := &Fault{
+		Target:   "client " + strconv.Itoa(c) + " (waiting in a blocking acquire)",
+		Params:   map[string]string{"duration": d.String(), "key": key, "signal": "SIGSTOP", "phase": "wait"},
+		Clients:  []int{c},
+		Stopped:  []int{c},
+		Start:    start,
+		Duration: d,
+	}
+	f.Heal = func(ctx context.Context) error {
+		if err := proc.Resume(c); err != nil {
+			return err
+		}
+		resumed := history.Now()
+		// What the lock does on waking is the point: the window covers the
+		// acquire's answer and any hold it starts.
+		deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
+		for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
+			time.Sleep(time.Millisecond)
+		}
+		paused, lease := time.Duration(resumed-start), env.Lease()
+		f.Effect = &history.Effect{Landed: paused >= lease,
+			Note: fmt.Sprintf("client %d was stopped for %s while its blocking acquire of %s waited behind another client's hold (its lease is %s)", c, round(paused), key, lease)}
+		if !f.Effect.Landed {
+			f.Effect.Note += ": shorter than its lease, which could not run out meanwhile"
+		}
 		return nil
 	}
 	return f, nil

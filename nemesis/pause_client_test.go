@@ -11,7 +11,7 @@ import (
 
 func TestBadPauseClientOptionsAreRefused(t *testing.T) {
 	refused(t, []badOption{
-		{"pause-client", "phase", "later", "want hold or acquire"},
+		{"pause-client", "phase", "later", "want hold, acquire or wait"},
 	})
 }
 
@@ -46,4 +46,29 @@ func TestPausesBreakWatchdogs(t *testing.T) {
 // overlap, the stale writes are rejected.
 func TestFencedResourceSurvivesPauses(t *testing.T) {
 	fencedResourceSurvives(t, "pause-client")
+}
+
+// A waiter paused past its session (phase=wait) tells a blocking acquire
+// that re-checks its session after waiting (etcd's Mutex.Lock since the
+// fix of etcd#11456) from one that does not: the holder lets go while the
+// waiter sleeps, and the waiter wakes either refused or holding a lock its
+// expired session no longer has.
+func TestPauseOfAWaiterSeparatesALockThatRechecksItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		lock string
+		want checker.Verdict
+	}{
+		{"etcd-mutex", checker.Safe},
+		{"etcd-mutex-unchecked", checker.Violation},
+	} {
+		t.Run(tc.lock, func(t *testing.T) {
+			c := runtest.FaultConfig(t, tc.lock, []string{"pause-client"}, "pause-client.phase=wait")
+			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 200*ms, 5*time.Second, 8*time.Second
+			res, _ := runtest.RunFaults(t, &c)
+			runtest.Verdict(t, res, tc.want)
+			if res.Evidence.Landed == 0 || res.Faults[0].Params["phase"] != "wait" {
+				t.Errorf("no pause of a waiter landed: %+v", res.Faults)
+			}
+		})
+	}
 }

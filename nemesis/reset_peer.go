@@ -56,7 +56,7 @@ func (r *ResetPeer) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 			return addToxics(links, "reset-peer", "reset_peer", r.Stream.dirs(), map[string]any{"timeout": r.After.Milliseconds()})
 		})
 	}
-	return linkFault(ctx, env, step, r.Links, r.Duration, "resetting connections", params, func(links []*proxy.Link) (func(context.Context) error, error) {
+	return linkFault(ctx, env, step, r.onLinks, r.Duration, "resetting connections", params, func(links []*proxy.Link) (func(context.Context) error, error) {
 		return addToxics(links, "reset-peer", "reset_peer", r.Stream.dirs(), map[string]any{"timeout": r.After.Milliseconds()})
 	})
 }

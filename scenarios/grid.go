@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 
@@ -49,6 +50,8 @@ type fileGridOne struct {
 	Seeds    int          `yaml:"seeds"`
 	Workload fileWorkload `yaml:"workload"`
 	Duration Duration     `yaml:"duration"`
+	// Options set options of the cell's nemesis, over its column's.
+	Options map[string]string `yaml:"options"`
 }
 
 type fileGridCell struct {
@@ -173,6 +176,14 @@ func (g Grid) file(lock, nem string) fileScenario {
 		}
 	}
 	if one, ok := g.cells[GridName(lock, nem)]; ok {
+		if len(one.Options) > 0 && len(f.Faults.Nemeses) == 1 {
+			opts := maps.Clone(f.Faults.Nemeses[0].Options)
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			maps.Copy(opts, one.Options)
+			f.Faults.Nemeses[0].Options = opts
+		}
 		f.Workload = mergeWorkload(f.Workload, one.Workload)
 		if one.Duration.set {
 			f.Duration = one.Duration
