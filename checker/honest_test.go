@@ -202,3 +202,19 @@ func TestWitnessOfALeaselessLockSpeaksNoLease(t *testing.T) {
 		t.Errorf("%s: %s\nwitness:\n%s", r.Verdict, r.Summary, w)
 	}
 }
+
+// A key is unavailable only while clients try: once the last client that
+// tried is gone, nobody is kept from the key, and the span ends with its
+// last answered acquire.
+func TestUnavailabilityEndsWhenNobodyTries(t *testing.T) {
+	h := new(hist).start().hold(0, k0, 10, 100)
+	for at := 120.0; at < 500; at += 100 {
+		h.acquireAnswer(1, k0, at, at+5, history.Fail)
+	}
+	h.exit(1, 600, true).exit(0, 600, true)
+	h.events[0].Run.TTLms = 300
+	r := Check(h.end(3000).events, Options{})
+	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Keys) != 1 || r.Liveness.Keys[0].LongestMs != 305 {
+		t.Errorf("stuck %+v, keys %+v; want the span 120–425 ms and nothing stuck", r.Liveness.Stuck, r.Liveness.Keys)
+	}
+}

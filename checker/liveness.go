@@ -74,6 +74,7 @@ type keyLive struct {
 	open     int   // holds of the key
 	inflight int   // acquires of the key in flight
 	trying   int64 // since when clients tried while it was free; 0: not
+	lastTry  int64 // the latest invoke or answer of an acquire since then
 	tries    int
 	spans    []freeSpan // the longest, at least keep long
 	longest  freeSpan
@@ -119,17 +120,21 @@ func (s *Stream) liveSettle() {
 				kl.trying, kl.tries = 0, 0
 				if kl.inflight > 0 {
 					// Acquires already waiting try from now on.
-					kl.trying, kl.tries = e.t, kl.inflight
+					kl.trying, kl.lastTry, kl.tries = e.t, e.t, kl.inflight
 				}
 			}
 		case liveCompleted:
 			kl.inflight--
+			if kl.open == 0 && kl.trying > 0 {
+				kl.lastTry = max(kl.lastTry, e.t)
+			}
 		case liveInvoked:
 			kl.inflight++
 			if kl.open == 0 {
 				if kl.trying == 0 {
 					kl.trying = e.t
 				}
+				kl.lastTry = max(kl.lastTry, e.t)
 				kl.tries++
 			}
 		case liveStarted:
@@ -181,8 +186,16 @@ func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl
 	for _, k := range sortedKeys(s.keys) {
 		ks := s.keys[k]
 		kl := &ks.live
-		if kl.open == 0 && kl.trying > 0 && end > kl.trying {
-			s.freeSpanEnded(kl, kl.trying, end)
+		if kl.open == 0 && kl.trying > 0 {
+			// Clients tried until the end, or until their last acquire
+			// was answered (the last client died, or gave up).
+			to := kl.lastTry
+			if kl.inflight > 0 {
+				to = end
+			}
+			if to > kl.trying {
+				s.freeSpanEnded(kl, kl.trying, to)
+			}
 			kl.trying = 0
 		}
 		if kl.longest.to > kl.longest.from {
