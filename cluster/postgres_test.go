@@ -134,7 +134,9 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("failover in %v", time.Since(start).Round(time.Millisecond))
-	if from != 0 || to != 1 || heal != nil {
+	// heal rebuilds the old primary as a standby (checked below, after
+	// what the failover left).
+	if from != 0 || to != 1 || heal == nil {
 		t.Fatalf("FailOver = %d, %d, heal %v", from, to, heal != nil)
 	}
 	if err := pgQueryRow(t, pg1, nil, "INSERT INTO "+PostgresLockTable+" VALUES ('k2')"); err != nil {
@@ -151,8 +153,20 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 	if err := pgQueryRow(t, pg0, []any{&inRecovery}, "SELECT pg_is_in_recovery()"); err != nil || inRecovery {
 		t.Fatalf("old primary: in recovery %v, %v", inRecovery, err)
 	}
+	// Until heal, there is no standby to promote.
 	if _, _, _, err := e.FailOver(ctx); err == nil || !strings.Contains(err.Error(), "no standby") {
 		t.Fatalf("second FailOver: %v, want no standby left", err)
+	}
+	// heal rebuilds the old primary as a standby of the new one: it is in
+	// recovery, streams from pg1, and the next failover promotes it back.
+	if err := heal(ctx); err != nil {
+		t.Fatalf("heal: %v", err)
+	}
+	if err := pgQueryRow(t, pg0, []any{&inRecovery}, "SELECT pg_is_in_recovery()"); err != nil || !inRecovery {
+		t.Fatalf("rebuilt old primary: in recovery %v, %v; want a standby", inRecovery, err)
+	}
+	if from, to, heal, err := e.FailOver(ctx); err != nil || from != 1 || to != 0 || heal == nil {
+		t.Fatalf("FailOver after heal = %d, %d, heal %v, %v; want 1 → 0", from, to, heal != nil, err)
 	}
 }
 

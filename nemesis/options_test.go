@@ -17,20 +17,20 @@ func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
 		action history.Action
 		opts   string
 	}{
-		"bandwidth":         {history.ActionNetwork, "rate=1 stream=both duration=5ttl links=all"},
+		"bandwidth":         {history.ActionNetwork, "rate=1 stream=both duration=5ttl links=all when=hold"},
 		"clock-drift":       {history.ActionClock, "node=holder rate=8 when=hold votes=any duration=5ttl"},
 		"clock-jump":        {history.ActionClock, "node=holder by=1.5ttl direction=forward when=hold votes=any duration=3ttl"},
 		"clock-jump-ttl":    {history.ActionClock, "node=holder by=1.5ttl when=hold votes=any"},
 		"crash-restart":     {history.ActionCrash, "node=holder delay=0s when=hold votes=any"},
 		"failover":          {history.ActionFailover, "node=holder votes=any cut=all duration=3ttl"},
 		"failover-sentinel": {history.ActionFailover, "node=holder votes=any cut=all duration=3ttl timeout=20s manual=false"},
-		"jitter":            {history.ActionNetwork, "jitter=0.2ttl stream=both duration=5ttl links=all"},
+		"jitter":            {history.ActionNetwork, "jitter=0.2ttl stream=both duration=5ttl links=all when=hold"},
 		"kill-client":       {history.ActionKill, "in-flight=0.1ttl reply-delay=0.2ttl"},
-		"latency":           {history.ActionNetwork, "delay=0.25ttl jitter=0.1ttl stream=both duration=5ttl links=all"},
+		"latency":           {history.ActionNetwork, "delay=0.25ttl jitter=0.1ttl stream=both duration=5ttl links=all when=hold"},
 		"partition":         {history.ActionNetwork, "shape=node node=holder client=holder mode=drop duration=5ttl"},
 		"pause-client":      {history.ActionPause, "duration=3ttl phase=hold reply-delay=0.2ttl"},
 		"pause-node":        {history.ActionPause, "node=holder duration=2ttl"},
-		"reset-peer":        {history.ActionNetwork, "after=0s stream=upstream duration=3ttl span=duration hold=1.5ttl links=all"},
+		"reset-peer":        {history.ActionNetwork, "after=0s stream=upstream duration=3ttl span=duration hold=1.5ttl links=all when=hold"},
 		"slow-hold":         {history.ActionSlow, "by=2ttl"},
 		"slow-reply":        {history.ActionNetwork, "delay=0.85ttl duration=5ttl links=client"},
 	}
