@@ -94,6 +94,12 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			return nil
 		case f == nil && errors.Is(err, ErrDone):
 			return nil
+		case f == nil && err != nil && ctx.Err() != nil:
+			// The run ended while the step was under way (its own calls
+			// cancelled with it), and it did nothing: a missed step,
+			// not a failure of the run.
+			done(Executed{Step: step, Missed: "the run ended during the step: " + err.Error()})
+			return nil
 		case f == nil && err != nil:
 			return err
 		}

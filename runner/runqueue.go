@@ -26,7 +26,10 @@ import (
 // which it was counted. Nodes whose process is not visible (a container
 // without a host pid) are skipped. It runs until done is closed.
 func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan struct{}, emit func(history.Event)) {
-	period := max(threshold/2, 5*time.Millisecond)
+	// The kernel's count is cumulative: a longer period loses no wait, it
+	// only places it less precisely, and it keeps the reads (every thread
+	// of every server) cheap beside the proxies this process also runs.
+	period := max(threshold, 25*time.Millisecond)
 	t := time.NewTicker(period)
 	defer t.Stop()
 	type watched struct {
@@ -67,7 +70,7 @@ func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan st
 			return
 		case <-t.C:
 		}
-		if time.Since(lastRefresh) > time.Second {
+		if time.Since(lastRefresh) > 2*time.Second {
 			refresh()
 			lastRefresh = time.Now()
 		}

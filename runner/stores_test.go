@@ -144,8 +144,10 @@ func TestEveryStoreFailsOverTwice(t *testing.T) {
 	for _, lock := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory"} {
 		t.Run(lock, func(t *testing.T) {
 			c := storeConfig(t, lock, "failover")
-			c.Duration = 12 * time.Second
-			c.NemesisOptions = map[string]map[string]string{"failover": {"schedule": "at=1s,6s", "duration": "2ttl"}}
+			// Room for a JVM's restart and an election on a busy machine
+			// before the second failover, and for it before the end.
+			c.Duration = 16 * time.Second
+			c.NemesisOptions = map[string]map[string]string{"failover": {"schedule": "at=1s,7s", "duration": "2ttl"}}
 			if lock == "token-lua" {
 				c.TTL, c.Hold, c.Replicas = 300*ms, 60*ms, 1
 				c.Duration = 6 * time.Second
