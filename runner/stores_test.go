@@ -153,14 +153,26 @@ func TestEveryStoreFailsOverTwice(t *testing.T) {
 				c.Duration = 6 * time.Second
 				c.NemesisOptions["failover"]["schedule"] = "at=500ms,3s"
 			}
-			res, err := runner.Run(context.Background(), c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range res.Reasons {
-				if strings.Contains(r, "coordinator recorded a problem") {
-					t.Errorf("%s", r)
+			// On a busy machine the first failover may come so late that
+			// the run ends before the second's target does: a missed
+			// step, said so, and the run is made again (the machine's
+			// speed, not the store, decided it).
+			var res checker.Result
+			for attempt := 1; attempt <= 3; attempt++ {
+				c.Out = t.TempDir()
+				var err error
+				if res, err = runner.Run(context.Background(), c); err != nil {
+					t.Fatal(err)
 				}
+				for _, r := range res.Reasons {
+					if strings.Contains(r, "coordinator recorded a problem") {
+						t.Errorf("%s", r)
+					}
+				}
+				if len(res.Faults) == 2 || len(res.Evidence.Missed) == 0 || !strings.HasPrefix(res.Evidence.Missed[0].Why, "the run ended") {
+					break
+				}
+				t.Logf("attempt %d: the run ended before the second failover (%s); again", attempt, res.Evidence.Missed[0].Why)
 			}
 			if len(res.Faults) != 2 || len(res.Evidence.Missed) != 0 {
 				t.Errorf("faults %d, missed %+v: want both failovers done: %s", len(res.Faults), res.Evidence.Missed, res.Summary)
