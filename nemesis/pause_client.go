@@ -178,10 +178,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// The stale OK is acted on after the resume: the fault lasts
 		// until the client is done with that acquire and the hold it
 		// may have started, so the window covers the overlap it causes.
-		deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
-		for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
-			time.Sleep(time.Millisecond)
-		}
+		untilDone(env, proc, c)
 		paused, lease := time.Duration(resumed-start), env.Lease()
 		f.Effect = &history.Effect{Landed: paused >= lease,
 			Note: fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)}
@@ -216,10 +213,7 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		resumed := history.Now()
 		// What the lock does on waking is the point: the window covers the
 		// acquire's answer and any hold it starts.
-		deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
-		for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
-			time.Sleep(time.Millisecond)
-		}
+		untilDone(env, proc, c)
 		paused, lease := time.Duration(resumed-start), env.Lease()
 		f.Effect = &history.Effect{Landed: paused >= lease,
 			Note: fmt.Sprintf("client %d was stopped for %s while its blocking acquire of %s waited behind another client's hold (its lease is %s)", c, round(paused), key, lease)}
@@ -229,6 +223,15 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		return nil
 	}
 	return f, nil
+}
+
+// untilDone waits, a few TTLs at most, until client c has no acquire in
+// flight and holds nothing: what it did on waking is then in the window.
+func untilDone(env Env, proc Processes, c int) {
+	deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
+	for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func holds(env Env, c int) bool {
