@@ -37,3 +37,16 @@ func LinkChoice(kind string, n int) linkChoice { return linkChoice{kind: kind, n
 
 // RateText is the rate as the record shows it.
 func (c *ClockDrift) RateText() string { return c.rate() }
+
+// RegisterForTest registers a nemesis that only the calling test uses (one
+// that wraps a real nemesis to watch it work), and removes it when the test
+// ends, so that the tests that list every nemesis never see it.
+func RegisterForTest(t *testing.T, s Spec) {
+	t.Helper()
+	Register(s)
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		delete(registry, s.Name)
+	})
+}

@@ -1,13 +1,21 @@
 package nemesis_test
 
 import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
@@ -56,4 +64,115 @@ func mustAtoi(t *testing.T, s string) int {
 		t.Fatalf("%q: %v", s, err)
 	}
 	return n
+}
+
+// monitoredSlowReply is slow-reply, watched from lock node 0: from before
+// the replies are slowed until they heal, it reads the node's MONITOR
+// stream (straight from the node, not through a link) and notes when each
+// SET of the slowed client reached the server.
+type monitoredSlowReply struct {
+	nemesis.SlowReply
+	seen *slowReplySeen
+}
+
+// slowReplySeen is what monitoredSlowReply saw of its one fault.
+type slowReplySeen struct {
+	mu         sync.Mutex
+	client     int
+	start, end int64   // the fault's window (history times)
+	sets       []int64 // arrivals of the slowed client's SETs (history times)
+	err        error
+}
+
+func (m *monitoredSlowReply) Inject(ctx context.Context, env nemesis.Env, step nemesis.Step) (*nemesis.Fault, error) {
+	conn, err := net.Dial("tcp", env.LockNodes()[0].Addr())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	var arrivals []struct {
+		at   int64
+		line string
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(conn)
+		for sc.Scan() {
+			arrivals = append(arrivals, struct {
+				at   int64
+				line string
+			}{history.Now(), sc.Text()})
+		}
+	}()
+	f, err := m.SlowReply.Inject(ctx, env, step)
+	if f == nil {
+		conn.Close()
+		return f, err
+	}
+	heal := f.Heal
+	f.Heal = func(ctx context.Context) error {
+		herr := heal(ctx)
+		end := history.Now()
+		conn.Close()
+		<-read
+		c, _ := strconv.Atoi(f.Params["client"])
+		m.seen.mu.Lock()
+		defer m.seen.mu.Unlock()
+		m.seen.client, m.seen.start, m.seen.end = c, f.Start, end
+		// A SET's token begins with its owner, client-N-… (runner.Run).
+		mark := fmt.Sprintf(`"SET" "%s" "client-%d-`, f.Params["key"], c)
+		for _, a := range arrivals {
+			if strings.Contains(a.line, mark) {
+				m.seen.sets = append(m.seen.sets, a.at)
+			}
+		}
+		return herr
+	}
+	return f, err
+}
+
+// slow-reply delays the replies of lock commands, not the connection
+// set-up of the client library: Redlock's clients give each node 5% of the
+// TTL, far less than the delay, so every SET times out, go-redis closes
+// that connection, and the next SET goes out on a new one, after a HELLO.
+// Seen on the node, the slowed client's SETs keep arriving in every third
+// of the fault's window — a fault that delayed the HELLO's reply too
+// would let them through only in its first moments (the pooled
+// connections opened before it), and the client would send nothing after.
+func TestSlowReplyLetsTheSlowedClientsCommandsReachTheNode(t *testing.T) {
+	seen := &slowReplySeen{}
+	nemesis.RegisterForTest(t, nemesis.Spec{
+		Name:   "slow-reply-monitored",
+		Action: history.ActionNetwork,
+		New:    func() nemesis.Nemesis { return &monitoredSlowReply{seen: seen} },
+	})
+	c := runtest.FaultConfig(t, "redlock", []string{"slow-reply-monitored"}, "redlock.drift-factor=0.05",
+		"slow-reply-monitored.schedule=at=500ms", "slow-reply-monitored.links=client=1")
+	c.Clients, c.TTL, c.Hold, c.Wait, c.Duration = 2, time.Second, 200*ms, time.Second, 8*time.Second
+	res, err := runner.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen.mu.Lock()
+	defer seen.mu.Unlock()
+	if len(res.Faults) != 1 || seen.end == 0 {
+		t.Fatalf("want one slow-reply fault, healed: %d faults (%s)", len(res.Faults), res.Summary)
+	}
+	var thirds [3]int
+	third := (seen.end - seen.start) / 3
+	for _, at := range seen.sets {
+		if i := (at - seen.start) / third; at >= seen.start && i < 3 {
+			thirds[i]++
+		}
+	}
+	t.Logf("client %d's SETs that reached node 0 in each third of the %v fault: %v", seen.client, time.Duration(seen.end-seen.start).Round(ms), thirds)
+	for i, n := range thirds {
+		if n == 0 {
+			t.Errorf("no SET of client %d reached node 0 in third %d of the fault: its commands were blocked, not its replies delayed", seen.client, i+1)
+		}
+	}
 }
