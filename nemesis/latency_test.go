@@ -2,6 +2,9 @@ package nemesis_test
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -68,9 +71,76 @@ func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
 			if len(res.Faults) < 2 {
 				t.Fatalf("%d faults, want several steps (each draws its own client): %s", len(res.Faults), res.Summary)
 			}
+			// The test tells only if some step drew another client.
+			if drawn := stepClients(t, c.Out, nem); !slices.ContainsFunc(drawn, func(c int) bool { return c != 1 }) {
+				t.Fatalf("every step drew client 1 (%v): another seed is needed to tell", drawn)
+			}
+			landed := 0
 			for _, f := range res.Faults {
-				if !slices.Equal(f.Clients, []int{1}) || f.Aim != nil && f.Aim.Client != 1 || !strings.Contains(f.Effect, "client 1") {
+				// slow-reply aims at no hold when the late acquire got no lease.
+				aimOK := f.Aim != nil && f.Aim.Client == 1 || f.Aim == nil && nem == "slow-reply"
+				if !slices.Equal(f.Clients, []int{1}) || !aimOK || !strings.Contains(f.Target, "client 1") || !strings.Contains(f.Effect, "client 1") {
 					t.Errorf("fault %d %q: clients %v, aimed at %+v, effect %q; want all of them client 1's", f.ID, f.Target, f.Clients, f.Aim, f.Effect)
+				}
+				if f.Landed {
+					landed++
+				}
+			}
+			if landed == 0 {
+				t.Errorf("no fault landed on client 1's holds")
+			}
+		})
+	}
+}
+
+// stepClients are the clients the steps of nemesis name drew, as the run
+// in dir recorded them (schedule.json).
+func stepClients(t *testing.T, dir, name string) []int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, runner.ScheduleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s runner.Schedule
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := s.Steps(name)
+	var out []int
+	for _, st := range steps {
+		out = append(out, st.Client)
+	}
+	return out
+}
+
+// A link fault with when=wait slows a waiter's keep-alives: replies and
+// requests a lease late on client 1's links, while its blocking acquire
+// waits behind another client's hold, outlast its session. The fault is
+// aimed at, judged on and described by client 1 (links=client=1), and it
+// separates a blocking acquire that re-checks its session after waiting
+// (etcd's Mutex.Lock since the fix of etcd#11456: safe) from one that does
+// not (violation), as a pause of the waiter does.
+func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T) {
+	for _, tc := range []struct {
+		lock string
+		want checker.Verdict
+	}{
+		{"etcd-mutex", checker.Safe},
+		{"etcd-mutex-unchecked", checker.Violation},
+	} {
+		t.Run(tc.lock, func(t *testing.T) {
+			c := runtest.FaultConfig(t, tc.lock, []string{"latency"}, "latency.when=wait", "latency.links=client=1",
+				"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=3ttl")
+			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 200*ms, 5*time.Second, 9*time.Second
+			res, _ := runtest.RunFaults(t, &c)
+			runtest.Verdict(t, res, tc.want)
+			if res.Evidence.Landed == 0 {
+				t.Errorf("no fault on a waiter's links landed")
+			}
+			for _, f := range res.Faults {
+				if !slices.Equal(f.Clients, []int{1}) || !strings.Contains(f.Target, "client 1 waiting") || f.Params["when"] != "wait" ||
+					!strings.Contains(f.Effect, "client 1's blocking acquire") {
+					t.Errorf("fault %d %q (%v): clients %v, effect %q; want client 1 waiting", f.ID, f.Target, f.Params, f.Clients, f.Effect)
 				}
 			}
 		})

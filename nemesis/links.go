@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -15,7 +16,7 @@ import (
 // onLinks is the option of every nemesis that acts on client links (one
 // that defaults to other links than all declares its own Links field).
 type onLinks struct {
-	Links linkChoice `opt:"links" default:"all" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`
+	Links linkChoice `opt:"links" default:"all" help:"which client↔lock-node links: all, holder (the step's client's, once it holds its key), client (the step's client's), node (the step's lock node's), client=N (client N's: the fault is aimed at, judged on and described by N), node=N"`
 	When  string     `opt:"when" default:"hold" oneof:"hold,wait" help:"hold: once the step's client holds the key; wait: once it waits in a blocking acquire behind another client's hold (needs --wait) — the faults on its links then slow or cut a waiter's keep-alives"`
 }
 
@@ -150,22 +151,84 @@ func waiterLinkFault(ctx context.Context, env Env, step Step, choice linkChoice,
 	if err := awaitWaiter(ctx, env, proc, c, key); err != nil {
 		return nil, err
 	}
-	links, target, clients := choice.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
+	if choice.kind == "holder" {
+		// The step's client holds nothing yet: the links are the waiter's.
+		choice = linkChoice{kind: "client", n: c}
+	}
+	links, target, clients := choice.pick(env, net.Proxies(), step, nil)
 	start := history.Now()
+	answered := followAcquire(env, c)
 	heal, err := install(links)
 	if err != nil {
+		answered()
 		return nil, err
 	}
 	params["links"], params["when"] = strconv.Itoa(len(links)), "wait"
 	f := &Fault{Target: target + " (client " + strconv.Itoa(c) + " waiting)", Params: params, Clients: clients, Start: start, Duration: duration}
 	f.Heal = func(ctx context.Context) error {
 		err := heal(ctx)
-		lasted, lease := time.Duration(history.Now()-start), env.Lease()
-		f.Effect = &history.Effect{Landed: lasted >= lease,
-			Note: fmt.Sprintf("the links were %s for %s while client %d's blocking acquire of %s waited (its lease is %s)", what, round(lasted), c, key, lease)}
+		end := history.Now()
+		f.Effect = waitedEffect(env, c, key, answered(), start, end, "the links were "+what)
 		return err
 	}
 	return f, nil
+}
+
+// followAcquire follows client c's acquire in flight now until it is
+// answered; the function it returns stops following and says when it was
+// (0: not yet).
+func followAcquire(env Env, c int) func() int64 {
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		invoked int64
+		at      atomic.Int64
+		done    = make(chan struct{})
+	)
+	if a := snapshot(env).Acquires[c]; a.Outcome == "" {
+		invoked = a.Invoked
+	}
+	go func() {
+		defer close(done)
+		// Await sees every event: the answer comes before any later acquire.
+		_ = env.Await(ctx, func(v View) bool {
+			a := v.Acquires[c]
+			switch {
+			case invoked == 0:
+				at.Store(history.Now()) // none was in flight
+			case a.Invoked != invoked:
+				at.Store(history.Now())
+			case a.Outcome != "":
+				at.Store(a.Done)
+			default:
+				return false
+			}
+			return true
+		})
+	}()
+	return func() int64 {
+		cancel()
+		<-done
+		return at.Load()
+	}
+}
+
+// waitedEffect is the effect of a fault from start to end on client c
+// while its acquire of key waited behind another's hold (answered is when
+// that acquire was answered, 0 if it still waits): it landed when the
+// acquire still waited a lease after the fault began, so that its session
+// or lease had to outlive the fault while it waited, not while it held.
+func waitedEffect(env Env, c int, key string, answered, start, end int64, what string) *history.Effect {
+	lasted, lease := time.Duration(end-start), env.Lease()
+	e := &history.Effect{Note: fmt.Sprintf("%s for %s while client %d's blocking acquire of %s waited (its lease is %s)", what, round(lasted), c, key, lease)}
+	switch {
+	case lasted < lease:
+		e.Note += ": shorter than its lease"
+	case answered != 0 && time.Duration(answered-start) < lease:
+		e.Note += fmt.Sprintf(": its acquire was answered %s after the fault began, before a lease had passed", round(max(time.Duration(answered-start), 0)))
+	default:
+		e.Landed = true
+	}
+	return e
 }
 
 // renewalFault is a fault on the holder's links that lasts exactly across
@@ -262,22 +325,6 @@ func (a *aimed) renewalEffect(start, end, first, failed, second int64, what stri
 }
 
 func is(n int) func(int) bool { return func(x int) bool { return x == n } }
-
-// freshestHolder is the hold that began last: it has the most of its
-// critical section left, so a fault aimed at it lands inside it.
-func freshestHolder(env Env) (Holding, bool) {
-	holders := env.Holders()
-	if len(holders) == 0 {
-		return Holding{}, false
-	}
-	h := holders[0]
-	for _, c := range holders[1:] {
-		if c.Since.After(h.Since) {
-			h = c
-		}
-	}
-	return h, true
-}
 
 // streams is a stream option: upstream (requests), downstream (replies)
 // or both.
