@@ -169,6 +169,11 @@ func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
 	return leader, nil
 }
 
+// ErrNoStandby: a PostgreSQL failover found no standby to promote (a
+// one-member ensemble, --nodes 1). Nothing was done: the nemesis records a
+// missed step, not a failure of the run.
+var ErrNoStandby = errors.New("no standby left to promote")
+
 // FailOver promotes the first standby, the way an operator (or Patroni)
 // would when the primary looks dead. The old primary is left running, a
 // primary still, holding whatever locks its sessions hold: locks are not
@@ -189,7 +194,7 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	}
 	e.mu.Unlock()
 	if to < 0 {
-		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: no standby left to promote", e.members[from].name)
+		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: %w", e.members[from].name, ErrNoStandby)
 	}
 	n := e.members[to]
 	pctx, cancel := boundCtx(ctx, 30*time.Second)

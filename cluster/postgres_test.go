@@ -154,8 +154,8 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 		t.Fatalf("old primary: in recovery %v, %v", inRecovery, err)
 	}
 	// Until heal, there is no standby to promote.
-	if _, _, _, err := e.FailOver(ctx); err == nil || !strings.Contains(err.Error(), "no standby") {
-		t.Fatalf("second FailOver: %v, want no standby left", err)
+	if _, _, _, err := e.FailOver(ctx); !errors.Is(err, ErrNoStandby) {
+		t.Fatalf("second FailOver: %v, want ErrNoStandby", err)
 	}
 	// heal rebuilds the old primary as a standby of the new one: it is in
 	// recovery, streams from pg1, and the next failover promotes it back.
