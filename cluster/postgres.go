@@ -517,6 +517,13 @@ func (n *pgNode) launch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("exec postgres: %w", err)
 	}
+	// The postmaster's pid on this machine (in a container too): the
+	// creator of the segment it will name in postmaster.pid, by which the
+	// orphan cleanup tells our segment from any other server's.
+	if err := os.WriteFile(filepath.Join(n.dir, pgShmCreator), []byte(strconv.Itoa(n.proc.pid())), 0o644); err != nil {
+		n.kill()
+		return fmt.Errorf("record the postmaster of %s: %w", n.name, err)
+	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := n.waitReady(rctx, n.proc.done()); err != nil {
@@ -732,6 +739,14 @@ func (n *pgNode) Stop() error {
 	return os.RemoveAll(n.dir)
 }
 
+// pgShmCreator, in a member's directory, holds the pid of its latest
+// postmaster as this machine sees it: postmaster.pid names the System V
+// segment and its key, but only a segment that postmaster created
+// (shm_cpid) is ours to remove, never one of a server lockchaos did not
+// start that got the same id or key since. The docker backend's
+// watchdog reads it too (startWatchdog).
+const pgShmCreator = "shm-creator"
+
 func init() {
 	// A member killed with its coordinator (Pdeathsig) leaves its segment.
 	orphanCleanups = append(orphanCleanups, func(dir string) bool {
@@ -742,33 +757,28 @@ func init() {
 	})
 }
 
-// removeShm removes the System V segment a killed postmaster left, named
-// in its postmaster.pid, once nothing is attached to it any more (waiting
-// up to limit). It says whether none is left: false while a process (a
-// server in a container not removed yet) is still attached.
+// removeShm removes the System V segment a killed postmaster left: the
+// one its postmaster.pid names, with that key, created by that postmaster
+// (pgShmCreator), once nothing is attached to it any more (waiting up to
+// limit; the postmaster itself stays attached while it lives, so nattch 0
+// also says it is dead). It says whether none of ours is left: false
+// while a process (a server in a container not removed yet) is still
+// attached.
 func (n *pgNode) removeShm(limit time.Duration) bool {
-	b, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid"))
-	if err != nil {
+	key, id, ok := pgShmOf(n.data())
+	if !ok {
 		return true
 	}
-	lines := strings.Split(string(b), "\n")
-	if len(lines) < 7 {
-		return true
-	}
-	f := strings.Fields(lines[6])
-	if len(f) != 2 {
-		return true
-	}
-	key, err1 := strconv.ParseInt(f[0], 10, 64)
-	id, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
-		return true
+	b, err := os.ReadFile(filepath.Join(n.dir, pgShmCreator))
+	creator, cerr := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || cerr != nil {
+		return true // not provably ours: left alone
 	}
 	// A process that is exiting may be gone from /proc's view of the
 	// member (its command line goes with its memory) and still attached.
 	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
 		var ds unix.SysvShmDesc
-		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key {
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key || int(ds.Cpid) != creator {
 			return true
 		}
 		if ds.Nattch == 0 {
@@ -779,6 +789,26 @@ func (n *pgNode) removeShm(limit time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// pgShmOf reads the System V segment's key and id from line 7 of the
+// postmaster.pid in data, which the postmaster writes as it creates it.
+func pgShmOf(data string) (key int64, id int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0, 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return 0, 0, false
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	key, err1 := strconv.ParseInt(f[0], 10, 64)
+	id, err2 := strconv.Atoi(f[1])
+	return key, id, err1 == nil && err2 == nil
 }
 
 type procStat struct {
