@@ -750,35 +750,45 @@ const pgShmCreator = "shm-creator"
 func init() {
 	// A member killed with its coordinator (Pdeathsig) leaves its segment.
 	orphanCleanups = append(orphanCleanups, func(dir string) bool {
-		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err != nil {
-			return true
-		}
-		return (&pgNode{dir: dir}).removeShm(time.Second)
+		return (&pgNode{dir: dir}).removeOrphanShm()
 	})
 }
 
-// removeShm removes the System V segment a killed postmaster left: the
-// one its postmaster.pid names, with that key, created by that postmaster
-// (pgShmCreator), once nothing is attached to it any more (waiting up to
-// limit; the postmaster itself stays attached while it lives, so nattch 0
-// also says it is dead). It says whether none of ours is left: false
-// while a process (a server in a container not removed yet) is still
-// attached.
-func (n *pgNode) removeShm(limit time.Duration) bool {
-	key, id, ok := pgShmOf(n.data())
+// removeOrphanShm removes the segment of a member whose coordinator is
+// gone, once its postmaster is dead: no postmaster will start on that
+// directory again, so the backends that are still exiting (they notice
+// the postmaster's death at their next wait, which a busy machine
+// delays) need not have detached — the kernel frees a removed segment at
+// their last detach. It says false while the postmaster still runs (in a
+// container not removed yet): the directory, which names the segment,
+// must then stay.
+func (n *pgNode) removeOrphanShm() bool {
+	id, creator, ok := n.ourShm()
 	if !ok {
 		return true
 	}
-	b, err := os.ReadFile(filepath.Join(n.dir, pgShmCreator))
-	creator, cerr := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || cerr != nil {
-		return true // not provably ours: left alone
+	if processAlive(creator) {
+		return false
+	}
+	_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	return true
+}
+
+// removeShm removes the System V segment of a killed postmaster once
+// nothing is attached to it any more (waiting up to limit): the next
+// postmaster on the directory refuses to start while a process is still
+// attached to the segment its postmaster.pid names. It says whether none
+// of ours is left.
+func (n *pgNode) removeShm(limit time.Duration) bool {
+	id, creator, ok := n.ourShm()
+	if !ok {
+		return true
 	}
 	// A process that is exiting may be gone from /proc's view of the
 	// member (its command line goes with its memory) and still attached.
 	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
 		var ds unix.SysvShmDesc
-		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key || int(ds.Cpid) != creator {
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int(ds.Cpid) != creator {
 			return true
 		}
 		if ds.Nattch == 0 {
@@ -789,6 +799,28 @@ func (n *pgNode) removeShm(limit time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// ourShm finds the member's segment: the one its postmaster.pid names,
+// with that key, created by the postmaster lockchaos started last
+// (pgShmCreator). ok is false when there is none, or none provably ours.
+func (n *pgNode) ourShm() (id, creator int, ok bool) {
+	key, id, ok := pgShmOf(n.data())
+	if !ok {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(n.dir, pgShmCreator))
+	if err != nil {
+		return 0, 0, false
+	}
+	if creator, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+		return 0, 0, false
+	}
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key || int(ds.Cpid) != creator {
+		return 0, 0, false
+	}
+	return id, creator, true
 }
 
 // pgShmOf reads the System V segment's key and id from line 7 of the
