@@ -15,8 +15,10 @@ Removes what runs whose coordinator was killed before it could clean up left
 behind: the containers of docker-backend runs (every container labelled
 lockchaos, and the host directories they used) and the nodes' directories in
 the scratch directory (/dev/shm, else the temp directory; every run also
-removes these as it starts). Containers of a run whose coordinator is still
-running are left alone unless --live is given.
+removes these as it starts, and a docker-backend run the containers too),
+with the System V shared memory a killed PostgreSQL member left. Containers
+of a run whose coordinator is still running are left alone unless --live is
+given.
 `
 
 func cmdClean(args []string) int {

@@ -90,6 +90,12 @@ func NewDocker(ctx context.Context, opts BackendOptions) (*Docker, error) {
 	if err := checkEngine(ctx, pre); err != nil {
 		return nil, err
 	}
+	// What a coordinator killed outright left, when its watchdog could not
+	// clean up either (killed with it, say, as a CI job's cgroup is): its
+	// containers, their directories and a PostgreSQL member's segment,
+	// which stays attached until its container goes. A failure here costs
+	// this run nothing.
+	_, _, _ = removeContainers(ctx, pre, "", false)
 	if _, set := os.LookupEnv("TESTCONTAINERS_RYUK_DISABLED"); !set {
 		if _, err := pre.ImageInspect(ctx, reaperImage); err != nil {
 			os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -597,10 +603,15 @@ func startWatchdog(run string) io.Closer {
 for id in $("$0" ps -aq --filter label=` + LabelRun + `="$1"); do
   dir=$("$0" inspect -f '{{index .Config.Labels "` + LabelDir + `"}}' "$id")
   "$0" rm -f "$id" >/dev/null 2>&1
-  # A PostgreSQL member's System V segment (host IPC), named by its key in
-  # line 7 of postmaster.pid, outlives its container: remove it first.
-  key=$(sed -n 7p "$dir/data/postmaster.pid" 2>/dev/null | awk '{print $1}')
-  case "$key" in ""|0) ;; *) ipcrm -M "$key" >/dev/null 2>&1 ;; esac
+  # A PostgreSQL member's System V segment (host IPC) outlives its
+  # container: the one line 7 of postmaster.pid names, if the postmaster
+  # we started created it (` + pgShmCreator + `: its pid; ipcs -mp: shmid owner cpid).
+  shmid=$(sed -n 7p "$dir/data/postmaster.pid" 2>/dev/null | awk '{print $2}')
+  cpid=$(cat "$dir/` + pgShmCreator + `" 2>/dev/null)
+  if [ -n "$shmid" ] && [ -n "$cpid" ] &&
+    ipcs -mp 2>/dev/null | awk -v id="$shmid" -v pid="$cpid" '$1 == id && $3 == pid {f = 1} END {exit !f}'; then
+    ipcrm -m "$shmid" >/dev/null 2>&1
+  fi
   case "$dir" in "$2"/lockchaos-*) rm -rf "$dir" ;; esac
 done`
 	cmd := exec.Command("/bin/sh", "-c", script, docker, run, filepath.Clean(ScratchDir()))

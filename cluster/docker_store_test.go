@@ -100,6 +100,26 @@ func TestStoresRunInContainers(t *testing.T) {
 					t.Fatalf("heal: %v", err)
 				}
 			}
+			// The heal put the member back in a role the next failover
+			// can use (PostgreSQL's old primary rebuilt in its
+			// directory, in a new container, as a standby of the new
+			// one), and it fails over again.
+			from2, to2, heal, err := e.FailOver(ctx)
+			if err != nil {
+				t.Fatalf("second failover: %v", err)
+			}
+			if from2 != to || to2 == from2 {
+				t.Errorf("second failover from %d to %d; the leader was %d", from2, to2, to)
+			}
+			if now, err := e.Leader(ctx); err != nil || now != to2 {
+				t.Errorf("leader after the second failover: %d, %v; want %d", now, err, to2)
+			}
+			if heal != nil {
+				if err := heal(ctx); err != nil {
+					t.Fatalf("heal of the second failover: %v", err)
+				}
+			}
+			to = to2
 			// A crash and restart of a member that does not lead.
 			other := e.Members()[(to+1)%members]
 			if err := other.Restart(ctx); err != nil {

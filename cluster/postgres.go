@@ -169,6 +169,11 @@ func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
 	return leader, nil
 }
 
+// ErrNoStandby: a PostgreSQL failover found no standby to promote (a
+// one-member ensemble, --nodes 1). Nothing was done: the nemesis records a
+// missed step, not a failure of the run.
+var ErrNoStandby = errors.New("no standby left to promote")
+
 // FailOver promotes the first standby, the way an operator (or Patroni)
 // would when the primary looks dead. The old primary is left running, a
 // primary still, holding whatever locks its sessions hold: locks are not
@@ -189,7 +194,7 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	}
 	e.mu.Unlock()
 	if to < 0 {
-		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: no standby left to promote", e.members[from].name)
+		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: %w", e.members[from].name, ErrNoStandby)
 	}
 	n := e.members[to]
 	pctx, cancel := boundCtx(ctx, 30*time.Second)
@@ -512,6 +517,13 @@ func (n *pgNode) launch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("exec postgres: %w", err)
 	}
+	// The postmaster's pid on this machine (in a container too): the
+	// creator of the segment it will name in postmaster.pid, by which the
+	// orphan cleanup tells our segment from any other server's.
+	if err := os.WriteFile(filepath.Join(n.dir, pgShmCreator), []byte(strconv.Itoa(n.proc.pid())), 0o644); err != nil {
+		n.kill()
+		return fmt.Errorf("record the postmaster of %s: %w", n.name, err)
+	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := n.waitReady(rctx, n.proc.done()); err != nil {
@@ -727,43 +739,56 @@ func (n *pgNode) Stop() error {
 	return os.RemoveAll(n.dir)
 }
 
+// pgShmCreator, in a member's directory, holds the pid of its latest
+// postmaster as this machine sees it: postmaster.pid names the System V
+// segment and its key, but only a segment that postmaster created
+// (shm_cpid) is ours to remove, never one of a server lockchaos did not
+// start that got the same id or key since. The docker backend's
+// watchdog reads it too (startWatchdog).
+const pgShmCreator = "shm-creator"
+
 func init() {
 	// A member killed with its coordinator (Pdeathsig) leaves its segment.
 	orphanCleanups = append(orphanCleanups, func(dir string) bool {
-		if _, err := os.Stat(filepath.Join(dir, "data", "postmaster.pid")); err != nil {
-			return true
-		}
-		return (&pgNode{dir: dir}).removeShm(time.Second)
+		return (&pgNode{dir: dir}).removeOrphanShm()
 	})
 }
 
-// removeShm removes the System V segment a killed postmaster left, named
-// in its postmaster.pid, once nothing is attached to it any more (waiting
-// up to limit). It says whether none is left: false while a process (a
-// server in a container not removed yet) is still attached.
+// removeOrphanShm removes the segment of a member whose coordinator is
+// gone, once its postmaster is dead: no postmaster will start on that
+// directory again, so the backends that are still exiting (they notice
+// the postmaster's death at their next wait, which a busy machine
+// delays) need not have detached — the kernel frees a removed segment at
+// their last detach. It says false while the postmaster still runs (in a
+// container not removed yet): the directory, which names the segment,
+// must then stay.
+func (n *pgNode) removeOrphanShm() bool {
+	id, creator, ok := n.ourShm()
+	if !ok {
+		return true
+	}
+	if processAlive(creator) {
+		return false
+	}
+	_, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	return true
+}
+
+// removeShm removes the System V segment of a killed postmaster once
+// nothing is attached to it any more (waiting up to limit): the next
+// postmaster on the directory refuses to start while a process is still
+// attached to the segment its postmaster.pid names. It says whether none
+// of ours is left.
 func (n *pgNode) removeShm(limit time.Duration) bool {
-	b, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid"))
-	if err != nil {
-		return true
-	}
-	lines := strings.Split(string(b), "\n")
-	if len(lines) < 7 {
-		return true
-	}
-	f := strings.Fields(lines[6])
-	if len(f) != 2 {
-		return true
-	}
-	key, err1 := strconv.ParseInt(f[0], 10, 64)
-	id, err2 := strconv.Atoi(f[1])
-	if err1 != nil || err2 != nil {
+	id, creator, ok := n.ourShm()
+	if !ok {
 		return true
 	}
 	// A process that is exiting may be gone from /proc's view of the
 	// member (its command line goes with its memory) and still attached.
 	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
 		var ds unix.SysvShmDesc
-		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key {
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int(ds.Cpid) != creator {
 			return true
 		}
 		if ds.Nattch == 0 {
@@ -774,6 +799,48 @@ func (n *pgNode) removeShm(limit time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// ourShm finds the member's segment: the one its postmaster.pid names,
+// with that key, created by the postmaster lockchaos started last
+// (pgShmCreator). ok is false when there is none, or none provably ours.
+func (n *pgNode) ourShm() (id, creator int, ok bool) {
+	key, id, ok := pgShmOf(n.data())
+	if !ok {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile(filepath.Join(n.dir, pgShmCreator))
+	if err != nil {
+		return 0, 0, false
+	}
+	if creator, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
+		return 0, 0, false
+	}
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key || int(ds.Cpid) != creator {
+		return 0, 0, false
+	}
+	return id, creator, true
+}
+
+// pgShmOf reads the System V segment's key and id from line 7 of the
+// postmaster.pid in data, which the postmaster writes as it creates it.
+func pgShmOf(data string) (key int64, id int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0, 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 7 {
+		return 0, 0, false
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	key, err1 := strconv.ParseInt(f[0], 10, 64)
+	id, err2 := strconv.Atoi(f[1])
+	return key, id, err1 == nil && err2 == nil
 }
 
 type procStat struct {

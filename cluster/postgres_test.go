@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 )
 
 func startPG(t *testing.T, members int) *pgEnsemble {
@@ -154,8 +155,8 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 		t.Fatalf("old primary: in recovery %v, %v", inRecovery, err)
 	}
 	// Until heal, there is no standby to promote.
-	if _, _, _, err := e.FailOver(ctx); err == nil || !strings.Contains(err.Error(), "no standby") {
-		t.Fatalf("second FailOver: %v, want no standby left", err)
+	if _, _, _, err := e.FailOver(ctx); !errors.Is(err, ErrNoStandby) {
+		t.Fatalf("second FailOver: %v, want ErrNoStandby", err)
 	}
 	// heal rebuilds the old primary as a standby of the new one: it is in
 	// recovery, streams from pg1, and the next failover promotes it back.
@@ -291,6 +292,48 @@ func TestPostgresStopLeavesNothing(t *testing.T) {
 		if _, err := os.Stat(m.dir); !os.IsNotExist(err) {
 			t.Errorf("%s: directory %s left", m.name, m.dir)
 		}
+	}
+}
+
+// The orphan cleanup removes the System V segment of a member killed
+// outright, and only a segment that member's own postmaster created: one
+// that another process created since under the id its postmaster.pid
+// names (a server lockchaos did not start) is left alone.
+func TestPostgresOrphanCleanupRemovesOnlyItsOwnSegment(t *testing.T) {
+	e := startPG(t, 1)
+	n := e.members[0]
+	key, id, ok := pgShmOf(n.data())
+	if !ok {
+		t.Fatalf("postmaster.pid names no segment: %q", readFile(filepath.Join(n.data(), "postmaster.pid")))
+	}
+	var ds unix.SysvShmDesc
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil || int64(ds.Perm.Key) != key || int(ds.Cpid) != n.Pid() {
+		t.Fatalf("segment %d: %v, key %d (want %d), creator %d (want the postmaster %d)", id, err, ds.Perm.Key, key, ds.Cpid, n.Pid())
+	}
+	n.kill() // SIGKILL: the postmaster cannot remove its segment
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil {
+		t.Fatalf("segment %d is gone after a SIGKILL: %v; the test needs it left", id, err)
+	}
+	creator := filepath.Join(n.dir, pgShmCreator)
+	mine := readFile(creator)
+	// As if another process had created it: not ours, left alone.
+	if err := os.WriteFile(creator, []byte(strconv.Itoa(n.Pid()+1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !releaseOrphan(n.dir) {
+		t.Fatal("the cleanup says something is still attached")
+	}
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil {
+		t.Fatalf("a segment another process created was removed: %v", err)
+	}
+	if err := os.WriteFile(creator, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !releaseOrphan(n.dir) {
+		t.Fatal("the cleanup says something is still attached")
+	}
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err == nil {
+		t.Errorf("segment %d of the killed member is still there (ipcs -m)", id)
 	}
 }
 

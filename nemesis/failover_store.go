@@ -48,6 +48,14 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	before := env.LockNodes()
 	start := history.Now()
 	from, to, heal, ferr := e.FailOver(ctx)
+	if errors.Is(ferr, cluster.ErrNoStandby) {
+		// Nothing was failed over: a missed step, said so, not a failure
+		// of the run.
+		if err := a.release(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %v", ErrNoTarget, ferr)
+	}
 	members := e.Members()
 	params := map[string]string{"store": store, "holder": strconv.Itoa(a.Client), "key": a.Key}
 	fault := &Fault{Params: params, Aim: a.aim(), Start: start, Heal: heal}

@@ -68,6 +68,9 @@ func Schedule(ctx context.Context, env Env, items []Scheduled, shape Shape, inte
 
 func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time.Duration, start time.Time, ids *atomic.Int64, record func(history.Event), done func(Executed)) error {
 	plan := it.Plan.planner(it.Name, shape, interval)
+	last := ""                          // the previous step's fault, "" if none
+	var ended atomic.Pointer[time.Time] // when ctx ended: the run's end
+	defer context.AfterFunc(ctx, func() { t := time.Now(); ended.Store(&t) })()
 	for {
 		step, more := plan.next()
 		if !more {
@@ -76,6 +79,15 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 		wait := step.Gap
 		if it.Plan.Mode == "at" {
 			wait = max(time.Until(start.Add(step.Gap)), 0)
+			// A step starts only once the previous fault is healed (a
+			// failover's heal rebuilds what the next one needs): one
+			// whose time came during that heal, which outlasted the run,
+			// is missed, said so. ended is set an instant after ctx
+			// ends; unset yet, the end is now, past the step's time.
+			if e := ended.Load(); ctx.Err() != nil && last != "" && (e == nil || !start.Add(step.Gap).After(*e)) {
+				done(Executed{Step: step, Missed: fmt.Sprintf("its time (%v) came while %s was still being healed, and the run ended first", step.Gap, last)})
+				return nil
+			}
 		}
 		if !sleep(ctx, wait) {
 			return nil
@@ -86,6 +98,7 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 		switch {
 		case f == nil && errors.Is(err, ErrNoTarget):
 			done(Executed{Step: step, Missed: err.Error()})
+			last = ""
 			continue
 		case f == nil && cancelled:
 			// The run ended while the nemesis waited for its moment:
@@ -127,6 +140,7 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 		}
 		record(end)
 		done(Executed{Step: step, Fault: id})
+		last = fmt.Sprintf("fault %d (%s)", id, f.Target)
 		if healErr != nil {
 			return errors.Join(injectErr, fmt.Errorf("heal fault %d (%s): %w", id, f.Target, healErr))
 		}

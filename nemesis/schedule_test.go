@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,5 +226,39 @@ func TestStopHealsTheFaultInProgress(t *testing.T) {
 	}
 	if ev[1].Effect == nil {
 		t.Error("the healed pause records no effect")
+	}
+}
+
+// slowHeal is a fault whose heal lasts until its test lets it end, as a
+// PostgreSQL failover's rebuild of the old primary may on a busy machine.
+type slowHeal struct{ healed chan struct{} }
+
+func (s slowHeal) Inject(context.Context, Env, Step) (*Fault, error) {
+	return &Fault{Target: "slow heal", Heal: func(context.Context) error { <-s.healed; return nil }}, nil
+}
+
+// A step starts only once the previous fault is healed; one whose time came
+// during a heal that outlasted the run is missed, said so — not skipped in
+// silence, and not a failure of the run.
+func TestAStepDueDuringAHealThatOutlastedTheRunIsMissed(t *testing.T) {
+	n := slowHeal{healed: make(chan struct{})}
+	plan, _ := ParsePlan("at=0s,0s", 0, 1, "slow")
+	record, events := recorder()
+	var mu sync.Mutex
+	var steps []Executed
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		errc <- Schedule(ctx, newFakeEnv(), []Scheduled{{Name: "slow", Nemesis: n, Plan: plan}}, testShape, time.Hour, record,
+			func(e Executed) { mu.Lock(); steps = append(steps, e); mu.Unlock() })
+	}()
+	waitFor(t, func() bool { return len(events()) == 1 }) // fault 1 started; its heal waits
+	cancel()                                              // the run ends during the heal
+	close(n.healed)
+	if err := <-errc; err != nil {
+		t.Fatalf("Schedule: %v; want no error: the run ended, nothing failed", err)
+	}
+	if len(steps) != 2 || steps[0].Fault != 1 || steps[1].Fault != 0 || !strings.Contains(steps[1].Missed, "fault 1 (slow heal) was still being healed") {
+		t.Errorf("steps %+v: want fault 1, then step 2 missed while fault 1 was healed", steps)
 	}
 }

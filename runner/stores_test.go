@@ -139,11 +139,17 @@ func TestStoreRunsRefuseWhatOnlyRedisHas(t *testing.T) {
 // ZooKeeper's killed leader restarts; PostgreSQL's old primary is rebuilt
 // as a standby of the new one; a Redis primary restarts as a replica), so
 // a second failover fails over again and the coordinator records no
-// problem.
+// problem. PostgreSQL's rebuild also on --backend docker: pg_basebackup
+// writes the old primary's directory here, and it starts again in a new
+// container.
 func TestEveryStoreFailsOverTwice(t *testing.T) {
-	for _, lock := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory"} {
-		t.Run(lock, func(t *testing.T) {
+	for _, name := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory", "pg-advisory/docker"} {
+		t.Run(name, func(t *testing.T) {
+			lock, backend, _ := strings.Cut(name, "/")
 			c := storeConfig(t, lock, "failover")
+			if backend != "" {
+				c.Backend = backend
+			}
 			// Room for a JVM's restart and an election on a busy machine
 			// before the second failover, and for it before the end.
 			c.Duration = 16 * time.Second
@@ -183,6 +189,32 @@ func TestEveryStoreFailsOverTwice(t *testing.T) {
 			if left := storeChildren(); len(left) > 0 {
 				t.Errorf("server processes left after the run: %v", left)
 			}
+			if backend == "docker" {
+				if left := ourContainers(t); len(left) > 0 {
+					t.Errorf("containers left after the run: %v", left)
+				}
+			}
 		})
+	}
+}
+
+// A PostgreSQL failover with no standby to promote (--nodes 1) does
+// nothing: each step is missed, saying why, and the run is inconclusive
+// for want of faults — not for a problem of the coordinator.
+func TestAFailoverWithNoStandbyIsAMissedStep(t *testing.T) {
+	c := storeConfig(t, "pg-advisory", "failover")
+	c.Nodes = 1
+	res, err := runner.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtest.Verdict(t, res, checker.Inconclusive)
+	for _, r := range res.Reasons {
+		if strings.Contains(r, "coordinator recorded a problem") {
+			t.Errorf("%s", r)
+		}
+	}
+	if len(res.Faults) != 0 || len(res.Evidence.Missed) == 0 || !strings.Contains(res.Evidence.Missed[0].Why, "no standby left to promote") {
+		t.Errorf("faults %d, missed %+v: want every step missed for want of a standby", len(res.Faults), res.Evidence.Missed)
 	}
 }
