@@ -183,6 +183,8 @@ func cmdRun(args []string) int {
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
 	fs.StringVar(&cfg.Lock, "lock", "", "the lock to test, a `NAME` from lockchaos list")
+	fs.StringVar(&cfg.LockFile, "lock-file", "", "test the adapter lock that the manifest `FILE` (lock.yaml) describes: a lock in any language (docs/protocol.md)")
+	fs.StringVar(&cfg.LockCmd, "lock-cmd", "", "test the adapter that `COMMAND` starts (split at spaces, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml")
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
 	fs.IntVar(&cfg.Clients, "clients", runner.DefaultClients, "client processes")
 	fs.IntVar(&cfg.Keys, "keys", runner.DefaultKeys, "lock keys the clients contend for")
@@ -246,8 +248,16 @@ func cmdRun(args []string) int {
 		sc = &s
 	} else {
 		cfg.Nemeses = strings.Split(nemeses, ",")
-		cfg.LockOptions = split[cfg.Lock]
-		delete(split, cfg.Lock)
+		name := cfg.Lock
+		if cfg.LockFile != "" {
+			if m, err := locks.ReadManifest(cfg.LockFile); err == nil {
+				name = m.Name
+			}
+		} else if cfg.LockCmd != "" {
+			name = "cmd"
+		}
+		cfg.LockOptions = split[name]
+		delete(split, name)
 		cfg.NemesisOptions = split
 		cfg.Seed = *seed
 	}

@@ -85,6 +85,13 @@ type Leaser interface {
 	Lease() time.Duration
 }
 
+// Starter is implemented by locks that must start something before the
+// run's clock does (an adapter's process: a JVM takes a second or more).
+// The worker calls Start once, after New and before it reports ready.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
 // NodeTimeouter is implemented by locks that give each node's request a
 // timeout much shorter than the TTL (Redlock's, redsync's): a machine whose
 // round trip to the nodes does not fit in it can never acquire, and the
@@ -126,6 +133,12 @@ type Config struct {
 	// Options is a T.
 	Options any
 	Rand    *rand.Rand
+	// Client is this client's number in the run; Seed the run's seed.
+	Client int
+	Seed   int64
+	// LogPath, when set, is a file for the lock's own log beside the
+	// worker's (an adapter's standard error).
+	LogPath string
 }
 
 // Spec registers one lock.
@@ -163,6 +176,9 @@ type Spec struct {
 	// decoded copy in Config.Options.
 	Options any
 	New     func(cfg Config) (Locker, error)
+	// Adapter is the manifest of a lock run as a process of any language
+	// (docs/protocol.md); nil for a lock written in Go.
+	Adapter *Manifest
 }
 
 // StoreName is the store the lock needs: "redis" unless it says another.
@@ -193,20 +209,32 @@ var (
 // Register adds a lock. It panics on a duplicate or malformed spec: both are
 // programming errors found at start-up.
 func Register(s Spec) {
-	mu.Lock()
-	defer mu.Unlock()
 	if s.Name == "" || s.New == nil || s.Nodes < 1 {
 		panic(fmt.Sprintf("locks.Register: spec %q needs a Name, a New function and Nodes >= 1", s.Name))
 	}
 	s.OptionSpecs() // a malformed option declaration panics here, at start-up
+	if err := register(s); err != nil {
+		panic("locks.Register: " + err.Error())
+	}
+}
+
+// register adds s, or says that its name is taken.
+func register(s Spec) error {
+	mu.Lock()
+	defer mu.Unlock()
 	if _, dup := registry[s.Name]; dup {
-		panic("locks.Register: duplicate lock " + s.Name)
+		if s.Adapter != nil {
+			return fmt.Errorf("lock manifest %s: a lock named %q exists already", s.Adapter.File, s.Name)
+		}
+		return fmt.Errorf("duplicate lock %s", s.Name)
 	}
 	registry[s.Name] = s
+	return nil
 }
 
 // Lookup finds a lock by name; the error lists the known ones.
 func Lookup(name string) (Spec, error) {
+	loadShipped()
 	mu.Lock()
 	defer mu.Unlock()
 	s, ok := registry[name]
@@ -218,6 +246,7 @@ func Lookup(name string) (Spec, error) {
 
 // All returns every registered lock, by name.
 func All() []Spec {
+	loadShipped()
 	mu.Lock()
 	defer mu.Unlock()
 	var out []Spec

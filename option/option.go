@@ -60,6 +60,9 @@ func Specs(cfg any) []Spec {
 	if cfg == nil {
 		return nil
 	}
+	if d, ok := declared(cfg); ok {
+		return d.specs()
+	}
 	t := reflect.TypeOf(cfg)
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -121,6 +124,9 @@ func Fresh(proto any) any {
 	if proto == nil {
 		return nil
 	}
+	if d, ok := declared(proto); ok {
+		return &Declared{Options: d.Options}
+	}
 	return reflect.New(reflect.TypeOf(proto)).Interface()
 }
 
@@ -145,6 +151,9 @@ func Decode(owner string, cfg any, given map[string]string, ttl time.Duration) (
 	}
 	if cfg == nil {
 		return used, nil
+	}
+	if d, ok := declared(cfg); ok {
+		return used, d.fill(owner, used, ttl)
 	}
 	v := reflect.ValueOf(cfg).Elem()
 	for i, f := range fields(v.Type()) {

@@ -20,7 +20,12 @@ import (
 // run` (flag) and as its path in a scenario file (file), so that an error
 // about it (SettingError) can name it either way.
 type Config struct {
-	Lock        string            `flag:"lock" file:"lock.name"`
+	Lock string `flag:"lock" file:"lock.name"`
+	// LockFile is an adapter lock's manifest (lock.yaml), LockCmd the
+	// command line of a quick adapter (store redis, one node): Lock is
+	// then the lock they name (docs/protocol.md).
+	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty"`
+	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty"`
 	LockOptions map[string]string `flag:"opt" file:"lock.options"`
 	// Nemeses are nemesis names; empty (or "none") runs without faults.
 	Nemeses        []string                     `flag:"nemesis" file:"faults.nemeses"`
@@ -158,7 +163,13 @@ func bad(setting, format string, args ...any) error {
 // withDefaults fills zero values and checks ranges.
 func (c Config) withDefaults() (Config, error) {
 	var errs []error
-	if c.Lock == "" {
+	if c.LockFile != "" || c.LockCmd != "" {
+		if spec, err := lookupLock(c); err != nil {
+			errs = append(errs, UsageError{Err: err})
+		} else {
+			c.Lock = spec.Name
+		}
+	} else if c.Lock == "" {
 		errs = append(errs, usage("--lock is required (see `lockchaos list`)"))
 	}
 	if c.Out == "" {

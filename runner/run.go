@@ -98,11 +98,33 @@ type resolved struct {
 	lockNodes int
 }
 
+// lookupLock finds the run's lock: a registered one by name, or the
+// adapter of --lock-file or --lock-cmd.
+func lookupLock(cfg Config) (locks.Spec, error) {
+	var s locks.Spec
+	var err error
+	switch {
+	case cfg.LockFile != "":
+		s, err = locks.RegisterFile(cfg.LockFile)
+	case cfg.LockCmd != "":
+		var m *locks.Manifest
+		if m, err = locks.QuickManifest(cfg.LockCmd, "."); err == nil {
+			s = m.Spec()
+		}
+	default:
+		return locks.Lookup(cfg.Lock)
+	}
+	if err == nil && cfg.Lock != "" && cfg.Lock != s.Name {
+		err = fmt.Errorf("--lock %s and the adapter's name %s differ: give one of them", cfg.Lock, s.Name)
+	}
+	return s, err
+}
+
 // resolve looks up the lock and the nemeses and validates their options
 // before anything starts.
 func resolve(cfg Config) (resolved, error) {
 	var rs resolved
-	spec, err := locks.Lookup(cfg.Lock)
+	spec, err := lookupLock(cfg)
 	if err != nil {
 		return rs, UsageError{Err: err}
 	}
@@ -269,7 +291,10 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 			Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
 			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
-			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
+			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry, Adapter: rs.lock.Adapter,
+		}
+		if rs.lock.Adapter != nil {
+			wc.AdapterLog = filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.adapter.log", c))
 		}
 		w, err := startWorker(argv, wc, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", c)), r.record, r.trk)
 		if err != nil {

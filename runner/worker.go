@@ -143,6 +143,11 @@ func (w *workerProc) signal(sig syscall.Signal) error {
 	if w.exited {
 		return errExited
 	}
+	// The whole process group (the worker is its leader): an adapter lock's
+	// process is paused, resumed and killed with its worker.
+	if err := syscall.Kill(-w.cmd.Process.Pid, sig); err == nil {
+		return nil
+	}
 	return w.cmd.Process.Signal(sig)
 }
 

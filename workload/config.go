@@ -7,6 +7,8 @@ package workload
 import (
 	"fmt"
 	"time"
+
+	"github.com/lockchaos/lockchaos/locks"
 )
 
 // Config is sent by the coordinator to a worker on its standard input.
@@ -14,6 +16,11 @@ type Config struct {
 	Client  int               `json:"client"`
 	Owner   string            `json:"owner"`
 	Lock    string            `json:"lock"`
+	// Adapter is the manifest of an adapter lock (a process of any
+	// language, docs/protocol.md), AdapterLog the file for its standard
+	// error.
+	Adapter    *locks.Manifest `json:"adapter,omitempty"`
+	AdapterLog string          `json:"adapter_log,omitempty"`
 	Options map[string]string `json:"options"`
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`

@@ -100,8 +100,15 @@ type worker struct {
 }
 
 func newWorker(cfg Config, out *os.File) (*worker, error) {
-	spec, err := locks.Lookup(cfg.Lock)
-	if err != nil {
+	var spec locks.Spec
+	var err error
+	if cfg.Adapter != nil {
+		spec = cfg.Adapter.Spec()
+		locks.AdapterDied = func(name string, err error) {
+			fmt.Fprintf(os.Stderr, "worker %d: its adapter %s exited (%v): the client cannot go on\n", cfg.Client, name, err)
+			os.Exit(4)
+		}
+	} else if spec, err = locks.Lookup(cfg.Lock); err != nil {
 		return nil, err
 	}
 	opts, _, err := spec.Decode(cfg.Options, cfg.TTL)
@@ -123,10 +130,20 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		Owner:     cfg.Owner,
 		Options:   opts,
 		Rand:      rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client)+1<<32)),
+		Client:    cfg.Client,
+		Seed:      cfg.Seed,
+		LogPath:   cfg.AdapterLog,
 	})
 	if err != nil {
 		w.close()
 		return nil, fmt.Errorf("lock %s: %w", cfg.Lock, err)
+	}
+	// Before the worker says it is ready: a JVM's start is not the run's.
+	if s, ok := w.locker.(locks.Starter); ok {
+		if err := s.Start(context.Background()); err != nil {
+			w.close()
+			return nil, fmt.Errorf("lock %s: %w", cfg.Lock, err)
+		}
 	}
 	if cfg.Renew {
 		r, ok := w.locker.(locks.Renewer)

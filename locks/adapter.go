@@ -1,0 +1,503 @@
+package locks
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/option"
+)
+
+// ProtocolVersion is the lock protocol's version (docs/protocol.md).
+const ProtocolVersion = 1
+
+// AdapterGrace is how long past a request's timeout_ms the worker still
+// waits for its answer before it calls the outcome unknown.
+const AdapterGrace = 500 * time.Millisecond
+
+// AdapterStartTimeout bounds an adapter's start: the init_ok must come
+// within it (a JVM under load takes seconds, never this long).
+const AdapterStartTimeout = 2 * time.Minute
+
+// AdapterDied, when set (the worker sets it), is called once when an
+// adapter exits on its own: its client cannot go on.
+var AdapterDied func(name string, err error)
+
+// adapter is a Locker whose lock lives in another process, one per client,
+// that speaks the lock protocol on its standard input and output.
+type adapter struct {
+	m    *Manifest
+	cfg  Config
+	opts map[string]string
+
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	log   *os.File
+	wmu   sync.Mutex // one line at a time on stdin and in the log
+
+	mu        sync.Mutex
+	nextID    int64
+	pending   map[int64]chan answer
+	abandoned map[int64]string // id → key of an acquire given up on
+	lost      map[string]*lostSignal
+	closing   bool
+	dead      chan struct{} // closed when its standard output ends
+	exitErr   error
+	readDone  chan struct{}
+}
+
+type lostSignal struct {
+	ch    chan struct{}
+	holds int
+	fired bool
+}
+
+// answer is any line the adapter writes.
+type answer struct {
+	InReplyTo *int64 `json:"in_reply_to"`
+	Type      string `json:"type"`
+	Token     string `json:"token"`
+	Fence     int64  `json:"fence"`
+	ValidMs   *int64 `json:"valid_ms"`
+	Error     string `json:"error"`
+	Key       string `json:"key"`
+	Text      string `json:"text"`
+}
+
+type adapterRenewer struct{ *adapter }
+type adapterWaiter struct{ *adapter }
+type adapterRenewWaiter struct{ *adapter }
+
+func (a adapterRenewer) Renew(ctx context.Context, l Lease) (Lease, error) { return a.renew(ctx, l) }
+func (a adapterWaiter) AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error) {
+	return a.acquire(ctx, key, wait)
+}
+func (a adapterRenewWaiter) Renew(ctx context.Context, l Lease) (Lease, error) { return a.renew(ctx, l) }
+func (a adapterRenewWaiter) AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error) {
+	return a.acquire(ctx, key, wait)
+}
+
+// newAdapter checks that the adapter can run here and keeps its options; it
+// starts nothing (Start does, in the worker).
+func newAdapter(m *Manifest, cfg Config) (Locker, error) {
+	if why := m.Missing(); why != "" {
+		return nil, fmt.Errorf("adapter %s cannot run here: %s", m.Name, why)
+	}
+	a := &adapter{m: m, cfg: cfg, pending: map[int64]chan answer{}, abandoned: map[int64]string{}, lost: map[string]*lostSignal{}}
+	if d, ok := cfg.Options.(*option.Declared); ok {
+		a.opts = d.Values
+	}
+	switch {
+	case m.Renew && m.Wait:
+		return adapterRenewWaiter{a}, nil
+	case m.Renew:
+		return adapterRenewer{a}, nil
+	case m.Wait:
+		return adapterWaiter{a}, nil
+	}
+	return a, nil
+}
+
+// Lease is the lease option's value when the manifest names one and it is
+// set, else the TTL.
+func (a *adapter) Lease() time.Duration {
+	if ms, err := strconv.ParseInt(a.opts[a.m.LeaseOption], 10, 64); err == nil && a.m.LeaseOption != "" {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return a.cfg.TTL
+}
+
+// Start runs the adapter and waits for its init_ok.
+func (a *adapter) Start(ctx context.Context) error {
+	bin := a.m.Command[0]
+	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
+		bin = filepath.Join(a.m.Dir, bin)
+	}
+	cmd := exec.Command(bin, a.m.Command[1:]...)
+	cmd.Dir = a.m.Dir
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "LOCKCHAOS_") {
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
+	// The worker's process group (no Setpgid): a pause or kill of the
+	// client stops the adapter with it. Pdeathsig: it dies with the worker.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	a.log = os.Stderr
+	if a.cfg.LogPath != "" {
+		f, err := os.Create(a.cfg.LogPath)
+		if err != nil {
+			return err
+		}
+		a.log = f
+	}
+	cmd.Stderr = a.log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("adapter %s: start %s (in %s): %w", a.m.Name, strings.Join(a.m.Command, " "), a.m.Dir, err)
+	}
+	a.cmd, a.stdin = cmd, stdin
+	a.dead, a.readDone = make(chan struct{}), make(chan struct{})
+	go a.read(stdout)
+
+	init := map[string]any{
+		"type": "init", "protocol": ProtocolVersion, "lock": a.m.Name, "store": a.m.Store,
+		"nodes": nonNil(a.cfg.Addrs), "client": a.cfg.Client, "owner": a.cfg.Owner,
+		"ttl_ms": a.cfg.TTL.Milliseconds(), "op_timeout_ms": a.cfg.OpTimeout.Milliseconds(),
+		"seed": a.cfg.Seed, "options": nonNilMap(a.opts),
+	}
+	switch a.m.Store {
+	case "postgres":
+		if len(a.cfg.Addrs) > 0 {
+			if host, port, err := net.SplitHostPort(a.cfg.Addrs[0]); err == nil {
+				init["dsn"] = fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, pgUser)
+			}
+		}
+	case "zookeeper":
+		init["connect"] = strings.Join(a.cfg.Addrs, ",")
+	}
+	sctx, cancel := context.WithTimeout(ctx, AdapterStartTimeout)
+	defer cancel()
+	ans, err := a.call(sctx, init, 0)
+	if err != nil {
+		a.Close()
+		return fmt.Errorf("adapter %s did not start: %w (its log: %s)", a.m.Name, err, a.cfg.LogPath)
+	}
+	if ans.Type != "init_ok" {
+		a.Close()
+		return fmt.Errorf("adapter %s refused init: %s", a.m.Name, describe(ans))
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// read dispatches the adapter's lines until its standard output ends.
+func (a *adapter) read(stdout io.Reader) {
+	defer close(a.readDone)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ans answer
+		if err := json.Unmarshal(line, &ans); err != nil || ans.Type == "" {
+			why := fmt.Sprintf("adapter protocol: it wrote a line that is not a JSON message with a type: %q", clip(string(line), 120))
+			a.logf("%s", why)
+			a.failPending(why)
+			continue
+		}
+		if ans.InReplyTo != nil {
+			a.deliver(*ans.InReplyTo, ans)
+			continue
+		}
+		switch ans.Type {
+		case "lost":
+			a.markLost(ans)
+		case "log":
+			a.logf("adapter: %s", ans.Text)
+		default:
+			a.logf("adapter protocol: an unasked message of type %q (only lost and log are): %s", ans.Type, clip(string(line), 120))
+		}
+	}
+	err := a.cmd.Wait()
+	a.mu.Lock()
+	a.exitErr = err
+	closing := a.closing
+	a.mu.Unlock()
+	if err == nil {
+		err = errors.New("exit 0")
+	}
+	why := "adapter exited: " + err.Error()
+	a.failPending(why)
+	close(a.dead)
+	if !closing && AdapterDied != nil {
+		AdapterDied(a.m.Name, err)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func (a *adapter) logf(format string, args ...any) {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	fmt.Fprintf(a.log, "lockchaos %.3f: "+format+"\n", append([]any{float64(history.Now()) / 1e9}, args...)...)
+}
+
+// deliver hands an answer to the request waiting for it; a grant that
+// comes after its acquire was given up on is released at once.
+func (a *adapter) deliver(id int64, ans answer) {
+	a.mu.Lock()
+	ch, ok := a.pending[id]
+	delete(a.pending, id)
+	key, late := a.abandoned[id]
+	delete(a.abandoned, id)
+	a.mu.Unlock()
+	switch {
+	case ok:
+		ch <- ans
+	case late && ans.Type == "granted":
+		a.logf("a grant of %s (token %q) came after the acquire was given up on: releasing it", key, ans.Token)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.OpTimeout)
+			defer cancel()
+			_ = a.release(ctx, Lease{Key: key, Token: ans.Token})
+		}()
+	case late:
+		a.logf("a late answer to request %d: %s", id, describe(ans))
+	default:
+		a.logf("adapter protocol: an answer to request %d, which was never sent: %s", id, describe(ans))
+	}
+}
+
+func (a *adapter) failPending(why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, ch := range a.pending {
+		ch <- answer{Type: "unknown", Error: why}
+		delete(a.pending, id)
+	}
+}
+
+func (a *adapter) markLost(ans answer) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.lost[ans.Token]
+	if s == nil || !a.m.Lost {
+		a.logf("lost event for token %q, which holds nothing%s", ans.Token, map[bool]string{true: "", false: " (the manifest does not claim lost: true)"}[a.m.Lost])
+		return
+	}
+	if !s.fired {
+		s.fired = true
+		close(s.ch)
+	}
+}
+
+// call sends one request and waits for its answer: until the context's
+// deadline plus AdapterGrace, or at once when the context is cancelled.
+// wait is added to the deadline for a blocking acquire's request.
+func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Duration) (answer, error) {
+	if a.cmd == nil {
+		return answer{}, errors.New("adapter not started")
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(a.cfg.OpTimeout + wait)
+	}
+	ch := make(chan answer, 1)
+	a.mu.Lock()
+	id := a.nextID
+	a.nextID++
+	a.pending[id] = ch
+	a.mu.Unlock()
+	req["id"] = id
+	if req["type"] != "init" {
+		req["timeout_ms"] = max(time.Until(deadline).Milliseconds(), 1)
+	}
+	line, _ := json.Marshal(req)
+	a.wmu.Lock()
+	_, err := a.stdin.Write(append(line, '\n'))
+	a.wmu.Unlock()
+	if err != nil {
+		a.drop(id, "")
+		return answer{}, fmt.Errorf("adapter: could not send %s: %w", req["type"], err)
+	}
+	budget := time.Until(deadline) + AdapterGrace
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	done := ctx.Done()
+	for {
+		select {
+		case ans := <-ch:
+			return ans, nil
+		case <-done:
+			if ctx.Err() == context.Canceled {
+				a.drop(id, keyOf(req))
+				return answer{}, ctx.Err()
+			}
+			done = nil // a deadline: wait out the grace
+		case <-timer.C:
+			a.drop(id, keyOf(req))
+			return answer{}, fmt.Errorf("adapter gave no answer to %s within %v", req["type"], budget.Round(time.Millisecond))
+		}
+	}
+}
+
+func keyOf(req map[string]any) string {
+	if req["type"] == "acquire" {
+		return req["key"].(string)
+	}
+	return ""
+}
+
+// drop forgets request id; an acquire's late grant will be released.
+func (a *adapter) drop(id int64, acquireKey string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.pending, id)
+	if acquireKey != "" {
+		a.abandoned[id] = acquireKey
+	}
+}
+
+func describe(ans answer) string {
+	s := ans.Type
+	if ans.Error != "" {
+		s += ": " + ans.Error
+	}
+	return s
+}
+
+// unexpected is the error of an answer of the wrong type.
+func unexpected(op string, ans answer) error {
+	switch ans.Type {
+	case "unknown":
+		return errors.New(ans.Error)
+	case "error":
+		return errors.New("adapter error: " + ans.Error)
+	}
+	return fmt.Errorf("adapter protocol: %s answered %q", op, describe(ans))
+}
+
+func (a *adapter) Acquire(ctx context.Context, key string) (Lease, error) {
+	return a.acquire(ctx, key, 0)
+}
+
+func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (Lease, error) {
+	ans, err := a.call(ctx, map[string]any{"type": "acquire", "key": key, "wait_ms": wait.Milliseconds()}, wait)
+	if err != nil {
+		return Lease{}, err
+	}
+	switch ans.Type {
+	case "granted":
+		if ans.Token == "" {
+			return Lease{}, errors.New("adapter protocol: granted without a token")
+		}
+		l := Lease{Key: key, Owner: a.cfg.Owner, Token: ans.Token, Fence: ans.Fence}
+		if ans.ValidMs != nil {
+			l.Deadline = history.Now() + *ans.ValidMs*int64(time.Millisecond)
+		}
+		if a.m.Lost {
+			a.mu.Lock()
+			s := a.lost[ans.Token]
+			if s == nil {
+				s = &lostSignal{ch: make(chan struct{})}
+				a.lost[ans.Token] = s
+			}
+			s.holds++
+			l.Lost = s.ch
+			a.mu.Unlock()
+		}
+		return l, nil
+	case "refused":
+		if ans.Error != "" {
+			return Lease{}, fmt.Errorf("%w: %s", ErrNotAcquired, ans.Error)
+		}
+		return Lease{}, ErrNotAcquired
+	}
+	return Lease{}, unexpected("acquire", ans)
+}
+
+func (a *adapter) Release(ctx context.Context, l Lease) error {
+	return a.release(ctx, l)
+}
+
+func (a *adapter) release(ctx context.Context, l Lease) error {
+	ans, err := a.call(ctx, map[string]any{"type": "release", "key": l.Key, "token": l.Token}, 0)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if s := a.lost[l.Token]; s != nil {
+		if s.holds--; s.holds <= 0 {
+			delete(a.lost, l.Token)
+		}
+	}
+	a.mu.Unlock()
+	switch ans.Type {
+	case "released":
+		return nil
+	case "not_held":
+		return ErrNotHeld
+	}
+	return unexpected("release", ans)
+}
+
+func (a *adapter) renew(ctx context.Context, l Lease) (Lease, error) {
+	ans, err := a.call(ctx, map[string]any{"type": "renew", "key": l.Key, "token": l.Token}, 0)
+	if err != nil {
+		return l, err
+	}
+	switch ans.Type {
+	case "renewed":
+		if ans.ValidMs != nil {
+			l.Deadline = history.Now() + *ans.ValidMs*int64(time.Millisecond)
+		}
+		return l, nil
+	case "not_held":
+		return l, ErrNotHeld
+	}
+	return l, unexpected("renew", ans)
+}
+
+// Close ends the adapter: its standard input closes, and it is killed if it
+// has not exited 2 s later.
+func (a *adapter) Close() error {
+	if a.cmd == nil {
+		return nil
+	}
+	a.mu.Lock()
+	a.closing = true
+	a.mu.Unlock()
+	a.stdin.Close()
+	select {
+	case <-a.dead:
+	case <-time.After(2 * time.Second):
+		_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		_ = a.cmd.Process.Kill()
+		select {
+		case <-a.dead:
+		case <-time.After(2 * time.Second): // a child of its own holds its output open
+		}
+	}
+	if a.log != os.Stderr {
+		a.log.Close()
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package locks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/lockchaos/lockchaos/option"
+	"gopkg.in/yaml.v3"
+)
+
+// Manifest is an adapter lock's lock.yaml: a lock in any language, run as
+// a process that speaks the lock protocol (docs/protocol.md).
+type Manifest struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	Store       string `yaml:"store"`
+	Nodes       int    `yaml:"nodes"`
+	Reentrant   bool   `yaml:"reentrant"`
+	Quorum      bool   `yaml:"quorum"`
+	KeepsAlive  bool   `yaml:"keeps_alive"`
+	Leaseless   bool   `yaml:"leaseless"`
+	// Renew, Wait, Lost: the adapter answers renew, answers acquire with
+	// wait_ms > 0 by its library's own wait, and sends lost events.
+	Renew bool `yaml:"renew"`
+	Wait  bool `yaml:"wait"`
+	Lost  bool `yaml:"lost"`
+	// LeaseOption names a duration option that, when set, is the lease
+	// instead of the run's TTL.
+	LeaseOption string `yaml:"lease_option"`
+	// Requires lists commands that must be on PATH to build and run it.
+	Requires []string `yaml:"requires"`
+	// Build is run in Dir by `lockchaos adapter build` (make adapters);
+	// Built is a file, relative to Dir, that exists once it is built.
+	Build   []string `yaml:"build"`
+	Built   string   `yaml:"built"`
+	Command []string `yaml:"command"`
+	Options []struct {
+		Name    string   `yaml:"name"`
+		Default string   `yaml:"default"`
+		Kind    string   `yaml:"kind"`
+		OneOf   []string `yaml:"oneof"`
+		Help    string   `yaml:"help"`
+	} `yaml:"options"`
+
+	// File is the manifest's path, Dir its folder (absolute): command,
+	// build and built are relative to Dir.
+	File string `yaml:"-"`
+	Dir  string `yaml:"-"`
+}
+
+// ReadManifest reads and checks a lock.yaml.
+func ReadManifest(path string) (*Manifest, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("lock manifest: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("lock manifest %s: %w", path, err)
+	}
+	m.File, m.Dir = abs, filepath.Dir(abs)
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("lock manifest %s: %w", path, err)
+	}
+	return &m, nil
+}
+
+func (m *Manifest) check() error {
+	var bad []string
+	if m.Name == "" || strings.ContainsAny(m.Name, " ,/=") {
+		bad = append(bad, "name: want a name without spaces, commas, slashes or '='")
+	}
+	if len(m.Command) == 0 {
+		bad = append(bad, "command: want the command that starts the adapter, as a list")
+	}
+	switch m.Store {
+	case "":
+		m.Store = "redis"
+	case "redis", "etcd", "zookeeper", "postgres":
+	default:
+		bad = append(bad, fmt.Sprintf("store %q: want redis, etcd, zookeeper or postgres", m.Store))
+	}
+	if m.Nodes == 0 {
+		m.Nodes = 1
+	}
+	if m.Nodes < 1 {
+		bad = append(bad, "nodes: want 1 or more")
+	}
+	seen := map[string]bool{}
+	for _, o := range m.Options {
+		if o.Name == "" || seen[o.Name] {
+			bad = append(bad, fmt.Sprintf("options: %q is empty or given twice", o.Name))
+		}
+		seen[o.Name] = true
+		if err := option.CheckKind(o.Kind); err != nil {
+			bad = append(bad, "option "+o.Name+": "+err.Error())
+		}
+	}
+	if m.LeaseOption != "" && !seen[m.LeaseOption] {
+		bad = append(bad, fmt.Sprintf("lease_option %q: no such option", m.LeaseOption))
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Declared is the manifest's options, for option.Decode.
+func (m *Manifest) Declared() option.Declared {
+	var d option.Declared
+	for _, o := range m.Options {
+		d.Options = append(d.Options, option.DeclaredOption{Spec: option.Spec{Key: o.Name, Default: o.Default, Help: o.Help, OneOf: o.OneOf}, Kind: o.Kind})
+	}
+	return d
+}
+
+// Missing says why the adapter cannot run on this machine ("" when it
+// can): a required command not on PATH, or not built yet.
+func (m *Manifest) Missing() string {
+	if t := m.MissingTools(); t != "" {
+		return t
+	}
+	if m.Built != "" {
+		if _, err := os.Stat(filepath.Join(m.Dir, m.Built)); err != nil {
+			return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
+		}
+	}
+	return ""
+}
+
+// MissingTools names the required commands not on PATH ("" when none).
+func (m *Manifest) MissingTools() string {
+	var gone []string
+	for _, t := range m.Requires {
+		if _, err := exec.LookPath(t); err != nil {
+			gone = append(gone, t)
+		}
+	}
+	if len(gone) == 0 {
+		return ""
+	}
+	return strings.Join(gone, ", ") + " not found on PATH (its toolchain is missing)"
+}
+
+// Spec is the lock the manifest describes.
+func (m *Manifest) Spec() Spec {
+	desc := m.Description
+	if desc == "" {
+		desc = "adapter " + m.Command[0]
+	}
+	return Spec{
+		Name: m.Name, Description: desc, Store: m.Store, Nodes: m.Nodes,
+		Leaseless: m.Leaseless, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum,
+		Options: m.Declared(), Adapter: m,
+		New: func(cfg Config) (Locker, error) { return newAdapter(m, cfg) },
+	}
+}
+
+// QuickManifest is the manifest of --lock-cmd: a command line run in dir,
+// store redis, one node, nothing claimed.
+func QuickManifest(command, dir string) (*Manifest, error) {
+	args := strings.Fields(command)
+	if len(args) == 0 {
+		return nil, errors.New("--lock-cmd: want the adapter's command, e.g. --lock-cmd 'perl my-adapter.pl'")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{Name: "cmd", Description: "adapter: " + command, Command: args, Dir: abs}
+	return m, m.check()
+}
+
+// AdaptersEnv names a folder of adapters (LANGUAGE/LIBRARY/lock.yaml) to
+// use instead of the one lockchaos finds by itself.
+const AdaptersEnv = "LOCKCHAOS_ADAPTERS"
+
+// AdaptersDir is the folder of the shipped adapters: $LOCKCHAOS_ADAPTERS,
+// else the first adapters/ holding a lock.yaml found walking up from the
+// working directory, else the one beside the binary's folder (bin/..).
+func AdaptersDir() string {
+	if d := os.Getenv(AdaptersEnv); d != "" {
+		return d
+	}
+	has := func(d string) bool {
+		ms, _ := filepath.Glob(filepath.Join(d, "*", "*", "lock.yaml"))
+		return len(ms) > 0
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			if has(filepath.Join(d, "adapters")) {
+				return filepath.Join(d, "adapters")
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "adapters"); has(d) {
+			return d
+		}
+	}
+	return ""
+}
+
+var (
+	shippedOnce sync.Once
+	shippedErrs []string
+)
+
+// loadShipped registers the shipped adapters once, on the first lookup. A
+// broken manifest is not fatal to the other locks: ShippedErrors says it.
+func loadShipped() {
+	shippedOnce.Do(func() {
+		dir := AdaptersDir()
+		if dir == "" {
+			return
+		}
+		files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "lock.yaml"))
+		sort.Strings(files)
+		for _, f := range files {
+			m, err := ReadManifest(f)
+			if err == nil {
+				err = register(m.Spec())
+			}
+			if err != nil {
+				shippedErrs = append(shippedErrs, err.Error())
+			}
+		}
+	})
+}
+
+// ShippedErrors lists the shipped manifests that could not be registered.
+func ShippedErrors() []string {
+	loadShipped()
+	return shippedErrs
+}
+
+// RegisterFile registers the adapter lock of a manifest (--lock-file), or
+// returns the one already registered from the same file.
+func RegisterFile(path string) (Spec, error) {
+	loadShipped()
+	m, err := ReadManifest(path)
+	if err != nil {
+		return Spec{}, err
+	}
+	mu.Lock()
+	s, ok := registry[m.Name]
+	mu.Unlock()
+	if ok && s.Adapter != nil && s.Adapter.File == m.File {
+		return s, nil
+	}
+	if ok {
+		return Spec{}, fmt.Errorf("lock manifest %s: a lock named %q exists already; rename it", path, m.Name)
+	}
+	s = m.Spec()
+	return s, register(s)
+}
+
+// RegisterManifest registers m (--lock-cmd's, or a test's).
+func RegisterManifest(m *Manifest) (Spec, error) {
+	s := m.Spec()
+	return s, register(s)
+}
