@@ -52,6 +52,7 @@ Usage:
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list                                                   locks and nemeses
+  lockchaos adapter check NAME|FILE | build [NAME...]              test an adapter lock (any language) / build them
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
   lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
@@ -90,6 +91,8 @@ func Main(args []string) int {
 		return cmdReport(args[1:])
 	case "clean":
 		return cmdClean(args[1:])
+	case "adapter":
+		return cmdAdapter(args[1:])
 	case "list":
 		fs := newFlags("list")
 		markdown := fs.Bool("markdown", false, "write the reference as Markdown (docs/OPTIONS.md is this output)")

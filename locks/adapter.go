@@ -54,6 +54,8 @@ type adapter struct {
 	abandoned map[int64]string // id → key of an acquire given up on
 	lost      map[string]*lostSignal
 	closing   bool
+	// problems are the protocol errors it made, for adapter check.
+	problems []string
 	dead      chan struct{} // closed when its standard output ends
 	exitErr   error
 	readDone  chan struct{}
@@ -214,7 +216,7 @@ func (a *adapter) read(stdout io.Reader) {
 		var ans answer
 		if err := json.Unmarshal(line, &ans); err != nil || ans.Type == "" {
 			why := fmt.Sprintf("adapter protocol: it wrote a line that is not a JSON message with a type: %q", clip(string(line), 120))
-			a.logf("%s", why)
+			a.problem(why)
 			a.failPending(why)
 			continue
 		}
@@ -228,7 +230,7 @@ func (a *adapter) read(stdout io.Reader) {
 		case "log":
 			a.logf("adapter: %s", ans.Text)
 		default:
-			a.logf("adapter protocol: an unasked message of type %q (only lost and log are): %s", ans.Type, clip(string(line), 120))
+			a.problem(fmt.Sprintf("adapter protocol: an unasked message of type %q (only lost and log are): %s", ans.Type, clip(string(line), 120)))
 		}
 	}
 	err := a.cmd.Wait()
@@ -282,8 +284,23 @@ func (a *adapter) deliver(id int64, ans answer) {
 	case late:
 		a.logf("a late answer to request %d: %s", id, describe(ans))
 	default:
-		a.logf("adapter protocol: an answer to request %d, which was never sent: %s", id, describe(ans))
+		a.problem(fmt.Sprintf("adapter protocol: an answer to request %d, which was never sent: %s", id, describe(ans)))
 	}
+}
+
+// problem logs and keeps a protocol error.
+func (a *adapter) problem(why string) {
+	a.logf("%s", why)
+	a.mu.Lock()
+	a.problems = append(a.problems, why)
+	a.mu.Unlock()
+}
+
+// Problems lists the protocol errors the adapter made so far.
+func (a *adapter) Problems() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.problems...)
 }
 
 func (a *adapter) failPending(why string) {

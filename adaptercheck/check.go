@@ -1,0 +1,378 @@
+// Package adaptercheck is `lockchaos adapter check`: a short self-test of
+// an adapter lock (docs/protocol.md) against real Redis servers, which says
+// in plain words which part of the protocol the adapter gets wrong.
+package adaptercheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/redis/go-redis/v9"
+)
+
+// Settings of the check: a short lease, so that expiry is seen quickly,
+// and an op timeout well inside it.
+const (
+	TTL       = 1500 * time.Millisecond
+	OpTimeout = 500 * time.Millisecond
+)
+
+// Step is one check and what came of it.
+type Step struct {
+	Name string
+	// Err is nil when the step passed; Skipped says why it did not apply.
+	Err     error
+	Skipped string
+}
+
+// Check runs every step that applies to m's lock, printing each as it
+// ends to w. It returns the steps; the check passed when no step has an
+// Err. scratch holds the nodes' and adapters' logs.
+func Check(ctx context.Context, m *locks.Manifest, scratch string, w io.Writer) ([]Step, error) {
+	if m.Store != "redis" {
+		return nil, fmt.Errorf("adapter check runs adapters of store redis so far; %s is of store %s (test it with lockchaos run --lock-file)", m.Name, m.Store)
+	}
+	if why := m.Missing(); why != "" {
+		return nil, fmt.Errorf("adapter %s cannot run here: %s", m.Name, why)
+	}
+	be, err := cluster.NewLocal()
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	var nodes []cluster.Node
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Signal(syscall.SIGCONT)
+			_ = n.Stop()
+		}
+	}()
+	var addrs []string
+	var direct []*redis.Client
+	for i := 0; i < m.Nodes; i++ {
+		n, err := be.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("check-node%d", i)})
+		if err != nil {
+			return nil, fmt.Errorf("start a redis-server for the check: %w", err)
+		}
+		nodes = append(nodes, n)
+		addrs = append(addrs, n.Addr())
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 2, DisableIdentity: true})
+		defer c.Close()
+		direct = append(direct, c)
+	}
+	c := &checker{m: m, nodes: nodes, direct: direct, w: w}
+	for i := range 2 {
+		l, err := c.client(ctx, i, addrs, scratch)
+		if err != nil {
+			c.steps = append(c.steps, Step{Name: "init", Err: err})
+			c.print(c.steps[0])
+			return c.steps, nil
+		}
+		defer l.(io.Closer).Close()
+		c.l = append(c.l, l)
+	}
+	c.step("init", func() error { return nil })
+	c.run(ctx)
+	return c.steps, nil
+}
+
+type checker struct {
+	m      *locks.Manifest
+	nodes  []cluster.Node
+	direct []*redis.Client
+	l      []locks.Locker
+	lease  time.Duration
+	w      io.Writer
+	steps  []Step
+}
+
+func (c *checker) client(ctx context.Context, i int, addrs []string, scratch string) (locks.Locker, error) {
+	spec := c.m.Spec()
+	opts, _, err := spec.Decode(nil, TTL)
+	if err != nil {
+		return nil, err
+	}
+	l, err := spec.New(locks.Config{
+		Addrs: addrs, OpTimeout: OpTimeout, TTL: TTL, Owner: fmt.Sprintf("check-client-%d", i), Options: opts,
+		Rand: rand.New(rand.NewPCG(1, uint64(i))), Client: i, Seed: 1,
+		LogPath: filepath.Join(scratch, fmt.Sprintf("client-%d.adapter.log", i)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.lease = TTL
+	if le, ok := l.(locks.Leaser); ok {
+		c.lease = le.Lease()
+	}
+	if err := l.(locks.Starter).Start(ctx); err != nil {
+		return nil, fmt.Errorf("the adapter did not answer init with init_ok: %w", err)
+	}
+	return l, nil
+}
+
+func (c *checker) print(s Step) {
+	switch {
+	case s.Skipped != "":
+		fmt.Fprintf(c.w, "  skip  %s: %s\n", s.Name, s.Skipped)
+	case s.Err != nil:
+		fmt.Fprintf(c.w, "  FAIL  %s: %v\n", s.Name, s.Err)
+	default:
+		fmt.Fprintf(c.w, "  ok    %s\n", s.Name)
+	}
+}
+
+func (c *checker) step(name string, f func() error) {
+	s := Step{Name: name, Err: f()}
+	c.steps = append(c.steps, s)
+	c.print(s)
+}
+
+func (c *checker) skip(name, why string) {
+	s := Step{Name: name, Skipped: why}
+	c.steps = append(c.steps, s)
+	c.print(s)
+}
+
+// op runs one request of client i under the op timeout.
+func op[T any](i int, f func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+	defer cancel()
+	return f(ctx)
+}
+
+func (c *checker) acquire(i int, key string) (locks.Lease, error) {
+	return op(i, func(ctx context.Context) (locks.Lease, error) { return c.l[i].Acquire(ctx, key) })
+}
+
+func (c *checker) release(i int, l locks.Lease) error {
+	_, err := op(i, func(ctx context.Context) (struct{}, error) { return struct{}{}, c.l[i].Release(ctx, l) })
+	return err
+}
+
+// outcome names an answer in the protocol's words.
+func outcome(err error, granted string) string {
+	switch {
+	case err == nil:
+		return granted
+	case errors.Is(err, locks.ErrNotAcquired):
+		return "refused"
+	case errors.Is(err, locks.ErrNotHeld):
+		return "not_held"
+	}
+	return fmt.Sprintf("unknown (%v)", err)
+}
+
+// want says what a request should have answered.
+func want(what, wanted string, err error, granted string) error {
+	if got := outcome(err, granted); got != wanted {
+		return fmt.Errorf("%s: want %s, got %s", what, wanted, got)
+	}
+	return nil
+}
+
+func (c *checker) run(ctx context.Context) {
+	c.step("acquire, then a second client refused", func() error {
+		l, err := c.acquire(0, "check:a")
+		if err := want("client 0's acquire of a free key", "granted", err, "granted"); err != nil {
+			return err
+		}
+		defer c.release(0, l)
+		if n := c.holding("check:a"); n*2 <= len(c.nodes) {
+			return fmt.Errorf("client 0 was granted check:a, but only %d of %d nodes hold a key of that name: does the adapter answer granted without asking its library?", n, len(c.nodes))
+		}
+		_, err = c.acquire(1, "check:a")
+		if err == nil {
+			return errors.New("client 1's acquire of a key that client 0 holds was answered granted: the adapter answers granted when the lock is held by another (two clients hold it)")
+		}
+		return want("client 1's acquire of a key that client 0 holds", "refused", err, "granted")
+	})
+	c.step("release, then not_held for the same lease", func() error {
+		l, err := c.acquire(0, "check:b")
+		if err := want("acquire", "granted", err, "granted"); err != nil {
+			return err
+		}
+		if err := want("release of a held lease", "released", c.release(0, l), "released"); err != nil {
+			return err
+		}
+		if err := want("a second release of the same lease", "not_held", c.release(0, l), "released"); err != nil {
+			return err
+		}
+		l1, err := c.acquire(1, "check:b")
+		if err := want("another client's acquire after the release", "granted", err, "granted"); err != nil {
+			return fmt.Errorf("%w (the release did not free the lock)", err)
+		}
+		return want("its release", "released", c.release(1, l1), "released")
+	})
+	if c.m.KeepsAlive || c.m.Leaseless {
+		c.skip("not_held after expiry", "the lock keeps its lease alive or has none")
+	} else {
+		c.step("not_held after expiry", func() error {
+			l, err := c.acquire(0, "check:c")
+			if err := want("acquire", "granted", err, "granted"); err != nil {
+				return err
+			}
+			time.Sleep(c.lease + 300*time.Millisecond)
+			l1, err := c.acquire(1, "check:c")
+			if err := want(fmt.Sprintf("another client's acquire %v after the grant (lease %v)", c.lease+300*time.Millisecond, c.lease), "granted", err, "granted"); err != nil {
+				return fmt.Errorf("%w: the lease did not expire", err)
+			}
+			defer c.release(1, l1)
+			return want("release of the expired lease, now someone else's", "not_held", c.release(0, l), "released")
+		})
+	}
+	if !c.m.Renew {
+		c.skip("renew", "the manifest does not claim renew")
+	} else {
+		c.step("renew keeps the lease past its TTL", func() error {
+			l, err := c.acquire(0, "check:d")
+			if err := want("acquire", "granted", err, "granted"); err != nil {
+				return err
+			}
+			defer c.release(0, l)
+			for range 2 {
+				time.Sleep(c.lease * 6 / 10)
+				_, err := op(0, func(ctx context.Context) (locks.Lease, error) { return c.l[0].(locks.Renewer).Renew(ctx, l) })
+				if err := want("renew of a held lease", "renewed", err, "renewed"); err != nil {
+					return err
+				}
+			}
+			time.Sleep(c.lease * 6 / 10)
+			_, err = c.acquire(1, "check:d")
+			return want(fmt.Sprintf("another client's acquire 1.8 leases after the grant, renewed twice"), "refused", err, "granted")
+		})
+	}
+	if !c.m.KeepsAlive {
+		c.skip("the lease is kept alive", "the manifest does not claim keeps_alive")
+	} else {
+		c.step("the lease is kept alive", func() error {
+			l, err := c.acquire(0, "check:e")
+			if err := want("acquire", "granted", err, "granted"); err != nil {
+				return err
+			}
+			defer c.release(0, l)
+			time.Sleep(2 * c.lease)
+			_, err = c.acquire(1, "check:e")
+			return want(fmt.Sprintf("another client's acquire two leases (%v) after the grant", 2*c.lease), "refused", err, "granted")
+		})
+	}
+	if !c.m.Reentrant {
+		c.skip("reentry", "the manifest does not claim reentrant")
+	} else {
+		c.step("reentry", func() error {
+			outer, err := c.acquire(0, "check:f")
+			if err := want("acquire", "granted", err, "granted"); err != nil {
+				return err
+			}
+			inner, err := c.acquire(0, "check:f")
+			if err := want("the holder's second acquire (reentry)", "granted", err, "granted"); err != nil {
+				c.release(0, outer)
+				return err
+			}
+			if _, err := c.acquire(1, "check:f"); err == nil {
+				return errors.New("another client's acquire of a re-entered key was answered granted")
+			}
+			if err := want("release of the inner level", "released", c.release(0, inner), "released"); err != nil {
+				return err
+			}
+			if _, err := c.acquire(1, "check:f"); !errors.Is(err, locks.ErrNotAcquired) {
+				return fmt.Errorf("another client's acquire after the inner release: want refused (the outer level still holds), got %s", outcome(err, "granted"))
+			}
+			return want("release of the outer level", "released", c.release(0, outer), "released")
+		})
+	}
+	if !c.m.Lost {
+		c.skip("lost", "the manifest does not claim lost")
+	} else {
+		c.step("lost when the lease is deleted behind its back", func() error {
+			l, err := c.acquire(0, "check:g")
+			if err := want("acquire", "granted", err, "granted"); err != nil {
+				return err
+			}
+			defer c.release(0, l)
+			if l.Lost == nil {
+				return errors.New("the manifest claims lost, but the lease has no lost signal")
+			}
+			for _, d := range c.direct {
+				d.Del(ctx, "check:g")
+			}
+			select {
+			case <-l.Lost:
+				return nil
+			case <-time.After(3 * c.lease):
+				return fmt.Errorf("no lost event within three leases (%v) of the key's deletion", 3*c.lease)
+			}
+		})
+	}
+	c.step("unknown (never granted) when its nodes are unreachable", func() error {
+		for _, n := range c.nodes {
+			if err := n.Signal(syscall.SIGSTOP); err != nil {
+				return fmt.Errorf("pause the node: %w", err)
+			}
+		}
+		start := time.Now()
+		l, err := c.acquire(0, "check:h")
+		took := time.Since(start)
+		for _, n := range c.nodes {
+			_ = n.Signal(syscall.SIGCONT)
+		}
+		switch {
+		case err == nil:
+			c.release(0, l)
+			return errors.New("an acquire while every node was paused was answered granted")
+		case strings.Contains(err.Error(), "gave no answer"):
+			return fmt.Errorf("no answer within timeout_ms (%v) plus %v while its nodes were paused: set the library's command timeout from op_timeout_ms (%v)", OpTimeout, locks.AdapterGrace, took.Round(time.Millisecond))
+		}
+		return nil
+	})
+	c.step("every line is a protocol message", func() error {
+		time.Sleep(200 * time.Millisecond) // late lines land
+		var all []string
+		for i, l := range c.l {
+			if p, ok := l.(interface{ Problems() []string }); ok {
+				seen := map[string]int{}
+				ps := p.Problems()
+				for _, s := range ps {
+					if seen[s]++; seen[s] == 1 {
+						all = append(all, fmt.Sprintf("client %d: %s", i, s))
+					}
+				}
+				if len(ps) > len(seen) {
+					all = append(all, fmt.Sprintf("client %d: %d such lines in all", i, len(ps)))
+				}
+			}
+		}
+		if len(all) > 0 {
+			return errors.New(strings.Join(all, "; "))
+		}
+		return nil
+	})
+}
+
+// holding counts the nodes that hold a key whose name contains key (a
+// library may add a prefix of its own).
+func (c *checker) holding(key string) int {
+	n := 0
+	for _, d := range c.direct {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if ks, _, err := d.Scan(ctx, 0, "*"+key+"*", 1000).Result(); err == nil && len(ks) > 0 {
+			n++
+		}
+		cancel()
+	}
+	return n
+}
+
+// Scratch makes the folder for a check's logs.
+func Scratch() (string, error) {
+	return os.MkdirTemp("", "lockchaos-adapter-check-")
+}

@@ -1,0 +1,73 @@
+package adaptercheck
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+// run checks the adapter of manifest file and returns its steps by name.
+func run(t *testing.T, file string) map[string]Step {
+	t.Helper()
+	m, err := locks.ReadManifest(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := m.Missing(); why != "" {
+		t.Fatalf("%s cannot run here: %s", file, why)
+	}
+	steps, err := Check(context.Background(), m, t.TempDir(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Step{}
+	for _, s := range steps {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// The example adapter passes every step that applies to it.
+func TestTheExampleAdapterPasses(t *testing.T) {
+	steps := run(t, "../adapters/perl/token/lock.yaml")
+	ran := 0
+	for name, s := range steps {
+		if s.Err != nil {
+			t.Errorf("step %q failed: %v", name, s.Err)
+		}
+		if s.Skipped == "" {
+			ran++
+		}
+	}
+	if ran < 7 {
+		t.Errorf("only %d steps ran: %+v", ran, steps)
+	}
+}
+
+// Each deliberately broken adapter fails the step that finds its defect,
+// with a message that names it.
+func TestBrokenAdaptersAreNamed(t *testing.T) {
+	for _, tc := range []struct {
+		file, step, says string
+	}{
+		{"liar.yaml", "acquire, then a second client refused", "answered granted: the adapter answers granted when the lock is held by another"},
+		{"mute.yaml", "acquire, then a second client refused", "gave no answer to acquire"},
+		{"mute.yaml", "unknown (never granted) when its nodes are unreachable", "no answer within timeout_ms"},
+		{"prose.yaml", "acquire, then a second client refused", `not a JSON message with a type: "OK, granted"`},
+		{"prose.yaml", "every line is a protocol message", "not a JSON message"},
+	} {
+		steps := run(t, filepath.Join("testdata", tc.file))
+		s, ok := steps[tc.step]
+		if !ok || s.Err == nil {
+			t.Errorf("%s: step %q did not fail: %+v", tc.file, tc.step, s)
+			continue
+		}
+		if !strings.Contains(s.Err.Error(), tc.says) {
+			t.Errorf("%s: step %q failed with %q; want it to say %q", tc.file, tc.step, s.Err, tc.says)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/adaptercheck"
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+const adapterUsage = `Usage: lockchaos adapter check NAME|FILE   a short self-test of an adapter against a real Redis
+       lockchaos adapter build [NAME...]    build the shipped adapters (make adapters)
+
+An adapter lock is a program in any language that speaks the lock protocol
+(docs/protocol.md), described by a manifest, lock.yaml. The shipped ones are
+in adapters/LANGUAGE/LIBRARY/ (lockchaos list shows them).
+
+check starts a Redis and two copies of the adapter and tests, in plain
+words, each part of the protocol its manifest claims: acquire and a second
+client refused, release and not_held, expiry, renew, a lease kept alive,
+reentry, lost events, an unreachable node (unknown, never granted) and that
+every line is a protocol message. Exit status: 0 all passed, 1 a step
+failed, 3 usage, 4 setup.
+
+build runs each manifest's build command in its folder (Maven, npm, pip,
+at the versions the adapter's own manifest files pin). An adapter whose
+toolchain (requires) is missing is skipped, and said so; a build that fails
+fails the command.
+`
+
+func cmdAdapter(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, adapterUsage)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return 0
+	}
+	switch args[0] {
+	case "check":
+		if len(args) != 2 || strings.HasPrefix(args[1], "-") {
+			fmt.Fprint(os.Stderr, adapterUsage)
+			return ExitUsage
+		}
+		return adapterCheck(os.Stdout, args[1])
+	case "build":
+		return adapterBuild(os.Stdout, args[1:])
+	}
+	fmt.Fprintf(os.Stderr, "lockchaos adapter: unknown command %q\n\n%s", args[0], adapterUsage)
+	return ExitUsage
+}
+
+// adapterManifest finds an adapter lock by name or manifest path.
+func adapterManifest(nameOrFile string) (*locks.Manifest, error) {
+	if st, err := os.Stat(nameOrFile); err == nil && !st.IsDir() {
+		return locks.ReadManifest(nameOrFile)
+	}
+	s, err := locks.Lookup(nameOrFile)
+	if err != nil {
+		return nil, err
+	}
+	if s.Adapter == nil {
+		return nil, fmt.Errorf("lock %s is written in Go, not an adapter: adapter check is for adapter locks (lockchaos list)", s.Name)
+	}
+	return s.Adapter, nil
+}
+
+func adapterCheck(w io.Writer, nameOrFile string) int {
+	m, err := adapterManifest(nameOrFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter check:", err)
+		return ExitUsage
+	}
+	scratch, err := adaptercheck.Scratch()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter check:", err)
+		return ExitSetup
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	fmt.Fprintf(w, "adapter check %s (%s; logs in %s)\n", m.Name, m.File, scratch)
+	steps, err := adaptercheck.Check(ctx, m, scratch, w)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter check:", err)
+		return ExitSetup
+	}
+	failed := 0
+	for _, s := range steps {
+		if s.Err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(w, "FAILED: %d of %d steps; the adapter's standard error is in %s\n", failed, len(steps), scratch)
+		return 1
+	}
+	os.RemoveAll(scratch)
+	fmt.Fprintf(w, "PASSED: %s speaks the lock protocol (%d steps)\n", m.Name, len(steps))
+	return 0
+}
+
+// shippedAdapters lists the shipped adapter manifests, or those named.
+func shippedAdapters(names []string) ([]*locks.Manifest, error) {
+	if errs := locks.ShippedErrors(); len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	var out []*locks.Manifest
+	if len(names) == 0 {
+		for _, s := range locks.All() {
+			if s.Adapter != nil {
+				out = append(out, s.Adapter)
+			}
+		}
+		return out, nil
+	}
+	for _, n := range names {
+		m, err := adapterManifest(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func adapterBuild(w io.Writer, names []string) int {
+	ms, err := shippedAdapters(names)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter build:", err)
+		return ExitUsage
+	}
+	failed, skipped := 0, 0
+	for _, m := range ms {
+		if why := m.MissingTools(); why != "" {
+			fmt.Fprintf(w, "SKIPPED %s: %s — its rows will not run\n", m.Name, why)
+			skipped++
+			continue
+		}
+		if len(m.Build) == 0 {
+			fmt.Fprintf(w, "ok      %s: nothing to build\n", m.Name)
+			continue
+		}
+		start := time.Now()
+		cmd := exec.Command(m.Build[0], m.Build[1:]...)
+		cmd.Dir = m.Dir
+		cmd.Stdout, cmd.Stderr = w, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(w, "FAILED  %s: %s (in %s): %v\n", m.Name, strings.Join(m.Build, " "), m.Dir, err)
+			failed++
+			continue
+		}
+		if why := m.Missing(); why != "" {
+			fmt.Fprintf(w, "FAILED  %s: built, but %s\n", m.Name, why)
+			failed++
+			continue
+		}
+		fmt.Fprintf(w, "ok      %s: built in %.1f s\n", m.Name, time.Since(start).Seconds())
+	}
+	if skipped > 0 {
+		fmt.Fprintf(w, "%d adapter(s) skipped: install their toolchains (see adapters/README.md)\n", skipped)
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
