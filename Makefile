@@ -9,7 +9,7 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build shim setup image store-images test chaos chaos-quick bench vet docs clean
+.PHONY: all build shim setup adapters image store-images test chaos chaos-quick bench vet docs clean
 
 all: build
 
@@ -45,6 +45,11 @@ setup:
 	test -f /usr/share/java/zookeeper.jar || need="$$need zookeeper"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need="$$need postgresql"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
+	command -v java >/dev/null 2>&1 || want="$$want default-jdk-headless"; \
+	command -v mvn >/dev/null 2>&1 || want="$$want maven"; \
+	command -v node >/dev/null 2>&1 || want="$$want nodejs"; \
+	command -v npm >/dev/null 2>&1 || want="$$want npm"; \
+	command -v python3 >/dev/null 2>&1 || want="$$want python3 python3-pip"; \
 	if [ -n "$$need$$want" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$need$$want (Debian packages)"; \
@@ -62,7 +67,7 @@ setup:
 	      echo "  $$cmd" >&2; \
 	      exit 1; \
 	    fi; \
-	    echo "setup: chromium is missing (only the HTML report's browser test needs it). Install with:" >&2; \
+	    echo "setup: missing$$want (chromium: the HTML report's browser test; the JDK, Maven, Node, npm and Python: the adapter locks of those languages, whose rows are then skipped and counted). Install with:" >&2; \
 	    echo "  $$cmd" >&2; \
 	  fi; \
 	fi
@@ -71,6 +76,15 @@ setup:
 	@# and dockerd when no engine answers and we are root, then $(IMAGE) and the
 	@# other stores' images unless present.
 	@docker/setup.sh $(IMAGE)
+	@# The adapter locks of other languages (adapters/), each with its own
+	@# package manager at the versions its manifest files pin.
+	@$(MAKE) --no-print-directory adapters
+
+# adapters builds the shipped adapter locks (adapters/LANGUAGE/LIBRARY):
+# Maven, npm and pip, at pinned versions. One whose toolchain is missing is
+# skipped, and said so; make chaos then counts its rows as not run.
+adapters: build
+	./$(BIN) adapter build
 
 # image (re)builds $(IMAGE) from the installed redis-server: no registry needed.
 image:

@@ -268,6 +268,8 @@ func skipNote(asked bool, reason scenarios.SkipReason) string {
 		return " (asked for by name: the matrix is incomplete)"
 	case reason == scenarios.SkipMissingFile:
 		return " (a file is missing: the matrix is incomplete)"
+	case reason == scenarios.SkipMissingToolchain:
+		return " (an adapter's toolchain or build is missing: the matrix is incomplete)"
 	}
 	return ""
 }
@@ -404,6 +406,7 @@ func tally(s scenarios.Summary) string {
 		what   string
 	}{
 		{scenarios.SkipMissingFile, "need a file that is not there"},
+		{scenarios.SkipMissingToolchain, "need an adapter that is not built or whose toolchain is missing (make adapters)"},
 		{scenarios.SkipMissingFeature, "need what this build lacks"},
 		{scenarios.SkipNoExpectation, "have no expectation in the grid"},
 		{"", "for another reason"},

@@ -100,6 +100,10 @@ const (
 	// SkipMissingFile: a file the cell names (a lua lock's script) is not
 	// there, usually because the matrix runs from outside the repository.
 	SkipMissingFile SkipReason = "missing-file"
+	// SkipMissingToolchain: the cell's lock is an adapter whose language's
+	// toolchain is missing here, or which is not built (make adapters).
+	// The matrix is then incomplete: it never says PASSED as if it ran.
+	SkipMissingToolchain SkipReason = "missing-toolchain"
 	// SkipNoExpectation: a grid cell with no expectation in grid.yaml (a
 	// lock registered from outside).
 	SkipNoExpectation SkipReason = "no-expectation"
@@ -149,7 +153,9 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			Config: s.RunConfig(opts.Quick),
 		}
 		c.Asked = opts.Named
-		if why := s.Unavailable(); why != "" {
+		if why := missingToolchain(c.Config.Lock); why != "" {
+			c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipMissingToolchain
+		} else if why := s.Unavailable(); why != "" {
 			c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipMissingFeature
 		} else if err := runner.Validate(withOut(c.Config)); err != nil {
 			c.Skip, c.Why, c.Reason = invalid("invalid scenario", err)
@@ -259,6 +265,19 @@ func GridAxes() (lockNames, nemesisNames []string) {
 	return lockNames, nemesisNames
 }
 
+// missingToolchain says why an adapter lock cannot run here ("" when it
+// can, or when the lock is written in Go).
+func missingToolchain(lock string) string {
+	spec, err := locks.Lookup(lock)
+	if err != nil || spec.Adapter == nil {
+		return ""
+	}
+	if why := spec.Adapter.Missing(); why != "" {
+		return "adapter " + lock + ": " + why
+	}
+	return ""
+}
+
 func gridCells(g Grid) []Cell {
 	lockNames, nemesisNames := GridAxes()
 	var cells []Cell
@@ -276,6 +295,8 @@ func gridCells(g Grid) []Cell {
 			switch {
 			case err != nil:
 				c.Skip, c.Why = StatusError, err.Error()
+			case missingToolchain(l) != "":
+				c.Skip, c.Why, c.Reason = StatusSkipped, missingToolchain(l), SkipMissingToolchain
 			case unavailable(cfg) != "":
 				c.Skip, c.Why, c.Reason = StatusSkipped, unavailable(cfg), SkipMissingFeature
 			case baseErr != nil:

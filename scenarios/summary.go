@@ -103,7 +103,7 @@ const (
 // A cell skipped because this build lacks a feature, or because the grid
 // has no expectation for it, is reported but fails nothing.
 func (c CellResult) HidesRequest() bool {
-	return c.Status == StatusSkipped && (c.Asked || c.SkipReason == SkipMissingFile)
+	return c.Status == StatusSkipped && (c.Asked || c.SkipReason == SkipMissingFile || c.SkipReason == SkipMissingToolchain)
 }
 
 // Fails says whether c makes the matrix fail.
