@@ -23,6 +23,7 @@ type Report struct {
 	Scale      []ScaleRow        `json:"scale,omitempty"`
 	Live       []LiveRow         `json:"live,omitempty"`
 	Soak       []SoakRow         `json:"soak,omitempty"`
+	Adapter    []AdapterRow      `json:"adapter,omitempty"`
 	Detection  []DetectionRow    `json:"detection"`
 	Matrix     []MatrixRow       `json:"matrix"`
 	Notes      []string          `json:"notes"`
@@ -96,6 +97,14 @@ func Markdown(r Report) string {
 				lag, per = fmt.Sprintf("%.1f ms", *l.LagMs), fmt.Sprintf("%.3f", *l.LagTTL)
 			}
 			fmt.Fprintf(&b, "| %s | %.0f ms | %s | %s |\n", l.Nemesis, l.TTLms, lag, per)
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Adapter) > 0 {
+		b.WriteString("**The lock protocol's cost** (an adapter lock's acquire p50 through lockchaos — one client, straight to its node, the history recorded — beside the same library timed in its own process, round by round; the target: ≤ 0.3 ms added)\n\n")
+		b.WriteString("| lock | via lockchaos p50 | in-process p50 | added p50 | rounds (via / in-process, ms) |\n|---|---|---|---|---|\n")
+		for _, a := range r.Adapter {
+			fmt.Fprintf(&b, "| `%s` | %.3f ms | %.3f ms | %.3f ms | %v / %v |\n", a.Lock, a.ViaLockchaosP50ms, a.InProcessP50ms, a.AddedP50ms, a.SamplesVia, a.SamplesIn)
 		}
 		b.WriteString("\n")
 	}

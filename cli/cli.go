@@ -378,8 +378,11 @@ defaults (--opt NAME.KEY=VALUE sets one), from their declarations.
 func cmdList(w io.Writer) int {
 	fmt.Fprintln(w, "Locks (--lock NAME):")
 	for _, s := range locks.All() {
-		fmt.Fprintf(w, "  %-18s %s (store: %s, nodes: %d)\n", s.Name, s.Description, s.StoreName(), s.Nodes)
+		fmt.Fprintf(w, "  %-18s %s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
 		listOptions(w, s.Name, s.OptionSpecs())
+	}
+	for _, e := range locks.ShippedErrors() {
+		fmt.Fprintf(w, "  (an adapter could not be read: %s)\n", e)
 	}
 	fmt.Fprintln(w, "\nNemeses (--nemesis NAME[,NAME...]):")
 	fmt.Fprintf(w, "  %-18s %s\n", "none", "no faults")
@@ -388,6 +391,23 @@ func cmdList(w io.Writer) int {
 		listOptions(w, s.Name, s.OptionSpecs())
 	}
 	return 0
+}
+
+// adapterNote marks an adapter lock in the list: where its manifest is.
+func adapterNote(s locks.Spec) string {
+	if s.Adapter == nil {
+		return ""
+	}
+	rel := s.Adapter.File
+	if wd, err := os.Getwd(); err == nil {
+		if r, err := filepath.Rel(wd, rel); err == nil && !strings.HasPrefix(r, "..") {
+			rel = r
+		}
+	}
+	if i := strings.Index(rel, "adapters/"); i >= 0 {
+		rel = rel[i:]
+	}
+	return ", adapter: " + rel
 }
 
 // listMarkdown writes the reference of every lock's and nemesis's options
@@ -399,7 +419,7 @@ func listMarkdown(w io.Writer) int {
 		"Set one with `--opt NAME.KEY=VALUE`, or under `options:` in a scenario file. A duration is a Go duration\n"+
 		"(`300ms`) or a multiple of the run's TTL (`2ttl`).\n\n## Locks\n")
 	for _, s := range locks.All() {
-		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d)\n", s.Name, s.Description, s.StoreName(), s.Nodes)
+		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
 		markdownOptions(w, s.OptionSpecs())
 	}
 	fmt.Fprint(w, "\n## Nemeses\n")

@@ -37,7 +37,7 @@ func main() {
 	repeats := flag.Int("repeats", 3, "throughput measurements per client count (medians are kept)")
 	duration := flag.Duration("duration", 3*time.Second, "length of each throughput run")
 	quick := flag.Bool("quick", false, "skip the full matrix and the 1M-operation checker benchmarks")
-	only := flag.String("only", "", "run only these steps, comma-separated: throughput, checker, scale, live, soak, matrix")
+	only := flag.String("only", "", "run only these steps, comma-separated: throughput, checker, scale, adapter, live, soak, matrix")
 	soak := flag.Duration("soak", 3*time.Minute, "length of the soak step's run (the README quotes one of 1h)")
 	clients := flag.String("clients", "1,4,16", "client counts of the throughput step")
 	profile := flag.String("cpuprofile", "", "write CPU profiles of the throughput runs here: the coordinator (with its proxies) and every worker, one file each")
@@ -109,6 +109,13 @@ func main() {
 			{Mode: "stream", Ops: 1_000_000, Keys: 100, Clients: 16},
 			{Mode: "memory", Ops: 1_000_000, Keys: 100, Clients: 16},
 		})
+		return err
+	})
+	step("adapter (what the lock protocol adds to an acquire: redis-py-lock through lockchaos and in its own process)", func() error {
+		row, err := bench.Adapter(ctx, "redis-py-lock", filepath.Join(work, "adapter"), *repeats)
+		if err == nil {
+			r.Adapter = append(r.Adapter, row)
+		}
 		return err
 	})
 	step("live (how soon a violation is reported while the run goes on)", func() (err error) {
