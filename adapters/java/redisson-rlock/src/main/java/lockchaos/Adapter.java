@@ -1,0 +1,117 @@
+package lockchaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.redisson.Redisson;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * lockchaos adapter (docs/protocol.md) for Redisson's RLock. Every request is
+ * handled on the main thread, one at a time: RLock belongs to the thread
+ * that took it, so acquire, re-entry and release all come from this one.
+ */
+public final class Adapter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Map<String, RLock> HELD = new HashMap<>();
+    private static RedissonClient redisson;
+    private static boolean leaseMode;
+    private static long leaseMs;
+    private static long tokens;
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null; ) {
+            JsonNode req = JSON.readTree(line);
+            ObjectNode ans;
+            try {
+                ans = handle(req);
+            } catch (IllegalMonitorStateException e) {
+                ans = answer("not_held");
+            } catch (Exception e) {
+                ans = answer("unknown").put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            ans.put("in_reply_to", req.get("id").asLong());
+            System.out.println(JSON.writeValueAsString(ans));
+            System.out.flush();
+        }
+        Runtime.getRuntime().halt(0); // standard input ended: leave at once
+    }
+
+    private static ObjectNode answer(String type) {
+        return JSON.createObjectNode().put("type", type);
+    }
+
+    private static ObjectNode handle(JsonNode req) throws Exception {
+        switch (req.path("type").asText()) {
+            case "init":
+                return init(req);
+            case "acquire":
+                return acquire(req.get("key").asText(), req.path("wait_ms").asLong(0));
+            case "release":
+                return release(req.get("token").asText());
+            default:
+                return answer("error").put("error", "unknown request type " + req.path("type").asText());
+        }
+    }
+
+    private static ObjectNode init(JsonNode req) {
+        JsonNode opts = req.path("options");
+        String mode = opts.path("mode").asText("watchdog");
+        if (!mode.equals("watchdog") && !mode.equals("lease")) {
+            return answer("error").put("error", "option mode: want watchdog or lease, not " + mode);
+        }
+        leaseMode = mode.equals("lease");
+        String lease = opts.path("lease").asText("");
+        leaseMs = lease.isEmpty() ? req.get("ttl_ms").asLong() : Long.parseLong(lease);
+        int timeout = req.get("op_timeout_ms").asInt();
+        Config config = new Config();
+        // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
+        config.setLockWatchdogTimeout(leaseMs);
+        config.setThreads(2);
+        config.setNettyThreads(4);
+        // No hidden retries: one attempt per command, bounded by the op timeout.
+        config.useSingleServer()
+                .setAddress("redis://" + req.get("nodes").get(0).asText())
+                .setTimeout(timeout)
+                .setConnectTimeout(timeout)
+                .setRetryAttempts(0)
+                .setConnectionPoolSize(4)
+                .setConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setPingConnectionInterval(0);
+        redisson = Redisson.create(config);
+        return answer("init_ok");
+    }
+
+    private static ObjectNode acquire(String key, long waitMs) throws InterruptedException {
+        RLock lock = redisson.getLock(key);
+        boolean ok = leaseMode
+                ? lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)
+                : lock.tryLock(waitMs, TimeUnit.MILLISECONDS); // no lease: the watchdog renews it
+        if (!ok) {
+            return answer("refused");
+        }
+        String token = key + "#" + (++tokens);
+        HELD.put(token, lock);
+        return answer("granted").put("token", token);
+    }
+
+    private static ObjectNode release(String token) {
+        RLock lock = HELD.remove(token);
+        if (lock == null) {
+            return answer("not_held");
+        }
+        lock.unlock(); // IllegalMonitorStateException: not held by this thread any more
+        return answer("released");
+    }
+}
