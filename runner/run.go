@@ -340,7 +340,11 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	began := history.Now()
 	stalls := make(chan struct{})
 	go workload.WatchStalls(workload.StallThreshold(r.cfg.TTL), stalls, r.record)
-	go watchRunQueue(r.lockServers(), workload.StallThreshold(r.cfg.TTL), stalls, r.record)
+	watched := serverTargets(r.lockServers())
+	if rs.lock.Adapter != nil {
+		watched = append(watched, adapterTargets(r.workers)...)
+	}
+	go watchRunQueue(watched, workload.StallThreshold(r.cfg.TTL), stalls, r.record)
 	defer close(stalls)
 
 	nemCtx, stopNemeses := context.WithCancel(ctx)

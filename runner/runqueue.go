@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +26,12 @@ import (
 // side delay a reply once. The wait is placed at the end of the period in
 // which it was counted. Nodes whose process is not visible (a container
 // without a host pid) are skipped. It runs until done is closed.
-func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan struct{}, emit func(history.Event)) {
+//
+// An adapter lock's process (a JVM, a Node or Python interpreter beside
+// each worker) is watched the same way, its waits recorded as stalls of its
+// client: a watchdog thread that waited for a CPU past its lease is the
+// machine's doing, as a paused worker is, not the lock's.
+func watchRunQueue(targets []runTarget, threshold time.Duration, done <-chan struct{}, emit func(history.Event)) {
 	// The kernel's count is cumulative: a longer period loses no wait, it
 	// only places it less precisely, and it keeps the reads (every thread
 	// of every server) cheap beside the proxies this process also runs.
@@ -33,8 +39,9 @@ func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan st
 	t := time.NewTicker(period)
 	defer t.Stop()
 	type watched struct {
-		name string
-		pid  int
+		target runTarget
+		name   string
+		pid    int
 		tids []string // "/proc/PID/task/TID/schedstat" of the process and its children
 		wait map[string]int64
 	}
@@ -45,16 +52,12 @@ func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan st
 			old[w.name] = w
 		}
 		all = all[:0]
-		for _, n := range nodes {
-			p, ok := n.(interface{ Pid() int })
-			if !ok {
-				continue
-			}
-			pid := p.Pid()
+		for _, n := range targets {
+			pid := n.pid()
 			if pid <= 0 {
 				continue
 			}
-			w := &watched{name: n.Name(), pid: pid, wait: map[string]int64{}}
+			w := &watched{target: n, name: n.name, pid: pid, wait: map[string]int64{}}
 			if o := old[w.name]; o != nil && o.pid == pid {
 				w.wait = o.wait
 			}
@@ -87,10 +90,49 @@ func watchRunQueue(nodes []cluster.Node, threshold time.Duration, done <-chan st
 				w.wait[f] = v
 			}
 			if worst >= threshold.Nanoseconds() {
-				emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: history.NoClient, Node: w.name, StallNs: worst})
+				if w.target.client >= 0 {
+					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: w.target.client, StallNs: worst,
+						Message: "its adapter process was ready to run but waited for a CPU"})
+				} else {
+					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: history.NoClient, Node: w.name, StallNs: worst})
+				}
 			}
 		}
 	}
+}
+
+// runTarget is a process whose run-queue wait is watched: a lock node's
+// server (client NoClient), or a client's adapter process (client ≥ 0).
+type runTarget struct {
+	name   string
+	client int
+	pid    func() int // 0 while there is none
+}
+
+// serverTargets are the lock nodes' servers that show their host pid.
+func serverTargets(nodes []cluster.Node) []runTarget {
+	var out []runTarget
+	for _, n := range nodes {
+		if p, ok := n.(interface{ Pid() int }); ok {
+			out = append(out, runTarget{name: n.Name(), client: history.NoClient, pid: p.Pid})
+		}
+	}
+	return out
+}
+
+// adapterTargets are the workers' adapter processes (their children).
+func adapterTargets(workers []*workerProc) []runTarget {
+	var out []runTarget
+	for _, w := range workers {
+		pid := w.cmd.Process.Pid
+		out = append(out, runTarget{name: fmt.Sprintf("client-%d-adapter", w.client), client: w.client, pid: func() int {
+			if kids := cluster.Children(pid); len(kids) > 0 {
+				return kids[0]
+			}
+			return 0
+		}})
+	}
+	return out
 }
 
 // schedstatFiles lists the schedstat files of every thread of pid and of

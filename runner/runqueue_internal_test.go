@@ -60,7 +60,7 @@ func TestRunQueueWaitOfALockNodeIsRecorded(t *testing.T) {
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		watchRunQueue([]cluster.Node{n}, 10*time.Millisecond, done, func(e history.Event) {
+		watchRunQueue(serverTargets([]cluster.Node{n}), 10*time.Millisecond, done, func(e history.Event) {
 			mu.Lock()
 			stalls = append(stalls, e)
 			mu.Unlock()

@@ -78,11 +78,15 @@ public final class Adapter {
         config.setLockWatchdogTimeout(leaseMs);
         config.setThreads(2);
         config.setNettyThreads(4);
-        // No hidden retries: one attempt per command, bounded by the op timeout.
+        // No hidden retries: one attempt per command, bounded by the op
+        // timeout. Connecting (TCP and Redisson's handshake) may take longer:
+        // a JVM starting beside seven others on two cores needs seconds, and
+        // a connection through lockchaos's proxies is accepted at once even
+        // while a fault holds its traffic, so this bounds only the start.
         config.useSingleServer()
                 .setAddress("redis://" + req.get("nodes").get(0).asText())
                 .setTimeout(timeout)
-                .setConnectTimeout(timeout)
+                .setConnectTimeout(Math.max(timeout, 10_000))
                 .setRetryAttempts(0)
                 .setConnectionPoolSize(4)
                 .setConnectionMinimumIdleSize(1)
