@@ -56,9 +56,9 @@ type adapter struct {
 	closing   bool
 	// problems are the protocol errors it made, for adapter check.
 	problems []string
-	dead      chan struct{} // closed when its standard output ends
-	exitErr   error
-	readDone  chan struct{}
+	dead     chan struct{} // closed when its standard output ends
+	exitErr  error
+	readDone chan struct{}
 }
 
 type lostSignal struct {
@@ -87,7 +87,9 @@ func (a adapterRenewer) Renew(ctx context.Context, l Lease) (Lease, error) { ret
 func (a adapterWaiter) AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	return a.acquire(ctx, key, wait)
 }
-func (a adapterRenewWaiter) Renew(ctx context.Context, l Lease) (Lease, error) { return a.renew(ctx, l) }
+func (a adapterRenewWaiter) Renew(ctx context.Context, l Lease) (Lease, error) {
+	return a.renew(ctx, l)
+}
 func (a adapterRenewWaiter) AcquireWait(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	return a.acquire(ctx, key, wait)
 }

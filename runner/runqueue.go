@@ -42,8 +42,8 @@ func watchRunQueue(targets []runTarget, threshold time.Duration, done <-chan str
 		target runTarget
 		name   string
 		pid    int
-		tids []string // "/proc/PID/task/TID/schedstat" of the process and its children
-		wait map[string]int64
+		tids   []string // "/proc/PID/task/TID/schedstat" of the process and its children
+		wait   map[string]int64
 	}
 	var all []*watched
 	refresh := func() {

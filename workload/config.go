@@ -13,15 +13,15 @@ import (
 
 // Config is sent by the coordinator to a worker on its standard input.
 type Config struct {
-	Client  int               `json:"client"`
-	Owner   string            `json:"owner"`
-	Lock    string            `json:"lock"`
+	Client int    `json:"client"`
+	Owner  string `json:"owner"`
+	Lock   string `json:"lock"`
 	// Adapter is the manifest of an adapter lock (a process of any
 	// language, docs/protocol.md), AdapterLog the file for its standard
 	// error.
-	Adapter    *locks.Manifest `json:"adapter,omitempty"`
-	AdapterLog string          `json:"adapter_log,omitempty"`
-	Options map[string]string `json:"options"`
+	Adapter    *locks.Manifest   `json:"adapter,omitempty"`
+	AdapterLog string            `json:"adapter_log,omitempty"`
+	Options    map[string]string `json:"options"`
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`
 	// ResourceAddr is the resource node, reached directly: no fault touches it.
