@@ -359,8 +359,16 @@ func zkCleanup(c *zkClient, dir, prefix string) {
 }
 
 // zkRelease deletes the lease's node at the version it was created with.
+// A lease whose Lost has closed is not held, and no server is asked: its
+// session expired or was closed, and the servers deleted its node with
+// it (the client may still be opening its next session).
 func zkRelease(ctx context.Context, c *zkClient, lease Lease) error {
 	c.unhold(lease.Token)
+	select {
+	case <-lease.Lost:
+		return ErrNotHeld
+	default:
+	}
 	version, _ := lease.Data.(int32)
 	_, err := zkDo(ctx, c, "delete", func(conn *zk.Conn) (struct{}, error) {
 		return struct{}{}, conn.Delete(lease.Token, version)

@@ -63,6 +63,10 @@ func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
 		t.Run(nem, func(t *testing.T) {
 			c := runtest.Config(t, "token-lua", nem)
 			c.Duration = 8 * time.Second
+			// Client 1's slowed acquires must find the lock free now and
+			// then: against one other client that thinks longer than it
+			// holds, most of them do, and a step lands within a few tries.
+			c.Clients, c.Think = 2, 100*ms
 			c.NemesisOptions = map[string]map[string]string{nem: {"links": "client=1", "duration": "2ttl", "schedule": "every=1ttl"}}
 			res, err := runner.Run(context.Background(), c)
 			if err != nil {
@@ -87,7 +91,11 @@ func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
 				}
 			}
 			if landed == 0 {
-				t.Errorf("no fault landed on client 1's holds")
+				var effects []string
+				for _, f := range res.Faults {
+					effects = append(effects, f.Effect)
+				}
+				t.Errorf("no fault landed on client 1's holds: %q", effects)
 			}
 		})
 	}
