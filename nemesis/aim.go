@@ -428,3 +428,11 @@ func awaitWaiter(ctx context.Context, env Env, proc Processes, c int, key string
 		}
 	}
 }
+
+// aRelease releases a, if any.
+func aRelease(a *aimed) error {
+	if a == nil {
+		return nil
+	}
+	return a.release()
+}

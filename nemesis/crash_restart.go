@@ -96,11 +96,3 @@ func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 	}
 	return f, rerr
 }
-
-// aRelease releases a, if any.
-func aRelease(a *aimed) error {
-	if a == nil {
-		return nil
-	}
-	return a.release()
-}

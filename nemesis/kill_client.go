@@ -57,29 +57,39 @@ func (k *KillClient) Inject(ctx context.Context, env Env, step Step) (*Fault, er
 		Start:   start,
 		Heal:    unslow,
 	}
+	// Wait for an acquire of c's in flight, then until it has been for d:
+	// killed there if it still is, or the next one is waited for.
 	var (
 		acq    Acquire
 		exited bool
 	)
-	deadline := time.Now().Add(triggerWait(env))
+	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
+	defer cancel()
 	for {
-		v := snapshot(env)
-		acq, exited = v.Acquires[c], v.Exited[c]
-		if exited {
-			return nil, errors.Join(fmt.Errorf("%w: client %d has exited", ErrNoTarget, c), unslow(ctx))
+		err := env.Await(wctx, func(v View) bool {
+			acq, exited = v.Acquires[c], v.Exited[c]
+			return exited || acq.Outcome == "" && acq.Invoked > 0
+		})
+		if err == nil && !exited {
+			select {
+			case <-wctx.Done():
+				err = wctx.Err()
+			case <-time.After(time.Duration(acq.Invoked + d.Nanoseconds() - history.Now())):
+			}
 		}
-		if acq.Outcome == "" && acq.Invoked > 0 && history.Now()-acq.Invoked >= d.Nanoseconds() {
-			break
+		if ctx.Err() != nil {
+			f.Effect = &history.Effect{Note: "the run ended before the kill"}
+			return f, ctx.Err()
 		}
-		if time.Now().After(deadline) {
+		if err != nil {
 			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d had no acquire in flight for %v within %v", c, d, triggerWait(env))}
 			return f, nil
 		}
-		select {
-		case <-ctx.Done():
-			f.Effect = &history.Effect{Note: "the run ended before the kill"}
-			return f, ctx.Err()
-		case <-time.After(time.Millisecond):
+		if exited {
+			return nil, errors.Join(fmt.Errorf("%w: client %d has exited", ErrNoTarget, c), unslow(ctx))
+		}
+		if now := snapshot(env).Acquires[c]; now.Invoked == acq.Invoked && now.Outcome == "" {
+			break
 		}
 	}
 	if err := proc.Kill(c); err != nil {
