@@ -3,9 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
+
+	"github.com/lockchaos/lockchaos/internal/registry"
 )
 
 // StoreRedis is the store of every Redis lock: independent redis-server
@@ -106,48 +106,29 @@ func (s Store) LockNodes(members int) int {
 	return members
 }
 
-var (
-	storesMu sync.Mutex
-	stores   = map[string]Store{}
-)
+// stores holds every store but redis.
+var stores = func() *registry.Of[Store] {
+	r := registry.New[Store]("store")
+	r.Unknown = func(name string, known []string) error {
+		return fmt.Errorf("unknown store %q; known stores: %s", name, strings.Join(append([]string{StoreRedis}, known...), ", "))
+	}
+	return r
+}()
 
 // RegisterStore adds a store; a duplicate or malformed one panics at
 // start-up.
 func RegisterStore(s Store) {
-	storesMu.Lock()
-	defer storesMu.Unlock()
 	if s.Name == "" || s.Name == StoreRedis || s.Start == nil {
 		panic(fmt.Sprintf("cluster.RegisterStore: store %q needs a name other than redis and a Start function", s.Name))
 	}
-	if _, dup := stores[s.Name]; dup {
-		panic("cluster.RegisterStore: duplicate store " + s.Name)
+	if err := stores.Add(s.Name, s); err != nil {
+		panic("cluster.RegisterStore: " + err.Error())
 	}
-	stores[s.Name] = s
 }
 
 // LookupStore finds a store other than redis by name; the error lists the
 // known ones.
-func LookupStore(name string) (Store, error) {
-	storesMu.Lock()
-	defer storesMu.Unlock()
-	if s, ok := stores[name]; ok {
-		return s, nil
-	}
-	return Store{}, fmt.Errorf("unknown store %q; known stores: %s", name, strings.Join(storeNamesLocked(), ", "))
-}
+func LookupStore(name string) (Store, error) { return stores.Lookup(name) }
 
 // StoreNames lists every store, redis first.
-func StoreNames() []string {
-	storesMu.Lock()
-	defer storesMu.Unlock()
-	return storeNamesLocked()
-}
-
-func storeNamesLocked() []string {
-	var ns []string
-	for n := range stores {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return append([]string{StoreRedis}, ns...)
-}
+func StoreNames() []string { return append([]string{StoreRedis}, stores.Names()...) }

@@ -12,11 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/registry"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/redis/go-redis/v9"
 )
@@ -201,10 +200,14 @@ func (s Spec) Decode(given map[string]string, ttl time.Duration) (any, map[strin
 	return cfg, used, err
 }
 
-var (
-	mu       sync.Mutex
-	registry = map[string]Spec{}
-)
+// registered holds every lock, Go's and adapters'.
+var registered = func() *registry.Of[Spec] {
+	r := registry.New[Spec]("lock")
+	r.Unknown = func(name string, known []string) error {
+		return fmt.Errorf("unknown lock %q; known locks: %s", name, strings.Join(known, ", "))
+	}
+	return r
+}()
 
 // Register adds a lock. It panics on a duplicate or malformed spec: both are
 // programming errors found at start-up.
@@ -220,49 +223,23 @@ func Register(s Spec) {
 
 // register adds s, or says that its name is taken.
 func register(s Spec) error {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[s.Name]; dup {
-		if s.Adapter != nil {
-			return fmt.Errorf("lock manifest %s: a lock named %q exists already", s.Adapter.File, s.Name)
-		}
-		return fmt.Errorf("duplicate lock %s", s.Name)
+	err := registered.Add(s.Name, s)
+	if err != nil && s.Adapter != nil {
+		return fmt.Errorf("lock manifest %s: a lock named %q exists already", s.Adapter.File, s.Name)
 	}
-	registry[s.Name] = s
-	return nil
+	return err
 }
 
 // Lookup finds a lock by name; the error lists the known ones.
 func Lookup(name string) (Spec, error) {
 	loadShipped()
-	mu.Lock()
-	defer mu.Unlock()
-	s, ok := registry[name]
-	if !ok {
-		return Spec{}, fmt.Errorf("unknown lock %q; known locks: %s", name, strings.Join(namesLocked(), ", "))
-	}
-	return s, nil
+	return registered.Lookup(name)
 }
 
 // All returns every registered lock, by name.
 func All() []Spec {
 	loadShipped()
-	mu.Lock()
-	defer mu.Unlock()
-	var out []Spec
-	for _, n := range namesLocked() {
-		out = append(out, registry[n])
-	}
-	return out
-}
-
-func namesLocked() []string {
-	var ns []string
-	for n := range registry {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
+	return registered.All()
 }
 
 // randomToken returns a token unique to this lease.

@@ -258,9 +258,8 @@ func RegisterFile(path string) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	mu.Lock()
-	s, ok := registry[m.Name]
-	mu.Unlock()
+	s, err := registered.Lookup(m.Name)
+	ok := err == nil
 	if ok && s.Adapter != nil && s.Adapter.File == m.File {
 		return s, nil
 	}

@@ -44,9 +44,5 @@ func (c *ClockDrift) RateText() string { return c.rate() }
 func RegisterForTest(t *testing.T, s Spec) {
 	t.Helper()
 	Register(s)
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		delete(registry, s.Name)
-	})
+	t.Cleanup(func() { registered.Remove(s.Name) })
 }

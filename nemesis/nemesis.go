@@ -10,13 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/registry"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -312,55 +311,31 @@ const ScheduleKey = "schedule"
 var scheduleSpec = option.Spec{Key: ScheduleKey, Default: "every",
 	Help: "when: every[=DUR] (quiet, fault, heal, again), at=1s,3s (since the start) or random[=MIN-MAX] (seeded gaps)"}
 
-var (
-	mu       sync.Mutex
-	registry = map[string]Spec{}
-)
+// registered holds every nemesis.
+var registered = func() *registry.Of[Spec] {
+	r := registry.New[Spec]("nemesis")
+	r.Unknown = func(name string, known []string) error {
+		return fmt.Errorf("unknown nemesis %q; known: none, %s", name, strings.Join(known, ", "))
+	}
+	return r
+}()
 
 // Register adds a nemesis; a duplicate name panics at start-up.
 func Register(s Spec) {
-	mu.Lock()
-	defer mu.Unlock()
 	if s.Name == "" || s.New == nil || s.Action == "" {
 		panic(fmt.Sprintf("nemesis.Register: spec %q needs a Name, an Action and a New function", s.Name))
 	}
-	if _, dup := registry[s.Name]; dup {
-		panic("nemesis.Register: duplicate nemesis " + s.Name)
-	}
 	option.Specs(s.New()) // a malformed option declaration panics here, at start-up
-	registry[s.Name] = s
+	if err := registered.Add(s.Name, s); err != nil {
+		panic("nemesis.Register: " + err.Error())
+	}
 }
 
 // Lookup finds a nemesis by name; the error lists the known ones.
-func Lookup(name string) (Spec, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	s, ok := registry[name]
-	if !ok {
-		return Spec{}, fmt.Errorf("unknown nemesis %q; known: none, %s", name, strings.Join(namesLocked(), ", "))
-	}
-	return s, nil
-}
+func Lookup(name string) (Spec, error) { return registered.Lookup(name) }
 
 // All returns every registered nemesis, by name.
-func All() []Spec {
-	mu.Lock()
-	defer mu.Unlock()
-	var out []Spec
-	for _, n := range namesLocked() {
-		out = append(out, registry[n])
-	}
-	return out
-}
-
-func namesLocked() []string {
-	var ns []string
-	for n := range registry {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
-}
+func All() []Spec { return registered.All() }
 
 // newFrom builds a nemesis from a spec and raw options (tests).
 func newFrom(s Spec, given map[string]string) (Nemesis, error) {
