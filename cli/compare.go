@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -123,7 +123,7 @@ func cmdCompare(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	cmp.Command = "lockchaos compare --rerun " + runner.ShellQuote(*out)
+	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)

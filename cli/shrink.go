@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/shrink"
@@ -110,7 +111,7 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: lockchaos run --scenario %s\n", runner.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: lockchaos run --scenario %s\n", rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
 	return ExitShrunk
 }
 

@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime/debug"
 
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // versionModules are the modules whose versions decide what a run tests:
@@ -28,7 +28,7 @@ func cmdVersion(w io.Writer) int {
 		fmt.Fprintln(w, "lockchaos (no build information)")
 		return 0
 	}
-	fmt.Fprintf(w, "lockchaos %s\n%s\n", runner.Version(), bi.GoVersion)
+	fmt.Fprintf(w, "lockchaos %s\n%s\n", rundir.Version(), bi.GoVersion)
 	deps := map[string]string{}
 	for _, d := range bi.Deps {
 		v := d.Version

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -151,7 +152,7 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 	}
 	wg.Wait()
 
-	cmp := Comparison{Schema: Schema, Version: runner.Version(), Started: start.Format(time.RFC3339),
+	cmp := Comparison{Schema: Schema, Version: rundir.Version(), Started: start.Format(time.RFC3339),
 		Seconds: time.Since(start).Seconds(), Interrupted: ctx.Err() != nil, Spec: spec, Cells: cells}
 	cmp.Host, _ = os.Hostname()
 	for i, c := range cells {
@@ -212,7 +213,7 @@ func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.
 
 // Write writes compare.json and compare.csv to dir.
 func (c Comparison) Write(dir string) error {
-	if err := runner.WriteJSON(filepath.Join(dir, JSONFile), c); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, JSONFile), c); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, CSVFile))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
@@ -105,11 +106,11 @@ func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
 // in dir recorded them (schedule.json).
 func stepClients(t *testing.T, dir, name string) []int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, runner.ScheduleFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.ScheduleFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s runner.Schedule
+	var s rundir.Schedule
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}

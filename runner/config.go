@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // Config is one run. Each setting's tags name it as a flag of `lockchaos
@@ -88,7 +89,7 @@ type Config struct {
 
 	// Replay, when set, is a schedule a run executed (its schedule.json):
 	// every nemesis takes those steps instead of drawing its own.
-	Replay *Schedule `json:"-"`
+	Replay *rundir.Schedule `json:"-"`
 
 	// Progress, when set, receives a line every few seconds.
 	Progress io.Writer `json:"-"`

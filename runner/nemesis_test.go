@@ -12,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
@@ -80,11 +81,11 @@ func TestInapplicableNemesisIsAUsageError(t *testing.T) {
 // took are compared.)
 func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 	steps := func(dir string) []nemesis.Executed {
-		b, err := os.ReadFile(filepath.Join(dir, runner.ScheduleFile))
+		b, err := os.ReadFile(filepath.Join(dir, rundir.ScheduleFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s runner.Schedule
+		var s rundir.Schedule
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}

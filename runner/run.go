@@ -18,6 +18,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/workload"
 	"github.com/redis/go-redis/v9"
 )
@@ -47,7 +48,7 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
 		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
 	}
-	if err := WriteJSON(filepath.Join(cfg.Out, ConfigFile), cfg); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(cfg.Out, rundir.ConfigFile), cfg); err != nil {
 		return checker.Result{}, err
 	}
 	hist, err := history.Create(filepath.Join(cfg.Out, "history.jsonl"))
@@ -380,7 +381,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	if nerr := <-nemDone; nerr != nil {
 		problems = append(problems, nerr.Error())
 	}
-	if werr := executed.write(filepath.Join(r.cfg.Out, ScheduleFile), rs.nemeses); werr != nil {
+	if werr := executed.write(filepath.Join(r.cfg.Out, rundir.ScheduleFile), rs.nemeses); werr != nil {
 		problems = append(problems, werr.Error())
 	}
 	for _, w := range r.workers {
@@ -577,8 +578,8 @@ func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
 	if err != nil {
 		return checker.Result{}, err
 	}
-	res.Reproduce = reproduce(dir)
-	return res, WriteJSON(filepath.Join(dir, "result.json"), res)
+	res.Reproduce = rundir.Reproduce(dir)
+	return res, rundir.WriteJSON(filepath.Join(dir, "result.json"), res)
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's

@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -36,22 +37,22 @@ type fileStep struct {
 // run takes (nil when none lists any), and reports through bad each step
 // whose target is not in the run. When one nemesis lists its steps, every
 // one must: a run cannot take some nemeses' steps and draw the others'.
-func (f fileScenario) replay(cfg runner.Config, bad func(field, msg string)) *runner.Schedule {
+func (f fileScenario) replay(cfg runner.Config, bad func(field, msg string)) *rundir.Schedule {
 	listed := slices.ContainsFunc(f.Faults.Nemeses, func(n fileNemesis) bool { return n.Steps != nil })
 	if !listed {
 		return nil
 	}
-	s := &runner.Schedule{Nemeses: []runner.NemesisSchedule{}}
+	s := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
 	for i, n := range f.Faults.Nemeses {
 		name := strings.TrimSpace(n.Name)
-		if !slices.Contains(cfg.Nemeses, name) || slices.ContainsFunc(s.Nemeses, func(x runner.NemesisSchedule) bool { return x.Name == name }) {
+		if !slices.Contains(cfg.Nemeses, name) || slices.ContainsFunc(s.Nemeses, func(x rundir.NemesisSchedule) bool { return x.Name == name }) {
 			continue // a missing or repeated name, reported already
 		}
 		field := fmt.Sprintf("faults.nemeses[%d]", i)
 		if n.Steps == nil {
 			bad(field, "steps: missing: another nemesis lists its steps, so every one must (steps: [] for none)")
 		}
-		ns := runner.NemesisSchedule{Name: name, Plan: "steps of the scenario file", Steps: []nemesis.Executed{}}
+		ns := rundir.NemesisSchedule{Name: name, Plan: "steps of the scenario file", Steps: []nemesis.Executed{}}
 		for j, st := range n.Steps {
 			at := fmt.Sprintf("%s.steps[%d]", field, j)
 			if st.Client < 0 || st.Client >= cfg.Clients {

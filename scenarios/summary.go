@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // SummaryFile is the name of a matrix's summary in its folder.
@@ -187,7 +187,7 @@ func (s Summary) Cell(name string) (CellResult, bool) {
 
 // Write writes s as dir/summary.json.
 func (s Summary) Write(dir string) error {
-	return runner.WriteJSON(filepath.Join(dir, SummaryFile), s)
+	return rundir.WriteJSON(filepath.Join(dir, SummaryFile), s)
 }
 
 // ReadSummary reads a summary.json (or a folder holding one).

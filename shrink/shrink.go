@@ -28,6 +28,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/workload"
@@ -180,7 +181,7 @@ type candidate struct {
 func (c candidate) config(out string) runner.Config {
 	cfg := c.cfg
 	cfg.Out, cfg.Force, cfg.Progress = out, false, nil
-	sched := &runner.Schedule{Nemeses: []runner.NemesisSchedule{}}
+	sched := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
 	cfg.Nemeses, cfg.NemesisOptions = nil, map[string]map[string]string{}
 	for _, n := range c.cfg.Nemeses {
 		var steps []nemesis.Executed
@@ -196,7 +197,7 @@ func (c candidate) config(out string) runner.Config {
 		if o, ok := c.cfg.NemesisOptions[n]; ok {
 			cfg.NemesisOptions[n] = o
 		}
-		sched.Nemeses = append(sched.Nemeses, runner.NemesisSchedule{Name: n, Plan: "shrink", Steps: steps})
+		sched.Nemeses = append(sched.Nemeses, rundir.NemesisSchedule{Name: n, Plan: "shrink", Steps: steps})
 	}
 	cfg.Replay = sched
 	return cfg
@@ -249,7 +250,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if filepath.Clean(o.Out) == filepath.Clean(dir) {
 		return nil, usage("--out %s: give another folder than the run it shrinks", o.Out)
 	}
-	for _, f := range []string{runner.ConfigFile, runner.ScheduleFile, "result.json", "history.jsonl"} {
+	for _, f := range []string{rundir.ConfigFile, rundir.ScheduleFile, "result.json", "history.jsonl"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return nil, usage("%s is not a run folder of this version of lockchaos: %v (one holds config.json, schedule.json, result.json and history.jsonl)", dir, err)
 		}
@@ -297,7 +298,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if !s.test(orig, "the original configuration and fault schedule, unchanged") {
 		s.rep.Stopped = s.stopped()
 		s.rep.Seconds = time.Since(start).Seconds()
-		werr := runner.WriteJSON(filepath.Join(o.Out, ReportFile), s.rep)
+		werr := rundir.WriteJSON(filepath.Join(o.Out, ReportFile), s.rep)
 		a := s.rep.Candidates[0]
 		var err error
 		switch {
@@ -656,7 +657,7 @@ func (s *shrinker) finish() error {
 	}
 	s.rep.Witness = WitnessFile
 	s.rep.Seconds = time.Since(s.start).Seconds()
-	return runner.WriteJSON(filepath.Join(out, ReportFile), s.rep)
+	return rundir.WriteJSON(filepath.Join(out, ReportFile), s.rep)
 }
 
 // writeScenario writes the minimal configuration cfg as a scenario file,
@@ -668,7 +669,7 @@ func (s *shrinker) writeScenario(path string, cfg runner.Config, res checker.Res
 		Source: fmt.Sprintf("lockchaos shrink of %s (%s + %s, seed %d)", abs, res.Lock, orDash(strings.Join(s.rep.Original.Nemeses, ",")), cfg.Seed),
 		Expect: checker.Violation,
 		Comment: fmt.Sprintf("The smallest configuration lockchaos shrink found that still violates.\nOriginal: %s.\nMinimal:  %s.\nRun it: lockchaos run --scenario %s",
-			s.rep.Original, *s.rep.Minimal, runner.ShellQuote(path)),
+			s.rep.Original, *s.rep.Minimal, rundir.ShellQuote(path)),
 		Config: cfg,
 	})
 	if err != nil {
@@ -740,7 +741,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 	for i, l := range checker.Witness(res) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, l)
 	}
-	fmt.Fprintf(&b, "\nRun it again: `lockchaos run --scenario %s`", runner.ShellQuote(scen))
+	fmt.Fprintf(&b, "\nRun it again: `lockchaos run --scenario %s`", rundir.ShellQuote(scen))
 	if v := rep.Verify; v != nil {
 		fmt.Fprintf(&b, " (it violated in %d of %d runs after the search)", v.Violated, v.Runs)
 	}

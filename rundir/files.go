@@ -1,0 +1,171 @@
+// Package rundir is a run's folder: the names of the files a run writes
+// there, the atomic writer, the fault schedule it executed, and how to
+// make the run again. The runner writes a run folder; the report, the
+// shrinker and compare read one, and import this instead of the runner.
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/nemesis"
+)
+
+// ScheduleFile is the fault schedule a run executed, in its folder: every
+// step of every nemesis, with the fault it became or why it was missed.
+// `lockchaos run --replay DIR` takes the same steps again.
+const ScheduleFile = "schedule.json"
+
+// ConfigFile is the run's whole configuration, in its folder, as it ran
+// (defaults filled in): what --replay starts from.
+const ConfigFile = "config.json"
+
+// Schedule is what schedule.json holds.
+type Schedule struct {
+	Nemeses []NemesisSchedule `json:"nemeses"`
+}
+
+// NemesisSchedule is one nemesis's steps, in order.
+type NemesisSchedule struct {
+	Name string `json:"name"`
+	// Plan is its schedule option (every, at=…, random): how the steps'
+	// gaps are read.
+	Plan  string             `json:"plan"`
+	Steps []nemesis.Executed `json:"steps"`
+}
+
+// Steps returns the steps of nemesis name, to take again.
+func (s *Schedule) Steps(name string) ([]nemesis.Step, bool) {
+	for _, n := range s.Nemeses {
+		if n.Name == name {
+			steps := make([]nemesis.Step, 0, len(n.Steps))
+			for _, e := range n.Steps {
+				steps = append(steps, e.Step)
+			}
+			return steps, true
+		}
+	}
+	return nil, false
+}
+
+// WriteJSON writes v to path as indented JSON, whole or not at all.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Whole or not at all: written beside, then renamed over path, so that
+	// a full disk leaves no half file for a reader to choke on.
+	tmp := path + ".tmp"
+	err = os.WriteFile(tmp, append(b, '\n'), 0o644)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// Reproduce says how to make the run in dir again, for its result.json:
+// the version of lockchaos, the replay command, and the configuration and
+// fault schedule it ran with. Nil when dir holds no config.json (a history
+// only checked).
+func Reproduce(dir string) *checker.Reproduce {
+	cfg, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil || !json.Valid(cfg) {
+		return nil
+	}
+	r := &checker.Reproduce{Version: Version(), Config: json.RawMessage(cfg)}
+	if s, err := os.ReadFile(filepath.Join(dir, ScheduleFile)); err == nil && json.Valid(s) {
+		r.Schedule = json.RawMessage(s)
+	}
+	clean := filepath.Clean(dir)
+	r.Command = "lockchaos run --replay " + ShellQuote(clean) + " --out " + ShellQuote(clean+"-replay")
+	return r
+}
+
+// Version is this build's version: its module version, or the VCS
+// revision it was built from ("(modified)" when the tree had changes).
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(no build information)"
+	}
+	version := bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = " (modified)"
+			}
+		}
+	}
+	if rev != "" && !strings.Contains(version, rev[:min(12, len(rev))]) {
+		version += " " + rev[:min(12, len(rev))] + modified
+	}
+	return strings.TrimSpace(version)
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' || r == ',' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Files is what a run writes in its folder (the report's files too).
+var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
+
+// Claim makes dir ready for a new run. A folder that already holds a run
+// is refused unless force: its evidence would be overwritten, and a new run
+// that failed at setup would leave the old verdict beside a new, empty
+// history. With force the old run's files are removed first, so nothing of
+// it survives to be mistaken for the new one's.
+func Claim(dir string, force bool) error {
+	var found []string
+	for _, f := range Files {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			found = append(found, f)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if !force {
+		return &HeldError{Dir: dir, Found: found}
+	}
+	var errs []error
+	for _, f := range found {
+		errs = append(errs, os.RemoveAll(filepath.Join(dir, f)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("--force: remove the earlier run in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// HeldError refuses a folder that holds a run already: the user chooses
+// another, or gives --force.
+type HeldError struct {
+	Dir   string
+	Found []string
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("--out %s already holds a run (%s): choose another folder, or give --force to replace it", e.Dir, strings.Join(e.Found, ", "))
+}
