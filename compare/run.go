@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -55,7 +55,7 @@ type Options struct {
 	// render its report); an error is shown but changes nothing.
 	AfterRun func(dir string) error
 	// Run performs one run; nil means runner.Run.
-	Run func(context.Context, runner.Config) (checker.Result, error)
+	Run grid.RunFunc
 }
 
 // job is one seed of one cell.
@@ -65,7 +65,7 @@ type job struct{ cell, seed int }
 // the cells so that every cell advances together, and stops a cell early
 // once it has violated and run MinSeeds seeds (when EarlyStop is set). A
 // run that was no evidence either way runs again with the same seed, up
-// to scenarios.MaxAttempts times, as in the matrix. Cancelling ctx stops
+// to grid.MaxAttempts times, as in the matrix. Cancelling ctx stops
 // the runs in progress and leaves the rest out.
 func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Comparison {
 	run := opts.Run
@@ -86,71 +86,58 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 		}
 	}
 	var (
-		mu      sync.Mutex
+		mu      sync.Mutex // runs, stopped, done and skipped, beside the pool's next
 		runs    = make([][]Run, len(cells))
 		stopped = make([]bool, len(cells))
 		done    int
 		skipped int // jobs left out by early stops
+		next    int
 	)
-	next := 0
-	take := func() (job, bool) {
+	grid.Pool(ctx, spec.Parallel, func() (int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		for next < len(jobs) {
-			j := jobs[next]
 			next++
-			if stopped[j.cell] {
+			if stopped[jobs[next-1].cell] {
 				skipped++
 				continue
 			}
-			return j, true
+			return next - 1, true
 		}
-		return job{}, false
-	}
-	var wg sync.WaitGroup
-	for w := 0; w < spec.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				j, ok := take()
-				if !ok {
-					return
-				}
-				c := cells[j.cell]
-				r := runSeed(ctx, c, j.seed, opts, run)
-				if ctx.Err() != nil && r.Outcome != OutcomeViolation {
-					return // interrupted: not evidence
-				}
-				mu.Lock()
-				runs[j.cell] = append(runs[j.cell], r)
-				done++
-				n, v := len(runs[j.cell]), 0
-				for _, x := range runs[j.cell] {
-					if x.Outcome == OutcomeViolation {
-						v++
-					}
-				}
-				note := ""
-				if spec.EarlyStop && !stopped[j.cell] && n >= spec.MinSeeds && n < spec.Seeds {
-					if lo, _ := Wilson(v, n); lo > 0 {
-						stopped[j.cell] = true
-						note = fmt.Sprintf(" — stops early: its interval excludes 0 after %d seeds", n)
-					}
-				}
-				elapsed := time.Since(start)
-				remaining := len(jobs) - done - skipped - countStopped(jobs[next:], stopped)
-				eta := "?"
-				if done > 0 {
-					eta = scenarios.Clock(time.Duration(float64(elapsed) / float64(done) * float64(max(remaining, 0))))
-				}
-				fmt.Fprintf(progress, "[cell %d/%d, %d runs done, %s elapsed, ETA ≤%s] %s seed %d: %s%s (%d of %d seeds violated)%s\n",
-					j.cell+1, len(cells), done, scenarios.Clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
-				mu.Unlock()
+		return 0, false
+	}, func(ji int) {
+		j := jobs[ji]
+		c := cells[j.cell]
+		r := runSeed(ctx, c, j.seed, opts, run)
+		if ctx.Err() != nil && r.Outcome != OutcomeViolation {
+			return // interrupted: not evidence
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		runs[j.cell] = append(runs[j.cell], r)
+		done++
+		n, v := len(runs[j.cell]), 0
+		for _, x := range runs[j.cell] {
+			if x.Outcome == OutcomeViolation {
+				v++
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		note := ""
+		if spec.EarlyStop && !stopped[j.cell] && n >= spec.MinSeeds && n < spec.Seeds {
+			if lo, _ := Wilson(v, n); lo > 0 {
+				stopped[j.cell] = true
+				note = fmt.Sprintf(" — stops early: its interval excludes 0 after %d seeds", n)
+			}
+		}
+		elapsed := time.Since(start)
+		remaining := len(jobs) - done - skipped - countStopped(jobs[next:], stopped)
+		eta := "?"
+		if done > 0 {
+			eta = scenarios.Clock(time.Duration(float64(elapsed) / float64(done) * float64(max(remaining, 0))))
+		}
+		fmt.Fprintf(progress, "[cell %d/%d, %d runs done, %s elapsed, ETA ≤%s] %s seed %d: %s%s (%d of %d seeds violated)%s\n",
+			j.cell+1, len(cells), done, scenarios.Clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
+	})
 
 	cmp := Comparison{Schema: Schema, Version: rundir.Version(), Started: start.Format(time.RFC3339),
 		Seconds: time.Since(start).Seconds(), Interrupted: ctx.Err() != nil, Spec: spec, Cells: cells}
@@ -186,28 +173,18 @@ func attempts(r Run) string {
 }
 
 // runSeed runs seed k of cell c, again while it is no evidence.
-func runSeed(ctx context.Context, c Cell, k int, opts Options, run func(context.Context, runner.Config) (checker.Result, error)) Run {
+func runSeed(ctx context.Context, c Cell, k int, opts Options, run grid.RunFunc) Run {
 	cfg := c.Config
 	cfg.Seed = c.Config.Seed + int64(k)
 	var r Run
 	var retried []string
-	for try := 1; try <= scenarios.MaxAttempts; try++ {
-		dir := filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed))
-		if try > 1 {
-			dir += fmt.Sprintf(".attempt%d", try)
-		}
-		cfg.Out, cfg.Force = filepath.Join(opts.Out, dir), opts.Force
-		res, err := run(ctx, cfg)
-		r = runOf(res, err, float64(cfg.TTL.Milliseconds()))
-		r.Seed, r.Dir, r.Attempts, r.Retried = cfg.Seed, filepath.ToSlash(dir), try, retried
-		if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
-			_ = opts.AfterRun(cfg.Out)
-		}
-		if r.Outcome != OutcomeNoEvidence || ctx.Err() != nil {
-			break
-		}
+	seed := grid.Seed{Out: opts.Out, Dir: filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed)), Force: opts.Force, Run: run, AfterRun: opts.AfterRun}
+	seed.Attempts(ctx, cfg, func(a grid.Attempt) bool {
+		r = runOf(a.Result, a.Err, float64(cfg.TTL.Milliseconds()))
+		r.Seed, r.Dir, r.Attempts, r.Retried = cfg.Seed, filepath.ToSlash(a.Dir), a.Try, retried
 		retried = append(retried, r.Why)
-	}
+		return r.Outcome == OutcomeNoEvidence
+	})
 	return r
 }
 

@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/runner"
@@ -338,7 +338,7 @@ type ExecOptions struct {
 	// (to render its report); an error is shown but changes no verdict.
 	AfterRun func(dir string) error
 	// Run performs one run; nil means runner.Run.
-	Run func(context.Context, runner.Config) (checker.Result, error)
+	Run grid.RunFunc
 	// Shard, when set, says the cells are shard Index of Count of the
 	// matrix Matrix (ShardOf): the summary then keeps the whole matrix's
 	// plan and axes, and lists its cells, so that shards can be merged.
@@ -375,43 +375,31 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 	}
 	todo = runOrder(cells, todo)
 
-	var mu sync.Mutex
-	done, tally := 0, map[Status]int{}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < opts.Parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				c := cells[i]
-				began := time.Now()
-				r := runCell(ctx, c, opts, run)
-				r.Seconds = time.Since(began).Seconds()
-				r.Began = began.Format(time.RFC3339Nano)
-				mu.Lock()
-				results[i] = r
-				done++
-				tally[r.Status]++
-				fmt.Fprintf(progress, "[%*d/%d %s] %-40s %-16s %s   (so far: %s)\n",
-					len(fmt.Sprint(len(todo))), done, len(todo), Clock(time.Since(start)), c.Name, r.Got, describeStatus(r), tallyLine(tally))
-				if r.ReportError != "" {
-					fmt.Fprintf(progress, "    report: %s\n", r.ReportError)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for _, i := range todo {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	var mu sync.Mutex // results, done and tally
+	done, tally, next := 0, map[Status]int{}, 0
+	grid.Pool(ctx, opts.Parallel, func() (int, bool) {
+		if next == len(todo) {
+			return 0, false
 		}
-	}
-	close(jobs)
-	wg.Wait()
+		next++
+		return todo[next-1], true
+	}, func(i int) {
+		c := cells[i]
+		began := time.Now()
+		r := runCell(ctx, c, opts, run)
+		r.Seconds = time.Since(began).Seconds()
+		r.Began = began.Format(time.RFC3339Nano)
+		mu.Lock()
+		defer mu.Unlock()
+		results[i] = r
+		done++
+		tally[r.Status]++
+		fmt.Fprintf(progress, "[%*d/%d %s] %-40s %-16s %s   (so far: %s)\n",
+			len(fmt.Sprint(len(todo))), done, len(todo), Clock(time.Since(start)), c.Name, r.Got, describeStatus(r), tallyLine(tally))
+		if r.ReportError != "" {
+			fmt.Fprintf(progress, "    report: %s\n", r.ReportError)
+		}
+	})
 
 	s := Summary{
 		Started: start.Format(time.RFC3339), Seconds: time.Since(start).Seconds(), Quick: opts.Quick,
@@ -431,17 +419,11 @@ feed:
 	return s
 }
 
-// MaxAttempts is how often a cell runs one seed at most: a run that was no
-// evidence either way (its faults never landed, a stall of the harness
-// made its overlap, the checker could not decide) is run again, with the
-// same seed and so the same fault decisions, since what spoiled it was the
-// machine's speed, not the lock. Every attempt's folder is kept.
-const MaxAttempts = 3
-
 // runCell runs one cell: each of its seeds in turn, each up to MaxAttempts
 // times while it is spoiled. A violation expected of a cell is found as
-// soon as one seed shows it; safe must hold for every seed.
-func runCell(ctx context.Context, c Cell, opts ExecOptions, run func(context.Context, runner.Config) (checker.Result, error)) CellResult {
+// soon as one seed shows it; safe must hold for every seed. A seed runs
+// again while it is spoiled (grid.MaxAttempts).
+func runCell(ctx context.Context, c Cell, opts ExecOptions, run grid.RunFunc) CellResult {
 	seeds := max(c.Seeds, 1)
 	var (
 		r        CellResult
@@ -453,29 +435,20 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run func(context.Con
 		cfg.Seed = c.Config.Seed + int64(k)
 		// A cell that must break ends soon after it did.
 		cfg.StopOnViolation = cfg.StopOnViolation || c.Expect.Verdict == checker.Violation
-		for try := 1; try <= MaxAttempts; try++ {
-			dir := c.Name
-			if seeds > 1 {
-				dir += fmt.Sprintf(".seed%d", cfg.Seed)
-			}
-			if try > 1 {
-				dir += fmt.Sprintf(".attempt%d", try)
-			}
-			cfg.Out, cfg.Force = filepath.Join(opts.Out, dir), opts.Force
-			res, err := run(ctx, cfg)
-			attempts++
-			var spoiled bool
-			r, spoiled = classify(c, res, err, ctx.Err() != nil)
-			r.Dir, r.Seed = dir, cfg.Seed
-			if opts.AfterRun != nil && (res.Verdict != "" || err == nil) {
-				if rerr := opts.AfterRun(cfg.Out); rerr != nil {
-					r.ReportError = rerr.Error()
-				}
-			}
-			if !spoiled || ctx.Err() != nil {
-				break
-			}
+		dir := c.Name
+		if seeds > 1 {
+			dir += fmt.Sprintf(".seed%d", cfg.Seed)
 		}
+		seed := grid.Seed{Out: opts.Out, Dir: dir, Force: opts.Force, Run: run, AfterRun: opts.AfterRun}
+		attempts += seed.Attempts(ctx, cfg, func(a grid.Attempt) bool {
+			var spoiled bool
+			r, spoiled = classify(c, a.Result, a.Err, ctx.Err() != nil)
+			r.Dir, r.Seed = a.Dir, cfg.Seed
+			if a.AfterErr != nil {
+				r.ReportError = a.AfterErr.Error()
+			}
+			return spoiled
+		})
 		found = append(found, fmt.Sprintf("seed %d: %s", cfg.Seed, r.Status))
 		if ctx.Err() != nil || r.Status != StatusMatch && c.Expect.Verdict == checker.Safe || r.Status == StatusMatch && c.Expect.Verdict == checker.Violation {
 			break

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/runner"
 )
 
@@ -182,7 +183,7 @@ func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
 		t.Errorf("AfterRun saw %v, want every run", reported)
 	}
 	want := map[string]Status{"short-safe": StatusMatch, "long-broken": StatusMismatch, "retried": StatusMatch, "unsure": StatusInconclusive, "later": StatusSkipped}
-	attempts := map[string]int{"short-safe": 1, "long-broken": 1, "retried": 2, "unsure": MaxAttempts}
+	attempts := map[string]int{"short-safe": 1, "long-broken": 1, "retried": 2, "unsure": grid.MaxAttempts}
 	for _, c := range sum.Cells {
 		if c.Status != want[c.Name] || c.Attempts != attempts[c.Name] {
 			t.Errorf("%s: %s after %d runs, want %s after %d", c.Name, c.Status, c.Attempts, want[c.Name], attempts[c.Name])

@@ -1,0 +1,98 @@
+// Package grid runs a grid of runs: the one executor of the matrix
+// (scenarios.Execute) and of compare (compare.Execute). It owns what both
+// share — a pool of runs going at once, and a seed run again while it is no
+// evidence, each attempt in a folder of its own — and leaves the order of
+// the runs, and what a run's outcome means, to its caller.
+package grid
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/runner"
+)
+
+// RunFunc performs one run (runner.Run, or a test's stand-in).
+type RunFunc func(context.Context, runner.Config) (checker.Result, error)
+
+// MaxAttempts is how often a grid runs one seed at most: a run that was no
+// evidence either way (its faults never landed, a stall of the harness
+// made its overlap, the checker could not decide) is run again, with the
+// same seed and so the same fault decisions, since what spoiled it was the
+// machine's speed, not the lock. Every attempt's folder is kept.
+const MaxAttempts = 3
+
+// Pool calls do for each job that take hands out, parallel at a time,
+// until take has none left or ctx ends; it returns when every do has.
+// take is called under Pool's lock, so it may read and write the caller's
+// state without one of its own.
+func Pool(ctx context.Context, parallel int, take func() (int, bool), do func(int)) {
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for w := 0; w < max(parallel, 1); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				j, ok := take()
+				mu.Unlock()
+				if !ok {
+					return
+				}
+				do(j)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Seed says where and how one seed of a cell runs.
+type Seed struct {
+	// Out is the grid's folder; Dir the seed's folder in it, to which the
+	// attempts after the first add ".attemptN".
+	Out, Dir string
+	// Force lets a run replace an earlier one in its folder.
+	Force bool
+	Run   RunFunc
+	// AfterRun, when set, gets the folder of each run that finished (to
+	// render its report).
+	AfterRun func(dir string) error
+}
+
+// Attempt is one run of a seed.
+type Attempt struct {
+	Try int
+	// Dir is its folder, relative to the grid's.
+	Dir    string
+	Result checker.Result
+	Err    error
+	// AfterErr is what AfterRun returned.
+	AfterErr error
+}
+
+// Attempts runs cfg as seed s says, and again while judge says its attempt
+// was no evidence, up to MaxAttempts times or until ctx ends. It returns
+// the number of attempts.
+func (s Seed) Attempts(ctx context.Context, cfg runner.Config, judge func(Attempt) (again bool)) int {
+	try := 1
+	for ; ; try++ {
+		a := Attempt{Try: try, Dir: s.Dir}
+		if try > 1 {
+			a.Dir += fmt.Sprintf(".attempt%d", try)
+		}
+		cfg.Out, cfg.Force = filepath.Join(s.Out, a.Dir), s.Force
+		a.Result, a.Err = s.Run(ctx, cfg)
+		if s.AfterRun != nil && (a.Result.Verdict != "" || a.Err == nil) {
+			a.AfterErr = s.AfterRun(cfg.Out)
+		}
+		if !judge(a) || ctx.Err() != nil || try == MaxAttempts {
+			return try
+		}
+	}
+}
