@@ -407,6 +407,9 @@ func adapterNote(s locks.Spec) string {
 	if i := strings.Index(rel, "adapters/"); i >= 0 {
 		rel = rel[i:]
 	}
+	if code := s.Adapter.Code(); code != "" {
+		return ", " + code + ", adapter: " + rel
+	}
 	return ", adapter: " + rel
 }
 

@@ -20,12 +20,18 @@ import (
 type Manifest struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
-	Store       string `yaml:"store"`
-	Nodes       int    `yaml:"nodes"`
-	Reentrant   bool   `yaml:"reentrant"`
-	Quorum      bool   `yaml:"quorum"`
-	KeepsAlive  bool   `yaml:"keeps_alive"`
-	Leaseless   bool   `yaml:"leaseless"`
+	// Language, Library and Version say what code the lock is: "java",
+	// "Redisson", "3.52.0" — the version its own manifest (pom.xml,
+	// package.json, requirements.txt) pins.
+	Language   string `yaml:"language"`
+	Library    string `yaml:"library"`
+	Version    string `yaml:"version"`
+	Store      string `yaml:"store"`
+	Nodes      int    `yaml:"nodes"`
+	Reentrant  bool   `yaml:"reentrant"`
+	Quorum     bool   `yaml:"quorum"`
+	KeepsAlive bool   `yaml:"keeps_alive"`
+	Leaseless  bool   `yaml:"leaseless"`
 	// Renew, Wait, Lost: the adapter answers renew, answers acquire with
 	// wait_ms > 0 by its library's own wait, and sends lost events.
 	Renew bool `yaml:"renew"`
@@ -53,6 +59,19 @@ type Manifest struct {
 	// build and built are relative to Dir.
 	File string `yaml:"-"`
 	Dir  string `yaml:"-"`
+}
+
+// Code is the lock's language, library and version, as given: "java:
+// Redisson 3.52.0"; "" when the manifest names none.
+func (m *Manifest) Code() string {
+	lib := strings.TrimSpace(m.Library + " " + m.Version)
+	switch {
+	case m.Language != "" && lib != "":
+		return m.Language + ": " + lib
+	case m.Language != "":
+		return m.Language
+	}
+	return lib
 }
 
 // ReadManifest reads and checks a lock.yaml.
