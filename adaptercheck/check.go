@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -190,6 +191,11 @@ func (c *checker) run(ctx context.Context) {
 		if n := c.holding("check:a"); n*2 <= len(c.nodes) {
 			return fmt.Errorf("client 0 was granted check:a, but only %d of %d nodes hold a key of that name: does the adapter answer granted without asking its library?", n, len(c.nodes))
 		}
+		// The nemeses ask a node whether a lease is still there by its
+		// key and token: the token must be how the node keeps it.
+		if n := c.marking(ctx, l); n*2 <= len(c.nodes) {
+			return fmt.Errorf("client 0 was granted check:a with token %q, but only %d of %d nodes keep that token at %s (as the key's value, or a field of its hash): the token must be how the library marks the lease on its nodes, and key_prefix any prefix it adds to the key, since lockchaos asks the nodes by them whether a lease survived a fault (docs/protocol.md)", l.Token, n, len(c.nodes), c.m.KeyPrefix+"check:a")
+		}
 		_, err = c.acquire(1, "check:a")
 		if err == nil {
 			return errors.New("client 1's acquire of a key that client 0 holds was answered granted: the adapter answers granted when the lock is held by another (two clients hold it)")
@@ -356,6 +362,18 @@ func (c *checker) run(ctx context.Context) {
 		}
 		return nil
 	})
+}
+
+// marking counts the nodes that keep lease l the way the nemeses look for
+// it (nemesis.HasLease).
+func (c *checker) marking(ctx context.Context, l locks.Lease) int {
+	n := 0
+	for _, node := range c.nodes {
+		if nemesis.HasLease(ctx, node, c.m.KeyPrefix, nemesis.Holding{Key: l.Key, Token: l.Token}) {
+			n++
+		}
+	}
+	return n
 }
 
 // holding counts the nodes that hold a key whose name contains key (a

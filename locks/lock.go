@@ -159,6 +159,10 @@ type Spec struct {
 	// judge a fault by whether it hit a hold, not by whether it outlasted
 	// a lease.
 	Leaseless bool
+	// KeyPrefix is what the lock adds to the key it is given, on a Redis
+	// node (a library's namespace: python-redis-lock's "lock:"): lockchaos
+	// looks for a lease of key K at KeyPrefix+K.
+	KeyPrefix string
 	// KeepsAlive locks renew their lease in the background for as long as
 	// the client process runs (etcd's session keep-alive, ZooKeeper's
 	// session pings): only a client that stops, or loses the store, loses

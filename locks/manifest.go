@@ -37,6 +37,8 @@ type Manifest struct {
 	Renew bool `yaml:"renew"`
 	Wait  bool `yaml:"wait"`
 	Lost  bool `yaml:"lost"`
+	// KeyPrefix is what the library adds to a key (Spec.KeyPrefix).
+	KeyPrefix string `yaml:"key_prefix"`
 	// LeaseOption names a duration option that, when set, is the lease
 	// instead of the run's TTL.
 	LeaseOption string `yaml:"lease_option"`
@@ -182,7 +184,7 @@ func (m *Manifest) Spec() Spec {
 	}
 	return Spec{
 		Name: m.Name, Description: desc, Store: m.Store, Nodes: m.Nodes,
-		Leaseless: m.Leaseless, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum,
+		Leaseless: m.Leaseless, KeyPrefix: m.KeyPrefix, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum,
 		Options: m.Declared(), Adapter: m,
 		New: func(cfg Config) (Locker, error) { return newAdapter(m, cfg) },
 	}

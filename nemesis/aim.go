@@ -154,7 +154,7 @@ func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, vot
 		case err != nil:
 			return nil, nil, err
 		}
-		held := holdersOf(ctx, env.LockNodes(), a.Holding)
+		held := holdersOf(ctx, env, env.LockNodes(), a.Holding)
 		if q := quorum(env); q == 1 || votes == "any" || (votes == "bare") == (len(held) <= q) {
 			return a, held, nil
 		}
@@ -313,10 +313,10 @@ func nodeSet(ns []int) string {
 // the value, or as a field of a hash), or, for a lock whose token says
 // nothing about the holder, the key exists. A node that does not answer
 // does not count.
-func holdersOf(ctx context.Context, nodes []cluster.Node, h Holding) []int {
+func holdersOf(ctx context.Context, env Env, nodes []cluster.Node, h Holding) []int {
 	var out []int
 	for i, n := range nodes {
-		if hasLease(ctx, n, h) {
+		if HasLease(ctx, n, env.Topology().KeyPrefix, h) {
 			out = append(out, i)
 		}
 	}
@@ -329,7 +329,12 @@ if t == "string" then return redis.call("GET", KEYS[1]) == ARGV[1] and 1 or 0 en
 if t == "hash" then return redis.call("HEXISTS", KEYS[1], ARGV[1]) end
 return 0`)
 
-func hasLease(ctx context.Context, n cluster.Node, h Holding) bool {
+// HasLease asks node n directly whether it keeps lease h: a store's
+// member by its own means (cluster.LeaseHolder), a Redis node by the key
+// (prefix, the one the lock adds, + h.Key) holding h.Token as its value or
+// as a field of its hash — or, for a token that says nothing of its holder
+// ("" or "1"), by the key's existence.
+func HasLease(ctx context.Context, n cluster.Node, prefix string, h Holding) bool {
 	if lh, ok := n.(cluster.LeaseHolder); ok {
 		// A store's member answers over a session of its own (a
 		// PostgreSQL backend forked for it, a ZooKeeper session): give a
@@ -344,10 +349,10 @@ func hasLease(ctx context.Context, n cluster.Node, h Holding) bool {
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
 	defer c.Close()
 	if h.Token == "" || h.Token == "1" {
-		v, err := c.Exists(ctx, h.Key).Result()
+		v, err := c.Exists(ctx, prefix+h.Key).Result()
 		return err == nil && v == 1
 	}
-	v, err := holdsLease.Run(ctx, c, []string{h.Key}, h.Token).Int()
+	v, err := holdsLease.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int()
 	return err == nil && v == 1
 }
 

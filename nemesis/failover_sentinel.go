@@ -224,7 +224,7 @@ func (f *FailoverSentinel) manual(ctx context.Context, env Env, step Step) (*Fau
 	if r, ok := role.([]any); ok && len(r) > 0 {
 		params["old-primary-role"] = fmt.Sprint(r[0])
 	}
-	params["old-primary-had-key"] = fmt.Sprint(len(holdersOf(ctx, env.LockNodes(), a.Holding)) > 0)
+	params["old-primary-had-key"] = fmt.Sprint(len(holdersOf(ctx, env, env.LockNodes(), a.Holding)) > 0)
 	params["acquired-on-old-primary"] = fmt.Sprintf("client %d, %s, %s after the promotion", a.Client, a.Key, round(time.Duration(a.OK-promotedAt)))
 	// Now the clients follow Sentinel, the way a sentinel-aware client
 	// does on +switch-master or on its first READONLY error.
@@ -236,7 +236,7 @@ func (f *FailoverSentinel) manual(ctx context.Context, env Env, step Step) (*Fau
 	}
 	// Whether the lease survived: the new primary never saw it. The holder
 	// stays inside for its whole stretch, past the next client's acquire.
-	after := holdersOf(ctx, env.LockNodes(), a.Holding)
+	after := holdersOf(ctx, env, env.LockNodes(), a.Holding)
 	e := &history.Effect{Landed: true, Note: fmt.Sprintf("client %d acquired %s on the old primary %s after the sentinels had promoted %s, then the clients followed them; ", a.Client, a.Key, oldNode.Name(), newNode.Name())}
 	if len(after) > 0 {
 		e.Lease, e.Note = history.LeaseKept, e.Note+"the new primary had the key"

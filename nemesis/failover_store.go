@@ -93,7 +93,7 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 			}
 		}
 	}
-	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, after, a.Holding), quorum: quorum(env)}
+	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, env, after, a.Holding), quorum: quorum(env)}
 	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
 	if store == cluster.StorePostgres {
 		what = fmt.Sprintf("%s was the primary after %s was failed over", members[to].Name(), members[from].Name())

@@ -199,6 +199,9 @@ type Topology struct {
 	// Leaseless: the lock's grants last until released or until the
 	// client's session ends (locks.Spec.Leaseless); no lease runs out.
 	Leaseless bool
+	// KeyPrefix is what the lock adds to a key on a Redis node
+	// (locks.Spec.KeyPrefix): a lease of key K is kept at KeyPrefix+K.
+	KeyPrefix string
 	// KeepsAlive: the lock renews its lease in the background while the
 	// client runs (locks.Spec.KeepsAlive).
 	KeepsAlive bool

@@ -63,7 +63,7 @@ func (nf *nodeFault) effect(ctx context.Context, env Env, at int64, what string)
 	if nf.a == nil {
 		return nil, nil
 	}
-	v := votes{nodes: len(env.LockNodes()), before: nf.held, after: holdersOf(ctx, env.LockNodes(), nf.a.Holding), quorum: quorum(env)}
+	v := votes{nodes: len(env.LockNodes()), before: nf.held, after: holdersOf(ctx, env, env.LockNodes(), nf.a.Holding), quorum: quorum(env)}
 	return nf.a.lostEffect(ctx, at, v, what)
 }
 
@@ -77,7 +77,7 @@ func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
 	}
 	until := nf.a.Invoked + nf.a.bound.Nanoseconds()
 	for history.Now() < until && ctx.Err() == nil {
-		if !hasLease(ctx, nf.node, nf.a.Holding) {
+		if !HasLease(ctx, nf.node, nf.a.env.Topology().KeyPrefix, nf.a.Holding) {
 			break
 		}
 		time.Sleep(time.Millisecond)

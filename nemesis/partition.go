@@ -130,7 +130,7 @@ func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	switch p.Shape {
 	case "node":
-		n := p.Node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
+		n := p.Node.pick(env, step, holdersOf(ctx, env, env.LockNodes(), a.Holding))
 		links = ps.Links(nil, is(n))
 		// Its replicas lose it too: they must not keep copying the lock
 		// keys of an isolated primary.

@@ -41,7 +41,7 @@ func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	if err != nil {
 		return nil, err
 	}
-	i := p.Node.pick(env, step, holdersOf(ctx, env.LockNodes(), a.Holding))
+	i := p.Node.pick(env, step, holdersOf(ctx, env, env.LockNodes(), a.Holding))
 	node := env.LockNodes()[i]
 	start := history.Now()
 	err = node.Signal(syscall.SIGSTOP)

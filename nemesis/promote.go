@@ -81,7 +81,7 @@ func (p *prepared) partial(target string, rest func(context.Context) error) *Fau
 // to the holder coming back for the key. A lock without fencing tokens
 // lets it go at the first taker.
 func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.Effect, error) {
-	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env.LockNodes(), p.a.Holding), quorum: quorum(env)}
+	v := votes{nodes: len(env.LockNodes()), before: p.held, after: holdersOf(ctx, env, env.LockNodes(), p.a.Holding), quorum: quorum(env)}
 	p.a.sameToken = true
 	return p.a.lostEffect(ctx, history.Now(), v, what)
 }

@@ -395,7 +395,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	if rs.lock.StoreName() == cluster.StoreRedis {
 		lockNodes = r.currentLockNodes() // PTTL: only a Redis node can say
 	}
-	r.probe(lockNodes, resource)
+	r.probe(lockNodes, rs.lock.KeyPrefix, resource)
 	if interrupted {
 		problems = append(problems, "run interrupted before its duration ended")
 	}
@@ -498,8 +498,9 @@ func (r *run) stopWorkers() []int {
 }
 
 // probe records the final state: each lock key's PTTL on every lock node
-// (a key with no expiry is deadlocked) and each resource counter.
-func (r *run) probe(lockNodes []cluster.Node, resource cluster.Node) {
+// (a key with no expiry is deadlocked; at prefix+key, where the lock keeps
+// it) and each resource counter.
+func (r *run) probe(lockNodes []cluster.Node, prefix string, resource cluster.Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var clients []*redis.Client
@@ -518,7 +519,7 @@ func (r *run) probe(lockNodes []cluster.Node, resource cluster.Node) {
 		var pttls []int64
 		ok := len(clients) > 0
 		for _, c := range clients {
-			d, err := c.PTTL(ctx, key).Result()
+			d, err := c.PTTL(ctx, prefix+key).Result()
 			if err != nil {
 				ok = false
 				break

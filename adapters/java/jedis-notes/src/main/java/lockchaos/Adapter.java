@@ -38,7 +38,7 @@ public final class Adapter {
             "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
     private static JedisPooled jedis;
     private static boolean plainDel;
-    private static long ttlMs, sleepMs, tokens;
+    private static long ttlMs, sleepMs;
 
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -99,7 +99,7 @@ public final class Adapter {
         String value = plainDel ? "1" : UUID.randomUUID().toString();
         for (long blockTime = waitMs; ; ) {
             if ("OK".equals(jedis.set(key, value, SetParams.setParams().nx().px(ttlMs)))) {
-                return answer("granted").put("token", plainDel ? key + "#" + (++tokens) : value);
+                return answer("granted").put("token", value); // how Redis keeps the lease
             }
             blockTime -= sleepMs;
             if (waitMs <= 0 || blockTime < 0) {

@@ -21,11 +21,12 @@ import org.redisson.config.Config;
  */
 public final class Adapter {
     private static final ObjectMapper JSON = new ObjectMapper();
+    // token -> the lock, and how many grants of it are held (re-entries).
     private static final Map<String, RLock> HELD = new HashMap<>();
+    private static final Map<String, Integer> GRANTS = new HashMap<>();
     private static RedissonClient redisson;
     private static boolean leaseMode;
     private static long leaseMs;
-    private static long tokens;
 
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -57,7 +58,7 @@ public final class Adapter {
             case "acquire":
                 return acquire(req.get("key").asText(), req.path("wait_ms").asLong(0));
             case "release":
-                return release(req.get("token").asText());
+                return release(req.get("token").asText() + "\n" + req.get("key").asText());
             default:
                 return answer("error").put("error", "unknown request type " + req.path("type").asText());
         }
@@ -118,15 +119,23 @@ public final class Adapter {
         if (!ok) {
             return answer("refused");
         }
-        String token = key + "#" + (++tokens);
-        HELD.put(token, lock);
+        // The token is how Redis keeps this lease: the field of the lock's
+        // hash, Redisson's id and this thread's (RedissonBaseLock.getLockName),
+        // so that lockchaos can ask a node whether it still has it.
+        String token = redisson.getId() + ":" + Thread.currentThread().getId();
+        HELD.put(token + "\n" + key, lock);
+        GRANTS.merge(token + "\n" + key, 1, Integer::sum);
         return answer("granted").put("token", token);
     }
 
-    private static ObjectNode release(String token) {
-        RLock lock = HELD.remove(token);
+    private static ObjectNode release(String grant) {
+        RLock lock = HELD.get(grant);
         if (lock == null) {
             return answer("not_held");
+        }
+        if (GRANTS.merge(grant, -1, Integer::sum) == 0) {
+            HELD.remove(grant);
+            GRANTS.remove(grant);
         }
         lock.unlock(); // IllegalMonitorStateException: not held by this thread any more
         return answer("released");
