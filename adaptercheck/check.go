@@ -24,7 +24,7 @@ import (
 // Settings of the check: a short lease, so that expiry is seen quickly,
 // and an op timeout well inside it.
 const (
-	TTL       = 1500 * time.Millisecond
+	TTL       = 2 * time.Second // whole seconds: some libraries take no less (python-redis-lock)
 	OpTimeout = 500 * time.Millisecond
 )
 

@@ -16,6 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/workload"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -125,7 +126,7 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 		p.params["cut-replicas"] = strings.Join(names, ",")
 		return nil
 	}
-	check := liveKeyChecker(cutNodes)
+	check := liveKeyChecker(env, cutNodes)
 	defer check.close()
 	p.params["cut-while-free"] = "no"
 	// Every hold shorter than the TTL ends within one, so one TTL normally
@@ -194,13 +195,24 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 }
 
 // keyChecker asks replicas, over connections of its own, how many live
-// keys they serve.
-type keyChecker []*redis.Client
+// lock keys they serve: only the keys where the lock keeps its leases (a
+// library's other keys — python-redis-lock's signal lists, refreshed by
+// every release — would never let the count reach zero).
+type keyChecker struct {
+	clients []*redis.Client
+	names   []string
+}
 
-func liveKeyChecker(nodes []cluster.Node) keyChecker {
-	var k keyChecker
+// liveKeyChecker checks the lock's keys, as the lock names them on its
+// nodes (Topology.KeyPrefix + the workload's key), on nodes.
+func liveKeyChecker(env Env, nodes []cluster.Node) keyChecker {
+	k := keyChecker{}
+	t := env.Topology()
+	for i := 0; i < max(t.Keys, 1); i++ {
+		k.names = append(k.names, t.KeyPrefix+workload.KeyName(i))
+	}
 	for _, n := range nodes {
-		k = append(k, redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		k.clients = append(k.clients, redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
 			DialTimeout: time.Second, ReadTimeout: time.Second, PoolSize: 1}))
 	}
 	return k
@@ -208,21 +220,13 @@ func liveKeyChecker(nodes []cluster.Node) keyChecker {
 
 // live counts the lock keys the replicas would serve: keys with a TTL still
 // running (a replica hides keys whose TTL passed, even before its primary
-// deletes them), and keys with no TTL but a fencing counter's — a two-step
-// lock's key caught between its SETNX and its EXPIRE would never expire
-// there; -1 when one cannot be asked.
+// deletes them), and keys with no TTL (a lock key left without an expiry
+// still holds the lock). -1 when a replica does not answer.
 func (k keyChecker) live(ctx context.Context) int {
 	n := 0
-	for _, c := range k {
-		keys, err := c.Keys(ctx, "*").Result()
-		if err != nil {
-			return -1
-		}
-		if len(keys) == 0 {
-			continue
-		}
+	for _, c := range k.clients {
 		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, key := range keys {
+			for _, key := range k.names {
 				p.PTTL(ctx, key)
 			}
 			return nil
@@ -230,9 +234,8 @@ func (k keyChecker) live(ctx context.Context) int {
 		if err != nil {
 			return -1
 		}
-		for i, cmd := range cmds {
-			d, err := cmd.(*redis.DurationCmd).Result()
-			if err == nil && (d > 0 || d == -1 && !strings.HasSuffix(keys[i], ":fencing-token")) {
+		for _, cmd := range cmds {
+			if d, err := cmd.(*redis.DurationCmd).Result(); err == nil && (d > 0 || d == -1) {
 				n++
 			}
 		}
@@ -241,7 +244,7 @@ func (k keyChecker) live(ctx context.Context) int {
 }
 
 func (k keyChecker) close() {
-	for _, c := range k {
+	for _, c := range k.clients {
 		c.Close()
 	}
 }
