@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 
 import redis  # noqa: E402
 from pottery import Redlock  # noqa: E402
-from pottery.exceptions import PrimitiveError, TooManyExtensions  # noqa: E402
+from pottery.exceptions import ExtendUnlockedLock, PrimitiveError, ReleaseUnlockedLock, TooManyExtensions  # noqa: E402
 from redis.exceptions import RedisError  # noqa: E402
 
 masters = []
@@ -57,10 +57,8 @@ def release(req):
         return {"type": "not_held"}
     try:
         lock.release()
-    except PrimitiveError as e:  # ReleaseUnlockedLock: no majority held it
-        if type(e).__name__ == "ReleaseUnlockedLock":
-            return {"type": "not_held"}
-        raise
+    except ReleaseUnlockedLock:  # no majority held it
+        return {"type": "not_held"}
     return {"type": "released"}
 
 
@@ -72,10 +70,8 @@ def renew(req):
         lock.extend()
     except TooManyExtensions as e:
         return {"type": "unknown", "error": "TooManyExtensions: %s (num_extensions=%d)" % (e, extensions)}
-    except PrimitiveError as e:
-        if type(e).__name__ == "ExtendUnlockedLock":
-            return {"type": "not_held"}
-        raise
+    except ExtendUnlockedLock:
+        return {"type": "not_held"}
     return {"type": "renewed", "valid_ms": int((release_time - release_time * Redlock._CLOCK_DRIFT_FACTOR - .002) * 1000)}
 
 

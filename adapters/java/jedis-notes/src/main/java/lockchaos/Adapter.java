@@ -101,11 +101,14 @@ public final class Adapter {
             if ("OK".equals(jedis.set(key, value, SetParams.setParams().nx().px(ttlMs)))) {
                 return answer("granted").put("token", value); // how Redis keeps the lease
             }
-            blockTime -= sleepMs;
-            if (waitMs <= 0 || blockTime < 0) {
+            if (waitMs <= 0) {
+                return answer("refused"); // tryLock
+            }
+            blockTime -= sleepMs; // note 003: decrement, sleep, then loop while blockTime >= 0
+            Thread.sleep(sleepMs);
+            if (blockTime < 0) {
                 return answer("refused");
             }
-            Thread.sleep(sleepMs);
         }
     }
 
