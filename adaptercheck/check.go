@@ -219,6 +219,7 @@ func (c *checker) run(ctx context.Context) {
 		}
 		return want("its release", "released", c.release(1, l1), "released")
 	})
+	c.fences()
 	if c.m.KeepsAlive || c.m.Leaseless {
 		c.skip("not_held after expiry", "the lock keeps its lease alive or has none")
 	} else {
@@ -309,7 +310,7 @@ func (c *checker) run(ctx context.Context) {
 				return errors.New("the manifest claims lost, but the lease has no lost signal")
 			}
 			for _, d := range c.direct {
-				d.Del(ctx, "check:g")
+				d.Del(ctx, c.m.KeyPrefix+"check:g")
 			}
 			select {
 			case <-l.Lost:
@@ -359,6 +360,37 @@ func (c *checker) run(ctx context.Context) {
 		}
 		if len(all) > 0 {
 			return errors.New(strings.Join(all, "; "))
+		}
+		return nil
+	})
+}
+
+// fences checks an adapter that sends fencing tokens: every grant of a
+// key, to either client, carries a larger one than the grant before it.
+// A resource that keeps out stale tokens relies on nothing else.
+func (c *checker) fences() {
+	l, err := c.acquire(0, "check:i")
+	if err != nil {
+		c.step("fencing tokens increase", func() error { return want("acquire", "granted", err, "granted") })
+		return
+	}
+	c.release(0, l)
+	if l.Fence == 0 {
+		c.skip("fencing tokens increase", "the adapter sends no fence")
+		return
+	}
+	c.step("fencing tokens increase", func() error {
+		last := l.Fence
+		for i := range 4 {
+			l, err := c.acquire(i%2, "check:i")
+			if err := want(fmt.Sprintf("grant %d of the key", i+2), "granted", err, "granted"); err != nil {
+				return err
+			}
+			c.release(i%2, l)
+			if l.Fence <= last {
+				return fmt.Errorf("grant %d of the key (client %d) carried fence %d after %d: a fence must increase with every grant of the key, or a resource cannot keep a stale holder out", i+2, i%2, l.Fence, last)
+			}
+			last = l.Fence
 		}
 		return nil
 	})

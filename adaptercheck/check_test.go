@@ -59,6 +59,7 @@ func TestBrokenAdaptersAreNamed(t *testing.T) {
 		{"mute.yaml", "unknown (never granted) when its nodes are unreachable", "no answer within timeout_ms"},
 		{"prose.yaml", "acquire, then a second client refused", `not a JSON message with a type: "OK, granted"`},
 		{"prose.yaml", "every line is a protocol message", "not a JSON message"},
+		{"stale-fence.yaml", "fencing tokens increase", "a fence must increase with every grant of the key"},
 	} {
 		steps := run(t, filepath.Join("testdata", tc.file))
 		s, ok := steps[tc.step]

@@ -332,10 +332,25 @@ func TestPostgresOrphanCleanupRemovesOnlyItsOwnSegment(t *testing.T) {
 	if !releaseOrphan(n.dir) {
 		t.Fatal("the cleanup says something is still attached")
 	}
-	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err == nil {
-		t.Errorf("segment %d of the killed member is still there (ipcs -m)", id)
+	// The postmaster's children may still be attached while they notice
+	// its death and exit: the segment is then marked for destruction,
+	// and the kernel frees it as the last of them detaches.
+	if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err == nil && ds.Perm.Mode&shmDest == 0 {
+		t.Fatalf("segment %d of the killed member is still there and not marked for destruction (ipcs -m; %d attached)", id, ds.Nattch)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := unix.SysvShmCtl(id, unix.IPC_STAT, &ds); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("segment %d of the killed member is still there, %d attached (ipcs -m)", id, ds.Nattch)
+		}
 	}
 }
+
+// shmDest is Linux's SHM_DEST mode bit: the segment is removed and goes
+// when its last process detaches.
+const shmDest = 0o1000
 
 // HoldsLease asks one member: a lock held on the primary is not held on
 // the standby, nor after its session ends.

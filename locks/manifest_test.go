@@ -31,15 +31,32 @@ func TestShippedAdaptersNameTheVersionTheyPin(t *testing.T) {
 		if m.Version == "" {
 			continue
 		}
-		pinned := false
-		for _, own := range []string{"pom.xml", "package.json", "requirements.txt"} {
-			b, err := os.ReadFile(filepath.Join(m.Dir, own))
-			if err == nil && (strings.Contains(string(b), ">"+m.Version+"<") || strings.Contains(string(b), `"`+m.Version+`"`) || strings.Contains(string(b), "=="+m.Version)) {
+		// Its own folder, or the one its build runs from (an adapter that
+		// shares another's project: mvn -f DIR/pom.xml, npm --prefix DIR),
+		// or the build's own -D…=VERSION.
+		dirs, pinned := []string{m.Dir}, false
+		for i, a := range m.Build {
+			switch {
+			case (a == "-f" || a == "--prefix") && i+1 < len(m.Build):
+				d := m.Build[i+1]
+				if a == "-f" {
+					d = filepath.Dir(d)
+				}
+				dirs = append(dirs, filepath.Join(m.Dir, d))
+			case strings.HasPrefix(a, "-D") && strings.HasSuffix(a, "="+m.Version):
 				pinned = true
 			}
 		}
+		for _, dir := range dirs {
+			for _, own := range []string{"pom.xml", "package.json", "requirements.txt"} {
+				b, err := os.ReadFile(filepath.Join(dir, own))
+				if err == nil && (strings.Contains(string(b), ">"+m.Version+"<") || strings.Contains(string(b), `"`+m.Version+`"`) || strings.Contains(string(b), "=="+m.Version)) {
+					pinned = true
+				}
+			}
+		}
 		if !pinned {
-			t.Errorf("%s: version %s is pinned in none of its own manifests (pom.xml, package.json, requirements.txt)", f, m.Version)
+			t.Errorf("%s: version %s is pinned in none of its manifests (pom.xml, package.json, requirements.txt, in %v) nor by its build", f, m.Version, dirs)
 		}
 	}
 }

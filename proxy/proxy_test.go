@@ -238,3 +238,84 @@ func TestHelloReplyIsRecognised(t *testing.T) {
 		}
 	}
 }
+
+// The ack-loss toxic: a command through the link runs on the server, its
+// answer never comes, and the connection answers nothing again; once the
+// link's connections are closed and the toxic removed, a new connection is
+// answered. A real redis-server on the far side.
+func TestAckLossToxicRunsTheCommandAndLosesTheAnswer(t *testing.T) {
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	ps := New()
+	defer ps.Close()
+	l, err := ps.Add(0, 0, n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 2, DisableIdentity: true})
+	defer direct.Close()
+	ctx := context.Background()
+	// One connection, made before the fault, kept across it.
+	c := redis.NewClient(&redis.Options{Addr: l.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		PoolSize: 1, ReadTimeout: 300 * time.Millisecond})
+	defer c.Close()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddToxic(Toxic{Name: "ack", Type: "ack-loss", Stream: "downstream", Attributes: map[string]any{"tag": t.Name()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "k1", "v", 0).Err(); err == nil {
+		t.Fatal("SET through the link was answered under ack-loss")
+	}
+	if v, _ := direct.Get(ctx, "k1").Result(); v != "v" {
+		t.Fatalf("the server did not run the SET whose answer was lost: k1=%q", v)
+	}
+	if got := Dropped(t.Name()); got < 1 {
+		t.Errorf("Dropped = %d, want at least the SET's answer", got)
+	}
+	// A raw connection made under the fault: its request runs, and no byte
+	// comes back, then or later.
+	raw, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Write([]byte("SET k2 v\r\nSET k3 v\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	raw.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if n, _ := raw.Read(make([]byte, 64)); n > 0 {
+		t.Fatalf("%d bytes came back on a connection whose answers are lost", n)
+	}
+	for _, k := range []string{"k2", "k3"} {
+		if v, _ := direct.Get(ctx, k).Result(); v != "v" {
+			t.Errorf("the server did not run SET %s sent under the fault", k)
+		}
+	}
+	// Heal as the nemesis does: close the link's connections, then remove
+	// the toxic. The old connection is closed, not answered late.
+	l.Disable()
+	if err := l.RemoveToxic("ack"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	raw.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := raw.Read(make([]byte, 64)); n > 0 || err == nil {
+		t.Errorf("after the heal the old connection gave %d bytes (%v), want it closed", n, err)
+	}
+	fresh := redis.NewClient(&redis.Options{Addr: l.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	defer fresh.Close()
+	if v, err := fresh.Get(ctx, "k1").Result(); err != nil || v != "v" {
+		t.Errorf("a new connection after the heal: %q, %v", v, err)
+	}
+}

@@ -10,14 +10,18 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
 /**
- * lockchaos adapter (docs/protocol.md) for Redisson's RLock. Every request is
- * handled on the main thread, one at a time: RLock belongs to the thread
- * that took it, so acquire, re-entry and release all come from this one.
+ * lockchaos adapter (docs/protocol.md) for Redisson's locks: RLock, and with
+ * the first argument {@code fenced}, {@code fair} or {@code spin}, its
+ * RFencedLock, fair lock or spin lock (the lock.yaml files beside this one's
+ * folder). Every request is handled on the main thread, one at a time: a
+ * Redisson lock belongs to the thread that took it, so acquire, re-entry and
+ * release all come from this one.
  */
 public final class Adapter {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -27,8 +31,16 @@ public final class Adapter {
     private static RedissonClient redisson;
     private static boolean leaseMode;
     private static long leaseMs;
+    private static String kind = "rlock";
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0) {
+            kind = args[0];
+        }
+        if (!kind.equals("rlock") && !kind.equals("fenced") && !kind.equals("fair") && !kind.equals("spin")) {
+            System.err.println("unknown lock " + kind + ": want rlock, fenced, fair or spin");
+            System.exit(2);
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
             JsonNode req = JSON.readTree(line);
@@ -98,7 +110,7 @@ public final class Adapter {
         // Warm up before the run's clock starts: the first lock calls load
         // classes and the lock's Lua scripts, which on a busy machine takes
         // longer than a short lease. A key of this client's own.
-        RLock warm = redisson.getLock("lockchaos-warmup:" + req.path("owner").asText());
+        RLock warm = lock("lockchaos-warmup:" + req.path("owner").asText());
         for (int i = 0; i < 20; i++) {
             try {
                 if (leaseMode ? warm.tryLock(0, leaseMs, TimeUnit.MILLISECONDS) : warm.tryLock(0, TimeUnit.MILLISECONDS)) {
@@ -111,11 +123,36 @@ public final class Adapter {
         return answer("init_ok");
     }
 
+    /** The lock of this adapter's kind at key. */
+    private static RLock lock(String key) {
+        switch (kind) {
+            case "fenced":
+                return redisson.getFencedLock(key);
+            case "fair":
+                return redisson.getFairLock(key);
+            case "spin":
+                return redisson.getSpinLock(key);
+            default:
+                return redisson.getLock(key);
+        }
+    }
+
     private static ObjectNode acquire(String key, long waitMs) throws InterruptedException {
-        RLock lock = redisson.getLock(key);
-        boolean ok = leaseMode
-                ? lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)
-                : lock.tryLock(waitMs, TimeUnit.MILLISECONDS); // no lease: the watchdog renews it
+        RLock lock = lock(key);
+        Long fence = null;
+        boolean ok;
+        if (lock instanceof RFencedLock) {
+            // The fencing token comes with the grant, from the same script.
+            RFencedLock fenced = (RFencedLock) lock;
+            fence = leaseMode
+                    ? fenced.tryLockAndGetToken(waitMs, leaseMs, TimeUnit.MILLISECONDS)
+                    : fenced.tryLockAndGetToken(waitMs, TimeUnit.MILLISECONDS);
+            ok = fence != null;
+        } else {
+            ok = leaseMode
+                    ? lock.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS)
+                    : lock.tryLock(waitMs, TimeUnit.MILLISECONDS); // no lease: the watchdog renews it
+        }
         if (!ok) {
             return answer("refused");
         }
@@ -125,7 +162,11 @@ public final class Adapter {
         String token = redisson.getId() + ":" + Thread.currentThread().getId();
         HELD.put(token + "\n" + key, lock);
         GRANTS.merge(token + "\n" + key, 1, Integer::sum);
-        return answer("granted").put("token", token);
+        ObjectNode ans = answer("granted").put("token", token);
+        if (fence != null) {
+            ans.put("fence", fence);
+        }
+        return ans;
     }
 
     private static ObjectNode release(String grant) {
