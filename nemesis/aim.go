@@ -254,11 +254,19 @@ func (a *aimed) lostEffect(ctx context.Context, at int64, v votes, what string) 
 			what, round(time.Duration(at-a.Invoked)), a.Client, a.Key, a.env.Lease())}, err
 	}
 	if _, holding := holdingOf(a.env, a.Client, a.Key, a.Invoked); !holding {
+		err := a.release()
+		if lost, ok := snapshot(a.env).Lost[a.Client][a.Key]; ok && lost >= a.Invoked {
+			// Its lock told it the lease was lost (a library that takes a
+			// lost connection for a lost lock), and it stopped: the fault
+			// met the lease, and the lock gave it up before anyone could
+			// take it.
+			return &history.Effect{Landed: true, Lease: history.LeaseLost,
+				Note: fmt.Sprintf("%s; client %d's lock reported its lease of %s lost %s after its acquire, and the client stopped before the fault could take the lease from under it", what, a.Client, a.Key, round(time.Duration(lost-a.Invoked)))}, err
+		}
 		// It let go (its stretch ran out) before the fault had done its
 		// work: whatever the nodes forgot, no holder was left to overlap
 		// with, so the fault did not land (and a node without the key
 		// says nothing about it).
-		err := a.release()
 		return &history.Effect{Landed: false,
 			Note: fmt.Sprintf("%s; client %d had let go of %s by then, before the fault could take it away", what, a.Client, a.Key)}, err
 	}

@@ -220,6 +220,10 @@ type View struct {
 	// Waiting says when each client's stretched hold last reached the end
 	// of its work and began to wait, before its write.
 	Waiting map[int]int64
+	// Lost says when each client's lock last reported a lease of a key
+	// lost (a lost event: the library learned it in the background, and
+	// the client stopped).
+	Lost map[int]map[string]int64
 }
 
 // Acquire is one client's latest acquire: in flight (Outcome "") or done.

@@ -23,6 +23,7 @@ type fakeEnv struct {
 	paused    map[int]bool
 	stretched map[int]string
 	exited    map[int]bool
+	lost      map[int]map[string]int64
 	changed   chan struct{}
 }
 
@@ -59,7 +60,7 @@ func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 		for _, h := range f.holders {
 			waiting[h.Client] = max(waiting[h.Client], h.OK)
 		}
-		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited, Waiting: waiting}), f.changed
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil

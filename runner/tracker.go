@@ -23,6 +23,7 @@ type tracker struct {
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
 	waiting   map[int]int64 // when a stretched hold last reached its wait
+	lost      map[int]map[string]int64
 	stats     struct{ acquires, holds, faults, stalls int }
 	// stopped are, per client, the times a fault stopped its process on
 	// purpose (end 0 while it lasts): a stall then is the fault's, not
@@ -56,7 +57,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -115,6 +116,10 @@ func (t *tracker) observe(e history.Event) {
 		}
 	case e.Kind == history.Lost:
 		delete(t.holding[e.Client], e.Key)
+		if t.lost[e.Client] == nil {
+			t.lost[e.Client] = map[string]int64{}
+		}
+		t.lost[e.Client][e.Key] = e.Time
 	}
 }
 
@@ -132,6 +137,15 @@ func (t *tracker) wasStopped(c int, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// lostLocked copies the times of the clients' latest lost events.
+func (t *tracker) lostLocked() map[int]map[string]int64 {
+	out := make(map[int]map[string]int64, len(t.lost))
+	for c, keys := range t.lost {
+		out[c] = maps.Clone(keys)
+	}
+	return out
 }
 
 func (t *tracker) broadcast() {
@@ -209,7 +223,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting)})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked()})
 	})
 }
 

@@ -1,0 +1,164 @@
+package lockchaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.zookeeper.client.ZKClientConfig;
+
+/**
+ * lockchaos adapter (docs/protocol.md) for Apache Curator's InterProcessMutex:
+ * the ZooKeeper lock recipe (an EPHEMERAL_SEQUENTIAL node under the lock's
+ * path; the lowest holds it), reentrant for the thread that holds it. Every
+ * request is handled on the main thread, one at a time, since the mutex
+ * belongs to the thread that took it.
+ */
+public final class Adapter {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    // One mutex per key, as an application keeps one per resource: its
+    // re-entries count on it. token -> how many grants of it are held.
+    private static final Map<String, Mutex> MUTEXES = new HashMap<>();
+    private static final Map<String, Integer> GRANTS = new ConcurrentHashMap<>();
+    private static CuratorFramework client;
+
+    /** InterProcessMutex, with its lock node's path: how ZooKeeper marks the grant. */
+    private static final class Mutex extends InterProcessMutex {
+        Mutex(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String lockPath() {
+            return getLockPath();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        for (String line; (line = in.readLine()) != null; ) {
+            JsonNode req = JSON.readTree(line);
+            ObjectNode ans;
+            try {
+                ans = handle(req);
+            } catch (IllegalMonitorStateException e) {
+                ans = answer("not_held");
+            } catch (Exception e) {
+                ans = answer("unknown").put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            }
+            ans.put("in_reply_to", req.get("id").asLong());
+            send(ans);
+        }
+        Runtime.getRuntime().halt(0); // standard input ended: leave at once
+    }
+
+    /** One line on standard output; the connection listener's thread writes too. */
+    private static synchronized void send(ObjectNode msg) throws Exception {
+        System.out.println(JSON.writeValueAsString(msg));
+        System.out.flush();
+    }
+
+    private static ObjectNode answer(String type) {
+        return JSON.createObjectNode().put("type", type);
+    }
+
+    private static ObjectNode handle(JsonNode req) throws Exception {
+        switch (req.path("type").asText()) {
+            case "init":
+                return init(req);
+            case "acquire":
+                return acquire(req.get("key").asText(), req.path("wait_ms").asLong(0));
+            case "release":
+                return release(req.get("token").asText());
+            default:
+                return answer("error").put("error", "unknown request type " + req.path("type").asText());
+        }
+    }
+
+    private static ObjectNode init(JsonNode req) throws InterruptedException {
+        int timeout = req.get("op_timeout_ms").asInt();
+        // The session timeout is the lease: the servers delete the lock
+        // node once the session has been silent that long. No retries: an
+        // operation that loses its connection fails, and the answer is
+        // unknown. ZooKeeper's request timeout bounds a request whose
+        // server does not answer (without it the client waits until it
+        // notices the connection is gone, two thirds of the session).
+        ZKClientConfig zk = new ZKClientConfig();
+        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(timeout));
+        client = CuratorFrameworkFactory.builder()
+                .connectString(req.get("connect").asText())
+                .sessionTimeoutMs(req.get("ttl_ms").asInt())
+                .connectionTimeoutMs(timeout)
+                .retryPolicy(new RetryNTimes(0, 0))
+                .zkClientConfig(zk)
+                .build();
+        // Curator's advice for its locks: once the connection is SUSPENDED
+        // (or the session LOST), a holder cannot be sure it still holds the
+        // lock, and should stop as if it had lost it.
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state != ConnectionState.LOST && state != ConnectionState.SUSPENDED) {
+                return;
+            }
+            System.err.println("connection " + state);
+            for (String token : GRANTS.keySet()) {
+                try {
+                    send(answer("lost").put("key", token.substring("/lockchaos/".length(), token.lastIndexOf('/')))
+                            .put("token", token).put("error", "connection " + state));
+                } catch (Exception e) {
+                    System.err.println("lost: " + e);
+                }
+            }
+        });
+        client.start();
+        // Connecting (a JVM beside others on two cores) is not the run's.
+        if (!client.blockUntilConnected(Math.max(timeout, 10_000), TimeUnit.MILLISECONDS)) {
+            return answer("error").put("error", "no ZooKeeper session within 10 s at " + req.get("connect").asText());
+        }
+        // Warm up on a key of this client's own, before the run's clock.
+        Mutex warm = new Mutex(client, "/lockchaos-warmup/" + req.path("owner").asText());
+        for (int i = 0; i < 10; i++) {
+            try {
+                if (warm.acquire(0, TimeUnit.MILLISECONDS)) {
+                    warm.release();
+                }
+            } catch (Exception e) {
+                System.err.println("warm-up: " + e);
+            }
+        }
+        return answer("init_ok");
+    }
+
+    private static ObjectNode acquire(String key, long waitMs) throws Exception {
+        Mutex mutex = MUTEXES.computeIfAbsent(key, k -> new Mutex(client, "/lockchaos/" + k));
+        if (!mutex.acquire(waitMs, TimeUnit.MILLISECONDS)) {
+            return answer("refused");
+        }
+        String token = mutex.lockPath();
+        GRANTS.merge(token, 1, Integer::sum);
+        return answer("granted").put("token", token);
+    }
+
+    private static ObjectNode release(String token) throws Exception {
+        Integer grants = GRANTS.get(token);
+        if (grants == null) {
+            return answer("not_held");
+        }
+        if (grants == 1) {
+            GRANTS.remove(token);
+        } else {
+            GRANTS.put(token, grants - 1);
+        }
+        String key = token.substring("/lockchaos/".length(), token.lastIndexOf('/'));
+        MUTEXES.get(key).release(); // IllegalMonitorStateException: not held any more
+        return answer("released");
+    }
+}
