@@ -27,24 +27,32 @@ func TestAckLossLeavesAGrantNobodyKnowsOf(t *testing.T) {
 	res, _ := runtest.RunFaults(t, &c)
 	runtest.Verdict(t, res, checker.Safe)
 	runtest.Landed(t, res, "")
-	f := res.Faults[0]
-	if !strings.Contains(f.Effect, "a grant nobody knows of") {
-		t.Errorf("the fault's effect names no grant left for nobody: %q", f.Effect)
+	granted := false
+	for _, f := range res.Faults {
+		granted = granted || f.Landed && strings.Contains(f.Effect, "a grant nobody knows of")
+	}
+	if !granted {
+		t.Errorf("no fault's effect names a grant left for nobody: %+v", res.Faults)
 	}
 	if len(res.Liveness.DeadlockedKeys) == 0 {
 		t.Errorf("no key deadlocked after the lost SETNX answer: %+v", res.Liveness)
 	}
 }
 
-// A Redlock cleans up a failed attempt on every node: the answers are
-// lost, the grant never outlives the attempt, and the fault says so.
-func TestAckLossOnARedlockIsUndoneByTheLibrary(t *testing.T) {
+// A Redlock under lost answers: its acquire times out on every node while
+// the nodes set the key, and no node's answer reaches it, so it holds
+// nothing; whatever it leaves on the nodes (its clean-up of the failed
+// attempt needs answers too) only keeps others out until the key expires.
+// Safe, and the fault landed: the nodes carried the acquire out.
+func TestAckLossOnARedlockIsSafe(t *testing.T) {
 	c := runtest.FaultConfig(t, "redlock", []string{"ack-loss"})
 	c.Clients, c.Think, c.Duration = 2, c.TTL, 13*c.TTL
 	res, _ := runtest.RunFaults(t, &c)
 	runtest.Verdict(t, res, checker.Safe)
 	runtest.Landed(t, res, "")
-	if f := res.Faults[0]; !strings.Contains(f.Effect, "its answer was lost") || strings.Contains(f.Effect, "a grant nobody knows of") {
-		t.Errorf("effect %q: want an acquire whose answer was lost, and no grant left for nobody", f.Effect)
+	for _, f := range res.Faults {
+		if f.Landed && !strings.Contains(f.Effect, "its answer was lost") {
+			t.Errorf("a fault landed without an acquire whose answer was lost: %q", f.Effect)
+		}
 	}
 }

@@ -33,6 +33,7 @@ func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
 		"reset-peer":        {history.ActionNetwork, "after=0s stream=upstream duration=3ttl span=duration hold=1.5ttl links=all when=hold"},
 		"slow-hold":         {history.ActionSlow, "by=2ttl"},
 		"slow-reply":        {history.ActionNetwork, "delay=0.85ttl duration=5ttl links=client"},
+		"ack-loss":          {history.ActionNetwork, "duration=3ttl links=client"},
 	}
 	seen := map[string]bool{}
 	for _, s := range nemesis.All() {

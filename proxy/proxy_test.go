@@ -13,8 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A latency toxic on one link slows that link and no other.
-func TestLatencyToxicHitsOnlyItsLink(t *testing.T) {
+// nodeAndProxies starts a redis-server and an empty set of proxies, both
+// gone when the test ends.
+func nodeAndProxies(t *testing.T) (cluster.Node, *Proxies) {
+	t.Helper()
 	local, err := cluster.NewLocal()
 	if err != nil {
 		t.Fatal(err)
@@ -23,9 +25,15 @@ func TestLatencyToxicHitsOnlyItsLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer n.Stop()
+	t.Cleanup(func() { n.Stop() })
 	ps := New()
-	defer ps.Close()
+	t.Cleanup(ps.Close)
+	return n, ps
+}
+
+// A latency toxic on one link slows that link and no other.
+func TestLatencyToxicHitsOnlyItsLink(t *testing.T) {
+	n, ps := nodeAndProxies(t)
 	slow, err := ps.Add(0, 0, n.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -244,17 +252,7 @@ func TestHelloReplyIsRecognised(t *testing.T) {
 // link's connections are closed and the toxic removed, a new connection is
 // answered. A real redis-server on the far side.
 func TestAckLossToxicRunsTheCommandAndLosesTheAnswer(t *testing.T) {
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Stop()
-	ps := New()
-	defer ps.Close()
+	n, ps := nodeAndProxies(t)
 	l, err := ps.Add(0, 0, n.Addr())
 	if err != nil {
 		t.Fatal(err)
