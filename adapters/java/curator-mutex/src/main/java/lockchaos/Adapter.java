@@ -89,15 +89,17 @@ public final class Adapter {
         // The session timeout is the lease: the servers delete the lock
         // node once the session has been silent that long. No retries: an
         // operation that loses its connection fails, and the answer is
-        // unknown. ZooKeeper's request timeout bounds a request whose
-        // server does not answer (without it the client waits until it
-        // notices the connection is gone, two thirds of the session).
+        // unknown. An operation first waits for a connection (Curator's
+        // connection timeout), then for its answer (ZooKeeper's request
+        // timeout; without it the client waits until it notices the
+        // connection is gone, two thirds of the session): half the op
+        // timeout each, so that an answer comes within it.
         ZKClientConfig zk = new ZKClientConfig();
-        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(timeout));
+        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(Math.max(1, timeout / 2)));
         client = CuratorFrameworkFactory.builder()
                 .connectString(req.get("connect").asText())
                 .sessionTimeoutMs(req.get("ttl_ms").asInt())
-                .connectionTimeoutMs(timeout)
+                .connectionTimeoutMs(Math.max(1, timeout / 2))
                 .retryPolicy(new RetryNTimes(0, 0))
                 .zkClientConfig(zk)
                 .build();
