@@ -21,9 +21,12 @@ type Grid struct {
 	// Expect maps lock → nemesis ("none" for the column without faults) →
 	// the verdict that cell must reach.
 	Expect map[string]map[string]checker.Verdict
-	// Stuck marks the cells expected to leave a key stuck ("safe+stuck");
-	// every other cell expects its keys to stay available.
-	Stuck map[string]map[string]bool
+	// Liveness is each cell's liveness expectation (Expectation.Liveness):
+	// LivenessStuck for "safe+stuck", a key must get stuck; "" for
+	// "safe+stuck?", a key may get stuck or not, as the run falls (not by
+	// construction: liveness is then not judged); LivenessAvailable for
+	// every other cell.
+	Liveness map[string]map[string]string
 
 	cell    fileGridCell
 	locks   map[string]fileGridLock
@@ -108,21 +111,26 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 	if err != nil {
 		return Grid{}, err
 	}
-	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Stuck: map[string]map[string]bool{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Liveness: map[string]map[string]string{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
 	var errs []error
 	for lock, row := range f.Expect {
 		g.Expect[lock] = map[string]checker.Verdict{}
-		g.Stuck[lock] = map[string]bool{}
+		g.Liveness[lock] = map[string]string{}
 		for nem, v := range row {
-			verdict, stuck := strings.CutSuffix(v, "+stuck")
+			verdict, liveness := v, LivenessAvailable
+			if w, ok := strings.CutSuffix(v, "+stuck?"); ok {
+				verdict, liveness = w, ""
+			} else if w, ok := strings.CutSuffix(v, "+stuck"); ok {
+				verdict, liveness = w, LivenessStuck
+			}
 			switch checker.Verdict(verdict) {
 			case checker.Safe, checker.Violation:
 				g.Expect[lock][nem] = checker.Verdict(verdict)
-				g.Stuck[lock][nem] = stuck
+				g.Liveness[lock][nem] = liveness
 			default:
 				field := "expect." + lock + "." + nem
 				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
-					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck", v)})
+					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck (+stuck? when it may)", v)})
 			}
 		}
 	}

@@ -289,7 +289,7 @@ func gridCells(g Grid) []Cell {
 			baseErr = runner.Validate(withOut(base))
 		}
 		for _, n := range nemesisNames {
-			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n], Liveness: gridLiveness(g.Stuck[l][n])}, Seeds: g.Seeds(l, n)}
+			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n], Liveness: g.Liveness[l][n]}, Seeds: g.Seeds(l, n)}
 			cfg, err := g.Config(l, n)
 			c.Config = cfg
 			switch {
@@ -462,15 +462,6 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run grid.RunFunc) Ce
 		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, or whose overlap a stall of the harness made, is run again) — %s", attempts, r.Detail)
 	}
 	return r
-}
-
-// gridLiveness is a grid cell's liveness expectation: available unless
-// the grid says +stuck.
-func gridLiveness(stuck bool) string {
-	if stuck {
-		return LivenessStuck
-	}
-	return LivenessAvailable
 }
 
 // runOrder returns the order in which to start the cells todo: the longest

@@ -269,3 +269,17 @@ func TestLoadByNameOrFile(t *testing.T) {
 		}
 	}
 }
+
+// A grid cell's liveness: available unless it says +stuck (a key must get
+// stuck) or +stuck? (it may or may not, as the run falls: not judged).
+func TestGridLivenessSuffixes(t *testing.T) {
+	g, err := ParseGrid("grid.yaml", []byte("cell:\n  duration: 2s\nexpect:\n  token-lua:\n    none: safe\n    reset-peer: safe+stuck\n    crash-restart: safe+stuck?\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for nem, want := range map[string]string{"none": LivenessAvailable, "reset-peer": LivenessStuck, "crash-restart": ""} {
+		if got := g.Liveness["token-lua"][nem]; got != want || g.Expect["token-lua"][nem] != checker.Safe {
+			t.Errorf("%s: liveness %q, verdict %q; want %q, safe", nem, got, g.Expect["token-lua"][nem], want)
+		}
+	}
+}
