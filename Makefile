@@ -110,7 +110,7 @@ test: setup shim vet
 	$(GO) test -count=1 -timeout 15m ./...
 
 chaos: setup build
-	./$(BIN) chaos
+	./$(BIN) chaos $(CHAOS_FLAGS)
 
 # bench measures the harness and the checker (minutes; never part of test):
 # results/bench/<date>.json and .md. BENCH_FLAGS=--quick for a shorter run.
