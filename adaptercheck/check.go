@@ -211,7 +211,7 @@ func (c *checker) run(ctx context.Context) {
 		// A Redis lock is kept on a majority of its nodes; a store's
 		// ensemble answers as one (a PostgreSQL standby keeps no locks).
 		if n := c.marking(ctx, l); n == 0 || c.direct != nil && n*2 <= len(c.nodes) {
-			return fmt.Errorf("client 0 was granted check:a with token %q, but only %d of %d nodes keep that token at %s (as the key's value, or a field of its hash): the token must be how the library marks the lease on its nodes, and key_prefix any prefix it adds to the key, since lockchaos asks the nodes by them whether a lease survived a fault (docs/protocol.md)", l.Token, n, len(c.nodes), c.m.KeyPrefix+"check:a")
+			return fmt.Errorf("client 0 was granted check:a with token %q, but only %d of %d nodes keep that token at %s (on Redis: the key's value, or a field of its hash; on ZooKeeper: the lock node's path): the token must be how the library marks the lease on its nodes, and key_prefix any prefix it adds to the key, since lockchaos asks the nodes by them whether a lease survived a fault (docs/protocol.md)", l.Token, n, len(c.nodes), c.m.KeyPrefix+"check:a")
 		}
 		_, err = c.acquire(1, "check:a")
 		if err == nil {

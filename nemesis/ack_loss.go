@@ -98,9 +98,6 @@ func (a *AckLoss) Inject(ctx context.Context, env Env, step Step) (*Fault, error
 		wctx, cancel := context.WithDeadline(ctx, end)
 		err := env.Await(wctx, func(v View) bool {
 			acq = v.Acquires[c]
-			if acq.Key == key && acq.Invoked >= after && acq.Outcome == "" {
-				dropped = min(dropped, proxy.Dropped(tag)) // as it began
-			}
 			return acq.Key == key && acq.Invoked >= after && acq.Outcome != ""
 		})
 		cancel()
@@ -114,6 +111,9 @@ func (a *AckLoss) Inject(ctx context.Context, env Env, step Step) (*Fault, error
 		}
 		tried++
 		after = acq.Done + 1
+		// Answers lost since the previous acquire ended: the client makes
+		// one request at a time, so they were this acquire's (or a release
+		// or renewal just before it, whose connection then stayed silent).
 		lost := proxy.Dropped(tag) - dropped
 		if acq.Outcome == history.OK || lost == 0 {
 			continue // an answer got through, or none was lost meanwhile
