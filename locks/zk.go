@@ -34,6 +34,9 @@ type zkClient struct {
 	// held maps the path of each node this client holds a lock with to
 	// its lease's Lost: all of them belong to the current session.
 	held map[string]chan struct{}
+	// gaps counts the connections lost (and sessions expired): a lease
+	// whose acquire began before the last one is lost already.
+	gaps int
 
 	// negotiatedMs is the session timeout the server last granted (read
 	// off the wire: the library keeps it to itself).
@@ -85,9 +88,23 @@ func (c *zkClient) connection() (*zk.Conn, error) {
 }
 
 // event runs in the library's connection loop, so it must not block.
+//
+// A lease is lost as soon as the connection is (StateDisconnected, which
+// the library reports before it tries the next server, and StateExpired):
+// while the client has no server it cannot know whether its session
+// outlives the gap, and ZooKeeper may expire it and hand the lock to
+// another. Curator's documentation asks the same of its users (SUSPENDED
+// means the lock may be gone until RECONNECTED). A recipe that waits for
+// StateExpired learns it too late: the crash of the leader takes every
+// client off the ensemble, go-zookeeper waits a second after trying every
+// server once, and a one-second session can expire meanwhile, its holder
+// unaware until it is back (seen in the grid as zk-lock-fenced+crash-restart
+// on a busy machine: two holders for 215 ms). The node of a lease lost this
+// way may outlive it with its session; its release deletes it (zkRelease).
 func (c *zkClient) event(ev zk.Event) {
-	if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
+	if ev.Type == zk.EventSession && (ev.State == zk.StateExpired || ev.State == zk.StateDisconnected) {
 		c.mu.Lock()
+		c.gaps++
 		c.loseAllLocked()
 		c.mu.Unlock()
 	}
@@ -100,14 +117,23 @@ func (c *zkClient) loseAllLocked() {
 	}
 }
 
-// hold registers a lease on node path, created by session owner. The
-// library zeroes its session id before it reports StateExpired, so a
-// registration either sees the session gone, or is seen by event.
-func (c *zkClient) hold(path string, owner int64) <-chan struct{} {
+// gap is the count of connections lost so far: taken before an acquire,
+// it is handed to hold.
+func (c *zkClient) gap() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gaps
+}
+
+// hold registers a lease on node path, created by session owner in an
+// acquire that began at gap. The library zeroes its session id before it
+// reports StateExpired, and reports every lost connection to event, so a
+// registration either sees the gap, or is seen by event.
+func (c *zkClient) hold(path string, owner int64, gap int) <-chan struct{} {
 	lost := make(chan struct{})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.conn.SessionID() != owner {
+	if c.closed || c.gaps != gap || c.conn.SessionID() != owner {
 		close(lost)
 		return lost
 	}
@@ -359,13 +385,17 @@ func zkCleanup(c *zkClient, dir, prefix string) {
 }
 
 // zkRelease deletes the lease's node at the version it was created with.
-// A lease whose Lost has closed is not held, and no server is asked: its
-// session expired or was closed, and the servers deleted its node with
-// it (the client may still be opening its next session).
+// A lease whose Lost has closed is not held: its connection dropped, and
+// its node, if its session survived the gap, is deleted in the background
+// once the session answers again (zkCleanup). So is the node of a delete
+// that got no answer: as Curator's guaranteed delete does, for a node left
+// behind keeps the lock from everyone while its session lives.
 func zkRelease(ctx context.Context, c *zkClient, lease Lease) error {
 	c.unhold(lease.Token)
+	dir, prefix := zkAttempt(lease.Token)
 	select {
 	case <-lease.Lost:
+		go zkCleanup(c, dir, prefix)
 		return ErrNotHeld
 	default:
 	}
@@ -373,10 +403,21 @@ func zkRelease(ctx context.Context, c *zkClient, lease Lease) error {
 	_, err := zkDo(ctx, c, "delete", func(conn *zk.Conn) (struct{}, error) {
 		return struct{}{}, conn.Delete(lease.Token, version)
 	})
-	if errors.Is(err, zk.ErrNoNode) {
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
 		return ErrNotHeld
+	case err != nil:
+		go zkCleanup(c, dir, prefix)
 	}
 	return err
+}
+
+// zkAttempt is the directory and the attempt's unique prefix of a lock
+// node's path (zkTryLock names it dir/lock-UNIQUE-SEQUENCE).
+func zkAttempt(path string) (dir, prefix string) {
+	i := strings.LastIndexByte(path, '/')
+	dir, name := path[:i], path[i+1:]
+	return dir, name[:len(name)-zkSequenceDigits]
 }
 
 // zkSniffConn reads the session timeout the server grants off the

@@ -9,9 +9,10 @@ import (
 // ZKLock is the ZooKeeper lock recipe on one session per client: the
 // lowest ephemeral sequential node under the key's directory holds the
 // lock, and ZooKeeper deletes it when the session expires. The lease is
-// the session: a client cut off or paused past its session timeout has
-// lost the lock while it still believes it holds it, and learns so only
-// when it reaches a server again (Lost closes then, on StateExpired).
+// the session. Lost closes when the client loses its connection (as
+// Curator asks of its users on SUSPENDED), before the session can expire;
+// but a client paused past its session timeout has lost the lock while it
+// still believes it holds it, and learns so only when it runs again.
 type ZKLock struct {
 	zk *zkClient
 	// fenced hands out the node's czxid as the fencing token.
@@ -51,12 +52,13 @@ func newZKLock(cfg Config, fenced bool) *ZKLock {
 // Acquire tries the recipe once. Token is the node's path.
 func (l *ZKLock) Acquire(ctx context.Context, key string) (Lease, error) {
 	unique := fmt.Sprintf("%016x", l.zk.cfg.Rand.Uint64())
+	gap := l.zk.gap()
 	got, err := zkTryLock(ctx, l.zk, key, l.zk.cfg.Owner, unique, !l.unprotected)
 	if err != nil {
 		return Lease{}, err
 	}
 	lease := Lease{Key: key, Owner: l.zk.cfg.Owner, Token: got.path, Data: got.stat.Version,
-		Lost: l.zk.hold(got.path, got.stat.EphemeralOwner)}
+		Lost: l.zk.hold(got.path, got.stat.EphemeralOwner, gap)}
 	if l.fenced {
 		lease.Fence = got.stat.Czxid
 	}
