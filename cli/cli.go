@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io"
 	"os"
 	"os/signal"
@@ -51,7 +52,7 @@ Usage:
                                                                    (DIR2/minimal.yaml), its witness, its run
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
-  lockchaos list                                                   locks and nemeses
+  lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
   lockchaos adapter check NAME|FILE | build [NAME...]              test an adapter lock (any language) / build them
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
@@ -65,6 +66,34 @@ differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
 Run 'lockchaos help run' for the flags of run.
 `
 
+// commands are the subcommands by name (version, worker and help are
+// answered by Main itself).
+var commands map[string]func(args []string) int
+
+func init() {
+	commands = map[string]func([]string) int{
+		"run":     cmdRun,
+		"chaos":   cmdChaos,
+		"compare": cmdCompare,
+		"merge":   cmdMerge,
+		"shrink":  cmdShrink,
+		"check":   cmdCheck,
+		"report":  cmdReport,
+		"clean":   cmdClean,
+		"adapter": cmdAdapter,
+		"list":    cmdList,
+	}
+}
+
+// commandNames is every command a user may type, for "did you mean".
+func commandNames() []string {
+	names := []string{"version", "help"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	return names
+}
+
 // Main runs the command line and returns the exit code.
 func Main(args []string) int {
 	if os.Getenv(workload.RoleEnv) == "worker" {
@@ -74,39 +103,10 @@ func Main(args []string) int {
 		fmt.Fprint(os.Stderr, usageText)
 		return ExitUsage
 	}
+	if cmd, ok := commands[args[0]]; ok {
+		return cmd(args[1:])
+	}
 	switch args[0] {
-	case "run":
-		return cmdRun(args[1:])
-	case "chaos":
-		return cmdChaos(args[1:])
-	case "compare":
-		return cmdCompare(args[1:])
-	case "merge":
-		return cmdMerge(args[1:])
-	case "shrink":
-		return cmdShrink(args[1:])
-	case "check":
-		return cmdCheck(args[1:])
-	case "report":
-		return cmdReport(args[1:])
-	case "clean":
-		return cmdClean(args[1:])
-	case "adapter":
-		return cmdAdapter(args[1:])
-	case "list":
-		fs := newFlags("list")
-		markdown := fs.Bool("markdown", false, "write the reference as Markdown (docs/OPTIONS.md is this output)")
-		if code, ok := parse(fs, listUsage, args[1:]); !ok {
-			return code
-		}
-		if fs.NArg() > 0 {
-			fmt.Fprintf(os.Stderr, "lockchaos list: unexpected argument %q\n", fs.Arg(0))
-			return ExitUsage
-		}
-		if *markdown {
-			return listMarkdown(os.Stdout)
-		}
-		return cmdList(os.Stdout)
 	case "version", "--version":
 		return cmdVersion(os.Stdout)
 	case "worker":
@@ -122,7 +122,7 @@ func Main(args []string) int {
 		fmt.Print(usageText)
 		return 0
 	}
-	fmt.Fprintf(os.Stderr, "lockchaos: unknown command %q\n\n%s", args[0], usageText)
+	fmt.Fprintf(os.Stderr, "lockchaos: unknown command %q%s\n\n%s", args[0], suggest.Hint(args[0], commandNames(), "%s"), usageText)
 	return ExitUsage
 }
 
@@ -351,7 +351,13 @@ func cmdCheck(args []string) int {
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
-	if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil && st.Size() > 64<<20 {
+	st, err := os.Stat(filepath.Join(dir, "history.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		// A wrong argument, not a broken run: a usage error.
+		fmt.Fprintf(os.Stderr, "lockchaos check: %s holds no history.jsonl: give the folder of a run (results/run-…, or a chaos matrix's cell)\n", dir)
+		return ExitUsage
+	}
+	if err == nil && st.Size() > 64<<20 {
 		// Minutes for an hour's history: say what is going on.
 		fmt.Fprintf(os.Stderr, "lockchaos check: reading %s/history.jsonl (%.1f GB) twice, as a stream…\n", dir, float64(st.Size())/1e9)
 	}
@@ -367,30 +373,6 @@ func cmdCheck(args []string) int {
 	code := report(os.Stdout, dir, res, nil)
 	afterRun(os.Stdout, dir, res, nil)
 	return code
-}
-
-const listUsage = `Usage: lockchaos list [--markdown]
-
-Lists the locks and nemeses of this build, each with its options and their
-defaults (--opt NAME.KEY=VALUE sets one), from their declarations.
-`
-
-func cmdList(w io.Writer) int {
-	fmt.Fprintln(w, "Locks (--lock NAME):")
-	for _, s := range locks.All() {
-		fmt.Fprintf(w, "  %-18s %s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
-		listOptions(w, s.Name, s.OptionSpecs())
-	}
-	for _, e := range locks.ShippedErrors() {
-		fmt.Fprintf(w, "  (an adapter could not be read: %s)\n", e)
-	}
-	fmt.Fprintln(w, "\nNemeses (--nemesis NAME[,NAME...]):")
-	fmt.Fprintf(w, "  %-18s %s\n", "none", "no faults")
-	for _, s := range nemesis.All() {
-		fmt.Fprintf(w, "  %-18s %s\n", s.Name, s.Description)
-		listOptions(w, s.Name, s.OptionSpecs())
-	}
-	return 0
 }
 
 // adapterNote marks an adapter lock in the list: where its manifest is.

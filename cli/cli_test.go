@@ -5,9 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,16 +55,39 @@ func lockchaos(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
-func TestListShowsEveryLockAndNemesis(t *testing.T) {
+// list fits one screen and names everything; list KIND gives one line
+// each, list NAME the options; a misspelt NAME gets a suggestion.
+func TestListFitsAScreenAndNamesEverything(t *testing.T) {
 	out, _, code := lockchaos(t, "list")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, name := range []string{"setnx-expire", "set-nx-px", "token-lua", "pause-client", "latency", "kill-client", "--opt setnx-expire.gap=",
-		"reentrant-watchdog", "redlock", "fenced", "token-lua-wait", "redsync", "redislock", "lua ", "--opt lua.file="} {
-		if !strings.Contains(out, name) {
-			t.Errorf("list does not show %q:\n%s", name, out)
+	if n := strings.Count(out, "\n"); n > 40 {
+		t.Errorf("list prints %d lines, more than a screen of 40:\n%s", n, out)
+	}
+	for _, name := range append(append(locks.Names(), nemesis.Names()...), "pause-past-ttl-token-lua", "zookeeper", "postgres") {
+		if !regexp.MustCompile(`(^|\s)` + regexp.QuoteMeta(name) + `(\s|$)`).MatchString(out) {
+			t.Errorf("list does not name %q:\n%s", name, out)
 		}
+	}
+	for _, c := range []struct{ arg, want string }{
+		{"locks", "setnx-expire "},
+		{"nemeses", "pause-client "},
+		{"stores", "zookeeper "},
+		{"scenarios", "pause-past-ttl-token-lua "},
+		{"setnx-expire", "--opt setnx-expire.gap="},
+		{"lua", "--opt lua.file="},
+		{"pause-client", "--opt pause-client.phase=hold"},
+		{"hold-outlives-ttl", "shows: "},
+	} {
+		out, stderr, code := lockchaos(t, "list", c.arg)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("list %s: exit %d, stdout %q, stderr %q; want %q", c.arg, code, out, stderr, c.want)
+		}
+	}
+	_, stderr, code := lockchaos(t, "list", "zookeper")
+	if code != ExitUsage || !strings.Contains(stderr, "(did you mean zookeeper?)") {
+		t.Errorf("list zookeper: exit %d, stderr %q", code, stderr)
 	}
 }
 
@@ -107,6 +133,14 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		{[]string{"run", "--lock", "token-lua", "--hold", "2,5ttl"}, "a multiple of the TTL such as 2ttl"},
 		{[]string{"run", "--lock", "token-lua", "--ttl", "2ttl"}, "not a multiple of the TTL"},
 		{[]string{"run", "--lock", "token-lua", "--opt", "pause-client.schedule=every=2,5ttl", "--nemesis", "pause-client", "--out", t.TempDir()}, "option pause-client.schedule"},
+		// Did you mean: every unknown name gets the names it was near.
+		{[]string{"run", "--lock", "redis-lock", "--out", t.TempDir()}, `unknown lock "redis-lock" (did you mean "redislock"`},
+		{[]string{"run", "--lock", "token-lua", "--nemesis", "pause", "--out", t.TempDir()}, `(did you mean "pause-node" or "pause-client"?)`},
+		{[]string{"run", "--lokc", "token-lua"}, "no flag --lokc (did you mean --lock?)"},
+		{[]string{"rnu"}, `unknown command "rnu" (did you mean run?)`},
+		{[]string{"run", "--scenario", "pause-past-ttl"}, "did you mean pause-past-ttl-set-nx-px or pause-past-ttl-token-lua?"},
+		{[]string{"run", "--lock", "token-lua", "--nemesis", "pause-client", "--opt", "pause-client.duraton=1ttl", "--out", t.TempDir()}, `no option "duraton" (did you mean duration?)`},
+		{[]string{"check", "/nonexistent"}, "/nonexistent holds no history.jsonl"},
 	} {
 		_, stderr, code := lockchaos(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/suggest"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -32,7 +35,14 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 		printUsage(os.Stdout, fs, usage)
 		return 0, false
 	default:
-		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n(lockchaos %s -h lists its flags)\n", fs.Name(), err, fs.Name())
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			name = strings.TrimLeft(name, "-")
+			var known []string
+			fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
+			msg = "no flag --" + name + suggest.Hint(name, known, "--%s")
+		}
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %s\n(lockchaos %s -h lists its flags)\n", fs.Name(), msg, fs.Name())
 		return ExitUsage, false
 	}
 }
@@ -46,9 +56,32 @@ func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
 		return
 	}
 	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
+}
+
+// printFlags writes fs's flags as flag.PrintDefaults does, but spelt with
+// two dashes, as the README and every other message spell them (Go's flag
+// package takes both).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		usage = strings.ReplaceAll(usage, "\n", "\n    \t")
+		fmt.Fprintf(w, "%s\n    \t%s", line, usage)
+		switch f.DefValue {
+		case "", "0", "false", "0s", "[]":
+		default:
+			if kind == "string" {
+				fmt.Fprintf(w, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(w, " (default %v)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // outFolder is where a command writes a folder of results: out as given,

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/internal/registry"
@@ -110,7 +111,8 @@ func (s Store) LockNodes(members int) int {
 var stores = func() *registry.Of[Store] {
 	r := registry.New[Store]("store")
 	r.Unknown = func(name string, known []string) error {
-		return fmt.Errorf("unknown store %q; known stores: %s", name, strings.Join(append([]string{StoreRedis}, known...), ", "))
+		known = append([]string{StoreRedis}, known...)
+		return fmt.Errorf("unknown store %q%s; known stores: %s", name, suggest.Hint(name, known, "%q"), strings.Join(known, ", "))
 	}
 	return r
 }()

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -208,7 +209,7 @@ func (s Spec) Decode(given map[string]string, ttl time.Duration) (any, map[strin
 var registered = func() *registry.Of[Spec] {
 	r := registry.New[Spec]("lock")
 	r.Unknown = func(name string, known []string) error {
-		return fmt.Errorf("unknown lock %q; known locks: %s", name, strings.Join(known, ", "))
+		return fmt.Errorf("unknown lock %q%s; known locks: %s", name, suggest.Hint(name, known, "%q"), strings.Join(known, ", "))
 	}
 	return r
 }()
@@ -244,6 +245,12 @@ func Lookup(name string) (Spec, error) {
 func All() []Spec {
 	loadShipped()
 	return registered.All()
+}
+
+// Names lists every registered lock's name, in order.
+func Names() []string {
+	loadShipped()
+	return registered.Names()
 }
 
 // randomToken returns a token unique to this lease.

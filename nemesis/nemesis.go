@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -322,7 +323,7 @@ var scheduleSpec = option.Spec{Key: ScheduleKey, Default: "every",
 var registered = func() *registry.Of[Spec] {
 	r := registry.New[Spec]("nemesis")
 	r.Unknown = func(name string, known []string) error {
-		return fmt.Errorf("unknown nemesis %q; known: none, %s", name, strings.Join(known, ", "))
+		return fmt.Errorf("unknown nemesis %q%s; known: none, %s", name, suggest.Hint(name, append([]string{"none"}, known...), "%q"), strings.Join(known, ", "))
 	}
 	return r
 }()
@@ -343,6 +344,9 @@ func Lookup(name string) (Spec, error) { return registered.Lookup(name) }
 
 // All returns every registered nemesis, by name.
 func All() []Spec { return registered.All() }
+
+// Names lists every registered nemesis's name, in order.
+func Names() []string { return registered.Names() }
 
 // newFrom builds a nemesis from a spec and raw options (tests).
 func newFrom(s Spec, given map[string]string) (Nemesis, error) {

@@ -25,6 +25,7 @@ package option
 import (
 	"encoding"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"math"
 	"reflect"
 	"slices"
@@ -145,7 +146,11 @@ func Decode(owner string, cfg any, given map[string]string, ttl time.Duration) (
 	}
 	for _, k := range sortedKeys(given) {
 		if !known[k] {
-			return nil, fmt.Errorf("%s has no option %q; its options are: %s", owner, k, Keys(specs))
+			var keys []string
+			for _, s := range specs {
+				keys = append(keys, s.Key)
+			}
+			return nil, fmt.Errorf("%s has no option %q%s; its options are: %s", owner, k, suggest.Hint(k, keys, "%s"), Keys(specs))
 		}
 		used[k] = given[k]
 	}

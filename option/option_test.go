@@ -65,7 +65,7 @@ func TestDecodeFillsDefaultsAndGivenValues(t *testing.T) {
 
 func TestDecodeErrorsNameTheOptionAndWhatItWants(t *testing.T) {
 	for given, want := range map[string]string{
-		"durration=1s":      `x has no option "durration"; its options are: color, delay, drift, duration, n, node, on, phase, ratio, span`,
+		"durration=1s":      `x has no option "durration" (did you mean duration?); its options are: color, delay, drift, duration, n, node, on, phase, ratio, span`,
 		"duration=-1s":      `option x.duration="-1s": want a duration`,
 		"duration=300":      `a number needs a unit: 300ms, 300s or 300ttl`,
 		"duration=2,5ttl":   `option x.duration="2,5ttl"`,

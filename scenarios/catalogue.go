@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,7 +70,15 @@ func Load(arg string) (Scenario, error) {
 	if berr == nil {
 		return Parse("scenarios/"+name+".yaml", builtin)
 	}
-	return Scenario{}, fmt.Errorf("scenario %q: no such file, and no built-in scenario has that name; built-in: %s", arg, strings.Join(CatalogueNames(), ", "))
+	return Scenario{}, fmt.Errorf("scenario %q: no such file, and no built-in scenario has that name%s; built-in: %s (lockchaos list scenarios)", arg, suggest.Hint(name, CatalogueNames(), "%s"), strings.Join(CatalogueNames(), ", "))
+}
+
+// File is the text of the built-in scenario called name.
+func File(name string) ([]byte, error) {
+	if name == "" || name+".yaml" == GridFile || strings.ContainsAny(name, "/*?[") {
+		return nil, fs.ErrNotExist
+	}
+	return files.ReadFile(name + ".yaml")
 }
 
 // CatalogueNames lists the built-in scenarios' names.

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io"
 	"os"
 	"path/filepath"
@@ -96,7 +97,8 @@ func unavailable(cfg runner.Config) string {
 	return ""
 }
 
-// undeclared returns the first key of given that specs does not declare.
+// undeclared returns the first key of given that specs does not declare,
+// with the declared ones it may have meant.
 func undeclared(specs []option.Spec, given map[string]string) string {
 	known := map[string]bool{}
 	for _, s := range specs {
@@ -110,7 +112,11 @@ func undeclared(specs []option.Spec, given map[string]string) string {
 	}
 	sort.Strings(keys)
 	if len(keys) > 0 {
-		return keys[0]
+		var all []string
+		for _, s := range specs {
+			all = append(all, s.Key)
+		}
+		return keys[0] + suggest.Hint(keys[0], all, "%s")
 	}
 	return ""
 }

@@ -5,6 +5,7 @@ package registry
 
 import (
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"sort"
 	"strings"
 	"sync"
@@ -13,7 +14,8 @@ import (
 // Of is a registry of values of kind T, safe for concurrent use.
 type Of[T any] struct {
 	// Unknown is the error for a name not registered, given the known
-	// names in order; nil says "unknown KIND %q; known: ...".
+	// names in order; nil says "unknown KIND %q; did you mean ...? known:
+	// ..." (suggest.Hint).
 	Unknown func(name string, known []string) error
 	kind    string
 	mu      sync.Mutex
@@ -55,7 +57,7 @@ func (r *Of[T]) Lookup(name string) (T, error) {
 	if r.Unknown != nil {
 		return zero, r.Unknown(name, known)
 	}
-	return zero, fmt.Errorf("unknown %s %q; known: %s", r.kind, name, strings.Join(known, ", "))
+	return zero, fmt.Errorf("unknown %s %q%s; known: %s", r.kind, name, suggest.Hint(name, known, "%q"), strings.Join(known, ", "))
 }
 
 // All is every value, in name order.

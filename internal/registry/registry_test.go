@@ -25,6 +25,13 @@ func TestARegistryKeepsNamesInOrderAndRefusesDuplicates(t *testing.T) {
 	if _, err := r.Lookup("x"); err == nil || err.Error() != `unknown lock "x"; known: a, b, c` {
 		t.Errorf("unknown: %v", err)
 	}
+	if err := r.Add("abc", 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Lookup("acb"); err == nil || err.Error() != `unknown lock "acb" (did you mean "abc"?); known: a, abc, b, c` {
+		t.Errorf("unknown, near a name: %v", err)
+	}
+	r.Remove("abc")
 	r.Unknown = func(name string, known []string) error { return fmt.Errorf("%s not in %v", name, known) }
 	r.Remove("b")
 	if _, err := r.Lookup("b"); err == nil || err.Error() != "b not in [a c]" {

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+const listUsage = `Usage: lockchaos list [--markdown] [locks|nemeses|stores|scenarios|NAME]
+
+Says what this build has. Without an argument: every lock (by store),
+nemesis, store and built-in scenario by name, on one screen.
+  list locks       one line for each lock: its store, language, what it is
+  list nemeses     one line for each nemesis
+  list stores      one line for each store
+  list scenarios   one line for each built-in scenario: what it shows
+  list NAME        a lock's or a nemesis's description and options, with
+                   their defaults (--opt NAME.KEY=VALUE sets one), or a
+                   built-in scenario's file
+--markdown writes the reference of every option (docs/OPTIONS.md).
+`
+
+func cmdList(args []string) int {
+	fs := newFlags("list")
+	markdown := fs.Bool("markdown", false, "write the reference as Markdown (docs/OPTIONS.md is this output)")
+	if code, ok := parse(fs, listUsage, args); !ok {
+		return code
+	}
+	if *markdown {
+		if fs.NArg() > 0 {
+			fmt.Fprintf(os.Stderr, "lockchaos list: --markdown takes no argument (got %q)\n", fs.Arg(0))
+			return ExitUsage
+		}
+		return listMarkdown(os.Stdout)
+	}
+	w := os.Stdout
+	switch {
+	case fs.NArg() == 0:
+		listShort(w)
+	case fs.NArg() > 1:
+		fmt.Fprintf(os.Stderr, "lockchaos list: one argument at most (got %q)\n", strings.Join(fs.Args(), " "))
+		return ExitUsage
+	default:
+		return listOne(w, fs.Arg(0))
+	}
+	return 0
+}
+
+// listShort is every name on one screen, wrapped.
+func listShort(w io.Writer) {
+	all := locks.All()
+	fmt.Fprintf(w, "Locks (%d; --lock NAME; lockchaos list locks: one line each, list NAME: its options):\n", len(all))
+	for _, store := range cluster.StoreNames() {
+		var names []string
+		for _, s := range all {
+			if s.StoreName() == store {
+				names = append(names, s.Name)
+			}
+		}
+		if len(names) > 0 {
+			wrap(w, fmt.Sprintf("  %-10s ", store+":"), names)
+		}
+	}
+	ns := append([]string{"none"}, nemesis.Names()...)
+	fmt.Fprintf(w, "\nNemeses (%d; --nemesis NAME[,NAME...]; lockchaos list nemeses):\n", len(ns)-1)
+	wrap(w, "  ", ns)
+	fmt.Fprintf(w, "\nStores (lockchaos list stores):\n")
+	wrap(w, "  ", cluster.StoreNames())
+	sc := scenarios.CatalogueNames()
+	fmt.Fprintf(w, "\nBuilt-in scenarios (%d; --scenario NAME; lockchaos list scenarios: what each shows):\n", len(sc))
+	wrap(w, "  ", sc)
+	for _, e := range locks.ShippedErrors() {
+		fmt.Fprintf(w, "\n(an adapter could not be read: %s)\n", e)
+	}
+}
+
+// wrap writes names after lead, as many to a line as fit 100 columns, the
+// lines after the first indented as far as lead.
+func wrap(w io.Writer, lead string, names []string) {
+	line := lead
+	for i, n := range names {
+		if i > 0 && len(line)+1+len(n) > 100 {
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+			line = strings.Repeat(" ", len(lead))
+		} else if i > 0 {
+			line += " "
+		}
+		line += n
+	}
+	fmt.Fprintln(w, line)
+}
+
+// listOne is list's argument: a kind (one line for each of it) or a name.
+func listOne(w io.Writer, arg string) int {
+	switch arg {
+	case "locks", "lock":
+		for _, s := range locks.All() {
+			fmt.Fprintf(w, "%-24s %-10s %s%s\n", s.Name, s.StoreName(), s.Description, adapterNote(s))
+		}
+		return 0
+	case "nemeses", "nemesis":
+		fmt.Fprintf(w, "%-16s %s\n", "none", "no faults")
+		for _, s := range nemesis.All() {
+			fmt.Fprintf(w, "%-16s %s\n", s.Name, s.Description)
+		}
+		return 0
+	case "stores", "store":
+		fmt.Fprintf(w, "%-10s %s\n", cluster.StoreRedis, "Redis: one node, replicas with Sentinel, or five masters for Redlock (the lock says which)")
+		for _, name := range cluster.StoreNames()[1:] {
+			st, _ := cluster.LookupStore(name)
+			fmt.Fprintf(w, "%-10s %s\n", st.Name, st.Description)
+		}
+		return 0
+	case "scenarios", "scenario":
+		cat, err := scenarios.Catalogue()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos list:", err)
+			return ExitSetup
+		}
+		for _, s := range cat {
+			fmt.Fprintf(w, "%-48s %s\n", s.Name, s.Shows)
+		}
+		return 0
+	}
+	if s, err := locks.Lookup(arg); err == nil {
+		fmt.Fprintf(w, "lock %s: %s\n  store: %s, nodes: %d%s\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
+		listOptions(w, s.Name, s.OptionSpecs())
+		return 0
+	}
+	if s, err := nemesis.Lookup(arg); err == nil {
+		fmt.Fprintf(w, "nemesis %s: %s\n", s.Name, s.Description)
+		listOptions(w, s.Name, s.OptionSpecs())
+		return 0
+	}
+	if st, err := cluster.LookupStore(arg); err == nil {
+		fmt.Fprintf(w, "store %s: %s\n  install: %s\n", st.Name, st.Description, st.Install)
+		return 0
+	}
+	if data, err := scenarios.File(arg); err == nil {
+		fmt.Fprintf(w, "# built-in scenario %s (lockchaos run --scenario %s)\n%s", arg, arg, data)
+		return 0
+	}
+	known := append([]string{"locks", "nemeses", "stores", "scenarios"}, locks.Names()...)
+	known = append(append(append(known, nemesis.Names()...), cluster.StoreNames()...), scenarios.CatalogueNames()...)
+	fmt.Fprintf(os.Stderr, "lockchaos list: no lock, nemesis, store or built-in scenario is called %q%s\n", arg, suggest.Hint(arg, known, "%s"))
+	return ExitUsage
+}
