@@ -183,6 +183,7 @@ func cmdRun(args []string) int {
 		opts    listFlag
 		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
 		scen    = fs.String("scenario", "", "run the scenario in `FILE` (YAML, see scenarios/), or the built-in one of that name (pause-past-ttl-token-lua); the flags given explicitly override its fields")
+		quiet   = fs.Bool("quiet", false, "print no progress while the run goes: only the verdict lines at the end")
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
 	fs.StringVar(&cfg.Lock, "lock", "", "the lock to test, a `NAME` from lockchaos list")
@@ -281,7 +282,9 @@ func cmdRun(args []string) int {
 		cfg.Out = fmt.Sprintf("results/run-%s", time.Now().Format("20060102-150405"))
 	}
 	cfg.Force = *force
-	cfg.Progress = os.Stderr
+	if !*quiet {
+		cfg.Progress = os.Stderr
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := runner.Run(ctx, cfg)

@@ -126,7 +126,7 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		{[]string{"run", "--lock", "token-lua", "--opt", "broken", "--out", t.TempDir()}, "NAME.KEY=VALUE"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"check"}, "usage: lockchaos check DIR"},
-		{[]string{"run", "--lock", "token-lua", "--ttl", "300"}, "a number needs a unit: 300ms"},
+		{[]string{"run", "--lock", "token-lua", "--ttl", "300"}, "a number needs a unit: 300ms or 300s)"},
 		{[]string{"run", "--lock", "token-lua", "--backend", "nope", "--out", t.TempDir()}, "known backends: docker, local"},
 		{[]string{"run", "--scenario", nolock, "--out", t.TempDir()}, "nolock.yaml: lock.name: missing"},
 		{[]string{"chaos", "--scenarios", nolock, "--out", t.TempDir()}, "nolock.yaml: lock.name: missing"},
@@ -343,6 +343,12 @@ func TestVersionNamesTheLockLibraries(t *testing.T) {
 			!strings.Contains(out, "github.com/go-redsync/redsync/v4") || !strings.Contains(out, "github.com/bsm/redislock") {
 			t.Errorf("lockchaos %s: exit %d:\n%s", arg, code, out)
 		}
+		// Every store's client, and every adapter lock's library.
+		for _, m := range []string{"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx/v5", "redisson-rlock  ", "java: Redisson "} {
+			if !strings.Contains(out, m) {
+				t.Errorf("lockchaos %s does not name %s:\n%s", arg, m, out)
+			}
+		}
 	}
 }
 
@@ -462,5 +468,14 @@ func TestSIGINTCutsALongHoldShort(t *testing.T) {
 	}
 	if !released || !ended {
 		t.Errorf("after SIGINT: release invoked %v, run-end %v; want the hold released and the run ended", released, ended)
+	}
+}
+
+// --quiet prints no progress: stderr stays empty, the verdict still comes.
+func TestRunQuietPrintsOnlyTheVerdict(t *testing.T) {
+	dir := t.TempDir()
+	out, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--ttl", "300ms", "--duration", "3s", "--seed", "5", "--quiet", "--out", dir)
+	if code != ExitSafe || stderr != "" || !strings.HasPrefix(out, "safe: ") {
+		t.Errorf("run --quiet: exit %d, stdout %q, stderr %q; want safe, and nothing on stderr", code, out, stderr)
 	}
 }

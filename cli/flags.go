@@ -42,6 +42,7 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 			fs.VisitAll(func(f *flag.Flag) { known = append(known, f.Name) })
 			msg = "no flag --" + name + suggest.Hint(name, known, "--%s")
 		}
+		msg = strings.Replace(msg, " for flag -", " for --", 1)
 		fmt.Fprintf(os.Stderr, "lockchaos %s: %s\n(lockchaos %s -h lists its flags)\n", fs.Name(), msg, fs.Name())
 		return ExitUsage, false
 	}

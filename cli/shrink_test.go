@@ -105,7 +105,7 @@ func TestShrinkUsageErrors(t *testing.T) {
 	}{
 		{[]string{"shrink"}, "usage: lockchaos shrink DIR"},
 		{[]string{"shrink", dir, "--tries", "0"}, "--tries 0: want at least 1"},
-		{[]string{"shrink", "--budget", "10", dir}, `invalid value "10" for flag -budget`},
+		{[]string{"shrink", "--budget", "10", dir}, `invalid value "10" for --budget`},
 		{[]string{"shrink", dir, "--budget", "2ttl"}, "want a plain duration"},
 		{[]string{"shrink", dir, dir}, "one run folder at a time"},
 		{[]string{"shrink", filepath.Join(dir, "none")}, "is not a run folder"},

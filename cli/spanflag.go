@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/option"
@@ -48,6 +50,13 @@ func (v *spanValue) String() string {
 
 func (v *spanValue) Set(s string) error {
 	span, err := option.ParseSpan(s)
+	if err != nil && v.noTTL {
+		if _, nerr := strconv.ParseFloat(strings.TrimSpace(s), 64); nerr == nil {
+			s = strings.TrimSpace(s)
+			return fmt.Errorf("want a plain duration such as 300ms or 2s (a number needs a unit: %sms or %ss)", s, s)
+		}
+		return errors.New("want a plain duration such as 300ms or 2s")
+	}
 	if err != nil {
 		return err
 	}

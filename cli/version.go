@@ -5,15 +5,19 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // versionModules are the modules whose versions decide what a run tests:
-// the lock libraries, the Redis client, the checker and the proxy.
+// the lock libraries, the stores' clients, the checker and the proxy.
 var versionModules = []string{
 	"github.com/go-redsync/redsync/v4",
 	"github.com/bsm/redislock",
 	"github.com/redis/go-redis/v9",
+	"go.etcd.io/etcd/client/v3",
+	"github.com/go-zookeeper/zk",
+	"github.com/jackc/pgx/v5",
 	"github.com/anishathalye/porcupine",
 	"github.com/Shopify/toxiproxy/v2",
 	"github.com/testcontainers/testcontainers-go",
@@ -41,6 +45,18 @@ func cmdVersion(w io.Writer) int {
 		if v, ok := deps[m]; ok {
 			fmt.Fprintf(w, "  %-45s %s\n", m, v)
 		}
+	}
+	// The adapter locks' libraries, pinned in their own manifests.
+	first := true
+	for _, s := range locks.All() {
+		if s.Adapter == nil || s.Adapter.Code() == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "adapter locks (their libraries, pinned in each adapter's manifest):")
+			first = false
+		}
+		fmt.Fprintf(w, "  %-45s %s\n", s.Name, s.Adapter.Code())
 	}
 	return 0
 }

@@ -62,7 +62,12 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 	hist.OnError(func(error) { cancel() })
 	// The nonce keeps lock owners of different runs apart (a reentrant lock
 	// would let one run's client re-enter another's hold of the same name).
-	r := &run{cfg: cfg, hist: hist, trk: newTracker(), violated: make(chan struct{}), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
+	var prog *progress
+	if cfg.Progress != nil {
+		prog = newProgress(cfg.Progress)
+		cfg.Progress = prog
+	}
+	r := &run{cfg: cfg, prog: prog, hist: hist, trk: newTracker(), violated: make(chan struct{}), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
 		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(rs.lockNodes, rs.lock)}
 	r.live = newLiveCheck(cfg.Clients, history.Now(), r.seenLive)
 	runErr := r.execute(ctx, rs)
@@ -205,6 +210,7 @@ func resolve(cfg Config) (resolved, error) {
 type run struct {
 	nonce uint32
 	cfg   Config
+	prog  *progress        // cfg.Progress, nil for none
 	lease time.Duration    // the lock's real lease (resolved.lease)
 	shape nemesis.Topology // the run's shape, as the nemeses see it
 	hist  *history.Writer
@@ -369,6 +375,9 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	}()
 
 	r.wait(ctx)
+	if r.prog != nil {
+		r.prog.end()
+	}
 	stopped := history.Now()
 	interrupted := ctx.Err() != nil
 	// The workers stop before the faults heal: a fault cut short while
@@ -424,7 +433,8 @@ func (r *run) awaitReady(ctx context.Context) error {
 	return nil
 }
 
-// wait lets the workload run for the configured duration, printing progress.
+// wait lets the workload run for the configured duration, printing progress
+// (a status line kept up to date on a terminal, thinning out in a log).
 func (r *run) wait(ctx context.Context) {
 	start := time.Now()
 	deadline := start.Add(r.cfg.Duration)
@@ -467,8 +477,8 @@ func (r *run) wait(ctx context.Context) {
 				if o := r.live.First(); o != nil {
 					seen = fmt.Sprintf("  violation at t=%s", checker.Seconds(o.StartMs))
 				}
-				fmt.Fprintf(r.cfg.Progress, "  %s/%s  acquires=%d holds=%d faults=%d stalls=%d%s\n",
-					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults, s.stalls, seen)
+				r.prog.tick(elapsed, fmt.Sprintf("  %s/%s  acquires=%d holds=%d faults=%d stalls=%d%s",
+					elapsed.Round(time.Second), r.cfg.Duration, s.acquires, s.holds, s.faults, s.stalls, seen))
 			}
 		}
 	}
