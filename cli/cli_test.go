@@ -479,3 +479,16 @@ func TestRunQuietPrintsOnlyTheVerdict(t *testing.T) {
 		t.Errorf("run --quiet: exit %d, stdout %q, stderr %q; want safe, and nothing on stderr", code, out, stderr)
 	}
 }
+
+// A scenario written for `run` needs only what the run needs: no shows
+// line, no expectation (and then no "as expected" line).
+func TestRunAnAdHocScenarioWithoutShowsOrExpect(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	if err := os.WriteFile(file, []byte("lock:\n  name: token-lua\nworkload:\n  ttl: 300ms\nduration: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := lockchaos(t, "run", "--scenario", file, "--quiet", "--out", t.TempDir())
+	if code != ExitSafe || strings.Contains(out, "expects") {
+		t.Errorf("run --scenario %s: exit %d, stdout %q, stderr %q", file, code, out, stderr)
+	}
+}

@@ -40,6 +40,9 @@ func Catalogue() ([]Scenario, error) {
 			return nil, err
 		}
 		s, err := Parse("scenarios/"+n, b)
+		if err == nil {
+			err = s.Complete()
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -107,6 +110,9 @@ func LoadGlob(pattern string) ([]Scenario, error) {
 			continue
 		}
 		s, err := LoadFile(p)
+		if err == nil {
+			err = s.Complete()
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

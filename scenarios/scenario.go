@@ -53,7 +53,16 @@ type Scenario struct {
 
 	// file is the scenario as written, for Variant.
 	file fileScenario
+	// unexplained says what the file lacks to be a catalogue scenario: a
+	// shows line, an expected verdict. `run` does without; the catalogue
+	// does not (Complete).
+	unexplained []error
 }
+
+// Complete is nil for a scenario fit for the catalogue: one that says what
+// it shows and what verdict it expects. A scenario for `lockchaos run`
+// needs neither.
+func (s Scenario) Complete() error { return errors.Join(s.unexplained...) }
 
 // Defaults of a scenario file's optional fields are the run's own
 // (runner.DefaultClients and the rest), except the seed: a scenario runs
@@ -177,13 +186,13 @@ func Parse(name string, b []byte) (Scenario, error) {
 	}
 	var errs []error
 	if s.Shows == "" {
-		errs = append(errs, bad("shows", "missing: say in one line what this scenario shows"))
+		s.unexplained = append(s.unexplained, bad("shows", "missing: say in one line what this scenario shows (a scenario of the catalogue must; one for lockchaos run need not)"))
 	}
 	switch v := checker.Verdict(f.Expect.Verdict); v {
 	case checker.Safe, checker.Violation:
 		s.Expect.Verdict = v
 	case "":
-		errs = append(errs, bad("expect.verdict", "missing: want safe or violation"))
+		s.unexplained = append(s.unexplained, bad("expect.verdict", "missing: want safe or violation (a scenario of the catalogue must; one for lockchaos run need not)"))
 	default:
 		errs = append(errs, bad("expect.verdict", "%q: want safe or violation", f.Expect.Verdict))
 	}

@@ -147,7 +147,10 @@ func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
 		if src == valid {
 			t.Fatalf("%s: the edit %q did not apply", tc.name, tc.edit)
 		}
-		_, err := Parse("scenarios/bad.yaml", []byte(src))
+		sc, err := Parse("scenarios/bad.yaml", []byte(src))
+		if err == nil {
+			err = sc.Complete() // what a catalogue scenario must have
+		}
 		if err == nil {
 			t.Errorf("%s: no error", tc.name)
 			continue
@@ -160,6 +163,30 @@ func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
 	}
 	if _, err := Parse("scenarios/empty.yaml", nil); err == nil || !strings.Contains(err.Error(), "scenarios/empty.yaml: the file is empty") {
 		t.Errorf("empty file: %v", err)
+	}
+}
+
+// A scenario for `lockchaos run` needs no shows line and no expectation;
+// the catalogue refuses one without them, naming what is missing.
+func TestOnlyACatalogueScenarioMustSayWhatItShowsAndExpects(t *testing.T) {
+	src := strings.Replace(strings.Replace(valid, "shows: something", "", 1), "  verdict: violation", "", 1)
+	s, err := Parse("scenarios/adhoc.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("a scenario without shows and expect: %v", err)
+	}
+	if s.Expect.Verdict != "" || s.Config.Lock != "token-lua" {
+		t.Errorf("scenario %+v", s)
+	}
+	err = s.Complete()
+	if err == nil || !strings.Contains(err.Error(), "adhoc.yaml: shows: missing") || !strings.Contains(err.Error(), "expect.verdict: missing") {
+		t.Errorf("Complete: %v, want both missing fields named", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "adhoc.yaml"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadGlob(filepath.Join(dir, "*.yaml")); err == nil || !strings.Contains(err.Error(), "shows: missing") {
+		t.Errorf("LoadGlob of a scenario without shows: %v, want an error", err)
 	}
 }
 
