@@ -53,6 +53,8 @@ type Scenario struct {
 
 	// file is the scenario as written, for Variant.
 	file fileScenario
+	// lines are the lines of the file's fields, by path (lock.options.gap).
+	lines map[string]int
 	// unexplained says what the file lacks to be a catalogue scenario: a
 	// shows line, an expected verdict. `run` does without; the catalogue
 	// does not (Complete).
@@ -79,36 +81,48 @@ const (
 // one of their options is not registered here (yet) — or "" when it can.
 // It does not check values: runner.Validate does, and a bad value is an
 // error in the scenario, not a missing feature.
+// An option the file names is placed at its line (", at FILE:LINE").
 func (s Scenario) Unavailable() string {
-	return unavailable(s.Config)
+	why, path := unavailableAt(s.Config)
+	if line := s.lines[path]; path != "" && line > 0 {
+		why += fmt.Sprintf(", at %s:%d", s.File, line)
+	}
+	return why
 }
 
 func unavailable(cfg runner.Config) string {
+	why, _ := unavailableAt(cfg)
+	return why
+}
+
+// unavailableAt is unavailable, and the path in a scenario file of the
+// option it blames ("" when it blames no option).
+func unavailableAt(cfg runner.Config) (why, path string) {
 	spec, err := locks.Lookup(cfg.Lock)
 	if err != nil {
-		return fmt.Sprintf("lock %s not available", cfg.Lock)
+		return fmt.Sprintf("lock %s not available", cfg.Lock), ""
 	}
-	if k := undeclared(spec.OptionSpecs(), cfg.LockOptions); k != "" {
-		return fmt.Sprintf("lock %s has no option %s in this build", cfg.Lock, k)
+	if k, hint := undeclared(spec.OptionSpecs(), cfg.LockOptions); k != "" {
+		return fmt.Sprintf("lock %s has no option %s in this build%s", cfg.Lock, k, hint), "lock.options." + k
 	}
-	for _, n := range cfg.Nemeses {
+	for i, n := range cfg.Nemeses {
 		if n == "" || n == "none" {
 			continue
 		}
 		ns, err := nemesis.Lookup(n)
 		if err != nil {
-			return fmt.Sprintf("nemesis %s not available", n)
+			return fmt.Sprintf("nemesis %s not available", n), ""
 		}
-		if k := undeclared(ns.OptionSpecs(), cfg.NemesisOptions[n]); k != "" {
-			return fmt.Sprintf("nemesis %s has no option %s in this build", n, k)
+		if k, hint := undeclared(ns.OptionSpecs(), cfg.NemesisOptions[n]); k != "" {
+			return fmt.Sprintf("nemesis %s has no option %s in this build%s", n, k, hint), fmt.Sprintf("faults.nemeses[%d].options.%s", i, k)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // undeclared returns the first key of given that specs does not declare,
-// with the declared ones it may have meant.
-func undeclared(specs []option.Spec, given map[string]string) string {
+// and a hint of the declared ones it may have meant.
+func undeclared(specs []option.Spec, given map[string]string) (key, hint string) {
 	known := map[string]bool{}
 	for _, s := range specs {
 		known[s.Key] = true
@@ -125,9 +139,9 @@ func undeclared(specs []option.Spec, given map[string]string) string {
 		for _, s := range specs {
 			all = append(all, s.Key)
 		}
-		return keys[0] + suggest.Hint(keys[0], all, "%s")
+		return keys[0], suggest.Hint(keys[0], all, "%s")
 	}
-	return ""
+	return "", ""
 }
 
 // RunConfig returns the run's configuration, shortened for `chaos --quick`
@@ -183,6 +197,7 @@ func Parse(name string, b []byte) (Scenario, error) {
 		Shows:  strings.TrimSpace(f.Shows),
 		Source: strings.TrimSpace(f.Source),
 		file:   f,
+		lines:  lines,
 	}
 	var errs []error
 	if s.Shows == "" {

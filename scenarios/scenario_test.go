@@ -196,7 +196,9 @@ func TestScenarioOfAMissingLockIsSkippedNotAnError(t *testing.T) {
 	for _, tc := range []struct{ edit, replace, want string }{
 		{"  name: token-lua", "  name: chubby", "lock chubby not available"},
 		{"    - name: pause-client", "    - name: cosmic-ray", "nemesis cosmic-ray not available"},
-		{"        duration: 3ttl", "        strength: 11", "nemesis pause-client has no option strength in this build"},
+		// An option no spec declares: the one it was near, and its line.
+		{"        duration: 3ttl", "        strength: 11", "nemesis pause-client has no option strength in this build, at scenarios/later.yaml:15"},
+		{"        duration: 3ttl", "        duraton: 3ttl", "nemesis pause-client has no option duraton in this build (did you mean duration?), at scenarios/later.yaml:15"},
 	} {
 		s, err := Parse("scenarios/later.yaml", []byte(strings.Replace(valid, tc.edit, tc.replace, 1)))
 		if err != nil {
