@@ -54,6 +54,7 @@ Usage:
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
   lockchaos adapter check NAME|FILE | build [NAME...]              test an adapter lock (any language) / build them
+  lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest)
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
   lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
@@ -82,6 +83,7 @@ func init() {
 		"clean":   cmdClean,
 		"adapter": cmdAdapter,
 		"list":    cmdList,
+		"runs":    cmdRuns,
 	}
 }
 
@@ -278,9 +280,7 @@ func cmdRun(args []string) int {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
-	if cfg.Out == "" {
-		cfg.Out = fmt.Sprintf("results/run-%s", time.Now().Format("20060102-150405"))
-	}
+	cfg.Out = outFolder(cfg.Out, "run")
 	cfg.Force = *force
 	if !*quiet {
 		cfg.Progress = os.Stderr

@@ -318,7 +318,7 @@ func scratchDirsOf(t *testing.T, pid int) []string {
 // on stdout and exit 0; a bad flag gets one line naming it, and where to
 // look, on stderr.
 func TestHelpAndBadFlags(t *testing.T) {
-	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list", "shrink"} {
+	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list", "shrink", "runs"} {
 		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
 			out, stderr, code := lockchaos(t, args...)
 			if code != 0 || !strings.Contains(out, "Usage: lockchaos "+cmd) || stderr != "" {
@@ -490,5 +490,30 @@ func TestRunAnAdHocScenarioWithoutShowsOrExpect(t *testing.T) {
 	out, stderr, code := lockchaos(t, "run", "--scenario", file, "--quiet", "--out", t.TempDir())
 	if code != ExitSafe || strings.Contains(out, "expects") {
 		t.Errorf("run --scenario %s: exit %d, stdout %q, stderr %q", file, code, out, stderr)
+	}
+}
+
+// A run written to its default folder becomes results/latest, and
+// `lockchaos runs` lists it with its verdict, lock and report.
+func TestLatestRunAndTheListOfPastRuns(t *testing.T) {
+	work := t.TempDir()
+	in := func(args ...string) (string, string, int) { return lockchaosIn(t, work, nil, args...) }
+	if out, stderr, code := in("runs"); code != 0 || !strings.Contains(out, "no runs yet") {
+		t.Errorf("runs before any run: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if _, stderr, code := in("run", "--lock", "token-lua", "--ttl", "300ms", "--duration", "2s", "--quiet"); code != ExitSafe {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	target, err := os.Readlink(filepath.Join(work, "results", "latest"))
+	if err != nil || !strings.HasPrefix(target, "run-") {
+		t.Fatalf("results/latest: %q, %v; want a link to the run's folder", target, err)
+	}
+	if _, err := os.Stat(filepath.Join(work, "results", "latest", "result.json")); err != nil {
+		t.Fatalf("results/latest does not lead to the run: %v", err)
+	}
+	out, stderr, code := in("runs")
+	if code != 0 || !strings.Contains(out, "run      safe") || !strings.Contains(out, "token-lua + none") ||
+		!strings.Contains(out, filepath.Join("results", target, "report.html")) || strings.Count(out, "\n") != 1 {
+		t.Errorf("runs: exit %d, stdout %q, stderr %q; want the one run, safe, with its report", code, out, stderr)
 	}
 }

@@ -86,16 +86,42 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 }
 
 // outFolder is where a command writes a folder of results: out as given,
-// or results/NAME-<time> (name "" for results/<time>).
+// or results/NAME-<time> (name "" for results/<time>). A folder right
+// under results/ becomes results/latest (markLatest).
 func outFolder(out, name string) string {
-	if out != "" {
-		return out
+	if out == "" {
+		stamp := time.Now().Format("20060102-150405")
+		out = filepath.Join(resultsDir, stamp)
+		if name != "" {
+			out = filepath.Join(resultsDir, name+"-"+stamp)
+		}
 	}
-	stamp := time.Now().Format("20060102-150405")
-	if name == "" {
-		return filepath.Join("results", stamp)
+	markLatest(out)
+	return out
+}
+
+// resultsDir holds the folders of past runs (lockchaos runs lists them).
+const resultsDir = "results"
+
+// markLatest points results/latest at out, as Jepsen's store/latest does,
+// when out is a folder right under results/ (a run asked to write
+// elsewhere leaves it alone). The link is replaced atomically; failing to
+// make it fails nothing.
+func markLatest(out string) {
+	if filepath.Dir(filepath.Clean(out)) != resultsDir || filepath.Base(out) == "latest" {
+		return
 	}
-	return filepath.Join("results", name+"-"+stamp)
+	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+		return
+	}
+	tmp := filepath.Join(resultsDir, fmt.Sprintf(".latest-%d", os.Getpid()))
+	os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(out), tmp); err != nil {
+		return
+	}
+	if err := os.Rename(tmp, filepath.Join(resultsDir, "latest")); err != nil {
+		os.Remove(tmp)
+	}
 }
 
 // claimOut refuses out when it already holds what the command writes

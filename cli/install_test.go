@@ -37,7 +37,7 @@ func TestRunBuiltinScenarioByName(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	_, stderr, code = lockchaosIn(t, dir, nil, "run", "--scenario", "token-lua-no-faults", "--out", filepath.Join(dir, "bad"))
-	if code != ExitUsage || !strings.Contains(stderr, `scenario "token-lua-no-faults": no such file, and no built-in scenario has that name; built-in: `) || !strings.Contains(stderr, "token-lua-no-fault") {
+	if code != ExitUsage || !strings.Contains(stderr, `scenario "token-lua-no-faults": no such file, and no built-in scenario has that name (did you mean token-lua-no-fault?); built-in: `) || !strings.Contains(stderr, "token-lua-no-fault") {
 		t.Errorf("unknown name: exit %d, stderr %q", code, stderr)
 	}
 }
