@@ -369,8 +369,11 @@ func quorum(env Env) int { return max(env.Topology().Quorum, 1) }
 
 // lastedEffect is the effect of a fault that must outlast the lease while it
 // lives (a pause of the holder, a slow or cut link): it landed when it began
-// while the aimed lease was live and lasted at least the lease, from start
-// to end. what names the fault ("client 2 was stopped").
+// while the aimed lease was live and the lease surely ran out before it
+// ended — it lasted a whole lease (a renewal may have come just before it),
+// or, for a lease nobody renews, it ended past the acquire's return plus
+// the lease (a short pause late in a hold outlasts what was left of it).
+// what names the fault ("client 2 was stopped").
 //
 // A leaseless lock has no lease to outlast: the fault landed when it hit the
 // hold, and the grant is kept unless the history shows otherwise (the
@@ -381,14 +384,22 @@ func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
 		return &history.Effect{Landed: true, Lease: history.LeaseKept,
 			Note: fmt.Sprintf("%s for %s while client %d held %s; the lock has no lease that could run out meanwhile", what, round(lasted), a.Client, a.Key)}
 	}
-	e := &history.Effect{Landed: a.liveAt(start) && lasted >= lease}
+	tp := a.env.Topology()
+	renewed := tp.KeepsAlive || tp.Renews
+	outlived := !renewed && end >= a.OK+lease.Nanoseconds()
+	e := &history.Effect{Landed: a.liveAt(start) && (lasted >= lease || outlived)}
 	switch {
 	case !a.liveAt(start):
 		e.Note = fmt.Sprintf("%s only after the lease of client %d on %s had run out by its TTL", what, a.Client, a.Key)
-	case lasted < lease:
-		e.Note = fmt.Sprintf("%s for %s while client %d held %s, less than its %s lease", what, round(lasted), a.Client, a.Key, lease)
-	default:
+	case lasted >= lease:
 		e.Note = fmt.Sprintf("%s for %s while client %d held %s, past its %s lease", what, round(lasted), a.Client, a.Key, lease)
+	case outlived:
+		e.Note = fmt.Sprintf("%s for %s while client %d held %s, past the end of its %s lease (granted %s before the fault began)",
+			what, round(lasted), a.Client, a.Key, lease, round(time.Duration(start-a.OK)))
+	case renewed:
+		e.Note = fmt.Sprintf("%s for %s while client %d held %s, less than its %s lease, which is renewed", what, round(lasted), a.Client, a.Key, lease)
+	default:
+		e.Note = fmt.Sprintf("%s for %s while client %d held %s, ending before its %s lease did", what, round(lasted), a.Client, a.Key, lease)
 	}
 	return e
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -41,6 +42,40 @@ func TestAFaultOnAHolderThatLetGoLandsOnlyOnALostEvent(t *testing.T) {
 			}
 			if tc.landed && e.Lease != history.LeaseLost {
 				t.Errorf("lease %q, want lost", e.Lease)
+			}
+		})
+	}
+}
+
+// A fault that stops a holder lands when the lease surely ran out before it
+// ended: it lasted a whole lease, or — for a lease nobody extends — it ended
+// past the acquire's return plus the lease, however short it was (a pause
+// late in a hold, cut short by the end of the run). A lease that may have
+// been renewed is sure to end only after a whole lease of silence.
+func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
+	ms := int64(time.Millisecond)
+	for _, tc := range []struct {
+		name              string
+		renews            bool
+		startMs, lastedMs int64 // since the acquire's return; lease 20 ms
+		landed            bool
+		says              string
+	}{
+		{"a whole lease", false, 1, 25, true, "past its 20ms lease"},
+		{"short, past what was left", false, 8, 15, true, "past the end of its 20ms lease (granted 8ms before the fault began)"},
+		{"short, ending before the lease", false, 2, 15, false, "ending before its 20ms lease did"},
+		{"short, past what was left of a renewed lease", true, 8, 15, false, "less than its 20ms lease, which is renewed"},
+		{"a whole renewed lease", true, 1, 25, true, "past its 20ms lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newFakeEnv()
+			env.renews = tc.renews
+			ok := history.Now()
+			a := &aimed{env: env, Holding: Holding{Client: 1, Key: "lock:0", Invoked: ok - ms, OK: ok}}
+			start := ok + tc.startMs*ms
+			e := a.lastedEffect(start, start+tc.lastedMs*ms, "client 1 was stopped")
+			if e.Landed != tc.landed || !strings.Contains(e.Note, tc.says) {
+				t.Errorf("landed %v (want %v), note %q (want it to say %q)", e.Landed, tc.landed, e.Note, tc.says)
 			}
 		})
 	}

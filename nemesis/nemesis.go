@@ -206,6 +206,11 @@ type Topology struct {
 	// KeepsAlive: the lock renews its lease in the background while the
 	// client runs (locks.Spec.KeepsAlive).
 	KeepsAlive bool
+	// Renews: a hold's lease may be extended after its acquire returned —
+	// by the worker (--renew), by a re-entry, or by a reentrant lock of
+	// its own accord (Redisson's watchdog); with KeepsAlive, a lease only
+	// a whole lease of silence surely ends.
+	Renews bool
 	// Quorum is how many lock nodes a holder needs: 1 for a single-node
 	// lock, a majority for Redlock.
 	Quorum int

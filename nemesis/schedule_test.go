@@ -24,6 +24,7 @@ type fakeEnv struct {
 	stretched map[int]string
 	exited    map[int]bool
 	lost      map[int]map[string]int64
+	renews    bool // Topology().Renews
 	changed   chan struct{}
 }
 
@@ -102,7 +103,9 @@ func (f *fakeEnv) Unstretch(c int) error {
 	return nil
 }
 func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
-func (f *fakeEnv) Topology() Topology        { return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1} }
+func (f *fakeEnv) Topology() Topology {
+	return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1, Renews: f.renews}
+}
 
 var _ Processes = (*fakeEnv)(nil)
 
