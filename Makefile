@@ -9,12 +9,17 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build shim setup adapters image store-images test chaos chaos-quick bench vet docs clean
+.PHONY: all build install shim setup adapters image store-images test chaos chaos-quick bench vet docs clean
 
 all: build
 
 build: shim
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockchaos
+
+# install puts lockchaos in $(go env GOBIN) (or GOPATH/bin), on your PATH;
+# it builds its clock shim itself on first use.
+install:
+	$(GO) install -buildvcs=auto ./cmd/lockchaos
 
 # shim builds the clock faults' LD_PRELOAD library (cluster/clockshim) with the
 # system C compiler; the clock nemeses find it beside the binary, in bin/.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,56 @@ func TestInstalledBinaryRunsLuaAndClockFaults(t *testing.T) {
 	}
 	if libs, _ := filepath.Glob(filepath.Join(cache, "lockchaos", "clockshim-*.so")); len(libs) != 1 {
 		t.Errorf("the cache holds %v, want the compiled shim", libs)
+	}
+}
+
+// The README's quickstart command, as written, runs, exits as the README
+// says, and prints lines of the shapes the README shows (numbers, clients
+// and folders vary from run to run; the first clause of each line does not).
+func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "### One run")
+	if i < 0 {
+		t.Fatal("README.md has no '### One run' section")
+	}
+	blocks := regexp.MustCompile("(?s)```(sh)?\n(.*?)```").FindAllStringSubmatch(text[i:], 2)
+	if len(blocks) < 2 || blocks[0][1] != "sh" {
+		t.Fatalf("the One run section wants a sh block with the command, then the output: %q", blocks)
+	}
+	command := strings.TrimSpace(strings.SplitN(blocks[0][2], "#", 2)[0])
+	args := strings.Fields(command)
+	if len(args) < 2 || args[0] != "bin/lockchaos" {
+		t.Fatalf("the quickstart command %q does not start with bin/lockchaos", command)
+	}
+	dir := t.TempDir()
+	stdout, stderr, code := lockchaosIn(t, dir, nil, args[1:]...)
+	if !strings.Contains(text[i:i+3000], "exit status 1") || code != ExitViolation {
+		t.Errorf("%s: exit %d, the README says 1 (a violation)\n%s%s", command, code, stderr, stdout)
+	}
+	got := strings.Split(stderr+stdout, "\n")
+	number := regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+	for _, want := range strings.Split(strings.TrimRight(blocks[1][2], "\n"), "\n") {
+		// The line's first clause, its numbers and its folder free.
+		head := strings.SplitN(want, ";", 2)[0]
+		if j := strings.Index(head, " (lock "); j > 0 {
+			head = head[:j]
+		}
+		head = strings.ReplaceAll(head, "results/run-…", "\x01")
+		head = number.ReplaceAllString(head, "\x00")
+		pattern := regexp.QuoteMeta(head)
+		pattern = strings.ReplaceAll(pattern, "\x01", `\S+`)
+		pattern = strings.ReplaceAll(pattern, "\x00", `[0-9]+(\.[0-9]+)?`)
+		re := regexp.MustCompile("^" + pattern)
+		found := false
+		for _, g := range got {
+			found = found || re.MatchString(g)
+		}
+		if !found {
+			t.Errorf("no line of the run looks like the README's %q (pattern %s):\n%s%s", want, re, stderr, stdout)
+		}
 	}
 }
