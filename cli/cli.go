@@ -57,6 +57,7 @@ Usage:
   lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest)
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
+  lockchaos completion bash|zsh|fish                               shell completion (source <(lockchaos completion bash))
   lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
 
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
@@ -73,17 +74,18 @@ var commands map[string]func(args []string) int
 
 func init() {
 	commands = map[string]func([]string) int{
-		"run":     cmdRun,
-		"chaos":   cmdChaos,
-		"compare": cmdCompare,
-		"merge":   cmdMerge,
-		"shrink":  cmdShrink,
-		"check":   cmdCheck,
-		"report":  cmdReport,
-		"clean":   cmdClean,
-		"adapter": cmdAdapter,
-		"list":    cmdList,
-		"runs":    cmdRuns,
+		"run":        cmdRun,
+		"chaos":      cmdChaos,
+		"compare":    cmdCompare,
+		"merge":      cmdMerge,
+		"shrink":     cmdShrink,
+		"check":      cmdCheck,
+		"report":     cmdReport,
+		"clean":      cmdClean,
+		"adapter":    cmdAdapter,
+		"list":       cmdList,
+		"runs":       cmdRuns,
+		"completion": cmdCompletion,
 	}
 }
 
@@ -113,6 +115,8 @@ func Main(args []string) int {
 		return cmdVersion(os.Stdout)
 	case "worker":
 		return workload.Main()
+	case "__complete":
+		return cmdComplete(args[1:])
 	case "-h", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			if args[1] == "help" || args[1] == "worker" {

@@ -22,11 +22,22 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
+// completing: a completion asks a command for its flag set (flagsOf); parse
+// hands it over in completed and ends the command.
+var (
+	completing bool
+	completed  *flag.FlagSet
+)
+
 // parse parses a subcommand's arguments. When ok is false the command is
 // done and code is its exit status: -h or --help printed usage and the
 // flags on stdout (0); a bad flag or value got one line on stderr, with
 // where to look for the rest (ExitUsage).
 func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
+	if completing {
+		completed = fs // flagsOf asks for the flags, not a parse
+		return 0, false
+	}
 	err := fs.Parse(args)
 	switch {
 	case err == nil:
