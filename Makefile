@@ -112,6 +112,7 @@ vet:
 # declare (a test fails when it is stale).
 docs:
 	$(GO) run ./cmd/lockchaos list --markdown > docs/OPTIONS.md
+	$(GO) run ./cmd/lockchaos list --schema > docs/scenario.schema.json
 
 test: setup shim vet
 	$(GO) test -count=1 -timeout 15m ./...

@@ -13,7 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
-const listUsage = `Usage: lockchaos list [--markdown] [locks|nemeses|stores|scenarios|NAME]
+const listUsage = `Usage: lockchaos list [--markdown|--schema] [locks|nemeses|stores|scenarios|NAME]
 
 Says what this build has. Without an argument: every lock (by store),
 nemesis, store and built-in scenario by name, on one screen.
@@ -24,14 +24,25 @@ nemesis, store and built-in scenario by name, on one screen.
   list NAME        a lock's or a nemesis's description and options, with
                    their defaults (--opt NAME.KEY=VALUE sets one), or a
                    built-in scenario's file
---markdown writes the reference of every option (docs/OPTIONS.md).
+--markdown writes the reference of every option (docs/OPTIONS.md), --schema
+the JSON Schema of a scenario file (docs/scenario.schema.json).
 `
 
 func cmdList(args []string) int {
 	fs := newFlags("list")
 	markdown := fs.Bool("markdown", false, "write the reference as Markdown (docs/OPTIONS.md is this output)")
+	schema := fs.Bool("schema", false, "write the JSON Schema of a scenario file (docs/scenario.schema.json is this output)")
 	if code, ok := parse(fs, listUsage, args); !ok {
 		return code
+	}
+	if *schema {
+		b, err := scenarios.Schema()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos list:", err)
+			return ExitSetup
+		}
+		fmt.Printf("%s\n", b)
+		return 0
 	}
 	if *markdown {
 		if fs.NArg() > 0 {
