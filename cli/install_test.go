@@ -113,3 +113,25 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// example/ is a module of its own, as a user's code is: it builds against
+// this clone through its replace line, its binary knows its lock beside
+// every built-in one, and its tests pass.
+func TestExampleBuildsAsItsOwnModule(t *testing.T) {
+	dir := t.TempDir()
+	custom := filepath.Join(dir, "lockchaos-custom")
+	build := exec.Command("go", "build", "-o", custom, "./cmd/lockchaos-custom")
+	build.Dir = "../example"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in example/: %v\n%s", err, out)
+	}
+	out, err := exec.Command(custom, "list", "locks").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "example-watch-release ") || !strings.Contains(string(out), "token-lua ") {
+		t.Fatalf("lockchaos-custom list locks: %v\n%s", err, out)
+	}
+	test := exec.Command("go", "test", "-count=1", "./...")
+	test.Dir = "../example"
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("go test in example/: %v\n%s", err, out)
+	}
+}
