@@ -371,14 +371,17 @@ func quorum(env Env) int { return max(env.Topology().Quorum, 1) }
 // lives (a pause of the holder, a slow or cut link): it landed when it began
 // while the aimed lease was live and the lease surely ran out before it
 // ended — it lasted a whole lease (a renewal may have come just before it),
-// or, for a lease nobody renews, it ended past the acquire's return plus
-// the lease (a short pause late in a hold outlasts what was left of it).
-// what names the fault ("client 2 was stopped").
+// or, for a fault that keeps the lease from being given back (frozen: the
+// holder stopped, its node frozen, its links cut) on a lease nobody
+// renews, it ended past the acquire's return plus the lease (a short pause
+// late in a hold outlasts what was left of it). A slow link lets a release
+// through, so it must last the whole lease. what names the fault ("client
+// 2 was stopped").
 //
 // A leaseless lock has no lease to outlast: the fault landed when it hit the
 // hold, and the grant is kept unless the history shows otherwise (the
 // checker judges an overlap).
-func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
+func (a *aimed) lastedEffect(start, end int64, what string, frozen bool) *history.Effect {
 	lasted, lease := time.Duration(end-start), a.env.Lease()
 	if a.env.Topology().Leaseless {
 		return &history.Effect{Landed: true, Lease: history.LeaseKept,
@@ -386,7 +389,7 @@ func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
 	}
 	tp := a.env.Topology()
 	renewed := tp.KeepsAlive || tp.Renews
-	outlived := !renewed && end >= a.OK+lease.Nanoseconds()
+	outlived := frozen && !renewed && end >= a.OK+lease.Nanoseconds()
 	e := &history.Effect{Landed: a.liveAt(start) && (lasted >= lease || outlived)}
 	switch {
 	case !a.liveAt(start):
@@ -396,7 +399,7 @@ func (a *aimed) lastedEffect(start, end int64, what string) *history.Effect {
 	case outlived:
 		e.Note = fmt.Sprintf("%s for %s while client %d held %s, past the end of its %s lease (granted %s before the fault began)",
 			what, round(lasted), a.Client, a.Key, lease, round(time.Duration(start-a.OK)))
-	case renewed:
+	case renewed && frozen:
 		e.Note = fmt.Sprintf("%s for %s while client %d held %s, less than its %s lease, which is renewed", what, round(lasted), a.Client, a.Key, lease)
 	default:
 		e.Note = fmt.Sprintf("%s for %s while client %d held %s, ending before its %s lease did", what, round(lasted), a.Client, a.Key, lease)

@@ -51,7 +51,8 @@ func TestAFaultOnAHolderThatLetGoLandsOnlyOnALostEvent(t *testing.T) {
 // ended: it lasted a whole lease, or — for a lease nobody extends — it ended
 // past the acquire's return plus the lease, however short it was (a pause
 // late in a hold, cut short by the end of the run). A lease that may have
-// been renewed is sure to end only after a whole lease of silence.
+// been renewed is sure to end only after a whole lease of silence, and so
+// is one behind a slow link, which lets a release through.
 func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
 	ms := int64(time.Millisecond)
 	for _, tc := range []struct {
@@ -60,12 +61,13 @@ func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
 		startMs, lastedMs int64 // since the acquire's return; lease 20 ms
 		landed            bool
 		says              string
+		frozen            bool
 	}{
-		{"a whole lease", false, 1, 25, true, "past its 20ms lease"},
-		{"short, past what was left", false, 8, 15, true, "past the end of its 20ms lease (granted 8ms before the fault began)"},
-		{"short, ending before the lease", false, 2, 15, false, "ending before its 20ms lease did"},
-		{"short, past what was left of a renewed lease", true, 8, 15, false, "less than its 20ms lease, which is renewed"},
-		{"a whole renewed lease", true, 1, 25, true, "past its 20ms lease"},
+		{"a whole lease", false, 1, 25, true, "past its 20ms lease", true},
+		{"short, past what was left", false, 8, 15, true, "past the end of its 20ms lease (granted 8ms before the fault began)", true},
+		{"short, ending before the lease", false, 2, 15, false, "ending before its 20ms lease did", true},
+		{"short, past what was left of a renewed lease", true, 8, 15, false, "less than its 20ms lease, which is renewed", true},
+		{"a whole renewed lease", true, 1, 25, true, "past its 20ms lease", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newFakeEnv()
@@ -73,10 +75,25 @@ func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
 			ok := history.Now()
 			a := &aimed{env: env, Holding: Holding{Client: 1, Key: "lock:0", Invoked: ok - ms, OK: ok}}
 			start := ok + tc.startMs*ms
-			e := a.lastedEffect(start, start+tc.lastedMs*ms, "client 1 was stopped")
+			e := a.lastedEffect(start, start+tc.lastedMs*ms, "client 1 was stopped", tc.frozen)
 			if e.Landed != tc.landed || !strings.Contains(e.Note, tc.says) {
 				t.Errorf("landed %v (want %v), note %q (want it to say %q)", e.Landed, tc.landed, e.Note, tc.says)
 			}
 		})
+	}
+}
+
+// A slow link lets the holder's release through: only a whole lease of it
+// is sure to have outlasted the lease.
+func TestASlowLinkLandsOnlyByLastingAWholeLease(t *testing.T) {
+	ms := int64(time.Millisecond)
+	env := newFakeEnv()
+	ok := history.Now()
+	a := &aimed{env: env, Holding: Holding{Client: 1, Key: "lock:0", Invoked: ok - ms, OK: ok}}
+	if e := a.lastedEffect(ok+8*ms, ok+23*ms, "the links were slowed", false); e.Landed {
+		t.Errorf("a 15 ms slow link past what was left of a 20 ms lease landed: %q", e.Note)
+	}
+	if e := a.lastedEffect(ok+8*ms, ok+30*ms, "the links were slowed", false); !e.Landed {
+		t.Errorf("a 22 ms slow link on a 20 ms lease did not land: %q", e.Note)
 	}
 }

@@ -133,7 +133,7 @@ func linkFault(ctx context.Context, env Env, step Step, o onLinks, duration time
 	f := &Fault{Target: target, Params: params, Clients: clients, Aim: a.aim(), Start: start, Duration: duration}
 	f.Heal = func(ctx context.Context) error {
 		err := heal(ctx)
-		f.Effect = a.lastedEffect(start, history.Now(), "the links were "+what)
+		f.Effect = a.lastedEffect(start, history.Now(), "the links were "+what, false)
 		return err
 	}
 	return f, nil

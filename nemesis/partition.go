@@ -171,7 +171,7 @@ func (p *Partition) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	f.Heal = func(ctx context.Context) error {
 		err := heal(ctx)
 		if a != nil {
-			f.Effect = a.lastedEffect(f.Start, history.Now(), what)
+			f.Effect = a.lastedEffect(f.Start, history.Now(), what, true)
 		}
 		return err
 	}

@@ -100,7 +100,7 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	}
 	f.Heal = func(context.Context) error {
 		err := proc.Resume(a.Client)
-		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("client %d was stopped", a.Client))
+		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("client %d was stopped", a.Client), true)
 		if f.Effect.Landed && !env.Topology().Leaseless {
 			// Frozen, nothing renewed it: it ran out on the server.
 			f.Effect.Lease = history.LeaseLost

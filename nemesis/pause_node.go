@@ -64,7 +64,7 @@ func (p *PauseNode) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	f.Heal = func(context.Context) error {
 		err := node.Signal(syscall.SIGCONT)
-		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("lock node %d was frozen", i))
+		f.Effect = a.lastedEffect(start, history.Now(), fmt.Sprintf("lock node %d was frozen", i), true)
 		if errors.Is(err, cluster.ErrNotRunning) {
 			return nil // killed meanwhile: whoever restarts it starts it running
 		}
