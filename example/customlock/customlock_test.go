@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos-example/customlock"
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"

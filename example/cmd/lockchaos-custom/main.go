@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
-	"github.com/lockchaos/lockchaos/cli"
 	_ "github.com/lockchaos/lockchaos-example/customlock" // its init calls locks.Register
+	"github.com/lockchaos/lockchaos/cli"
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:])) }
