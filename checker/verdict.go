@@ -230,7 +230,7 @@ func landing(r *Result) string {
 		s = fmt.Sprintf(" (%d of %d faults landed", e.Landed, e.Faults)
 	}
 	if n := e.Overlaps[CauseFault] - e.LandedFaultOverlaps; n > 0 {
-		s += fmt.Sprintf("; %s came under %s that did not land, yet the lock granted a second holder during %s: the lock's own check failed",
+		s += fmt.Sprintf("; %s came under %s that did not land, yet the lock granted a second holder during %s: the lock's own check failed, or the fault reached a hold it did not aim at",
 			plural(n, "overlap", "overlaps"), unlandedCauses(r), map[bool]string{true: "it", false: "them"}[len(unlandedFaults(r)) == 1])
 	} else if e.Landed == 0 {
 		s += ": no evidence about them"

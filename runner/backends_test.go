@@ -31,8 +31,12 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 	}{
 		{"no fault", "token-lua", nil, 20 * ms, checker.Safe},
 		{"client paused past its TTL", "set-nx-px", []string{"pause-client"}, 60 * ms, checker.Violation},
-		// A paused lock node: the verdict must only agree.
-		{"lock node paused", "token-lua", []string{"pause-node"}, 20 * ms, ""},
+		// A paused lock node, on a lock whose verdict does not depend on
+		// which request the freeze catches: Redlock keeps a majority of its
+		// five nodes and checks how long its acquire took (token-lua may or
+		// may not get a late OK for an expired lease, so two backends could
+		// disagree by luck).
+		{"lock node paused", "redlock", []string{"pause-node"}, 20 * ms, checker.Safe},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
