@@ -93,35 +93,27 @@ func completions(before []string, cur string) []string {
 	if len(before) > 1 {
 		prev = before[len(before)-1]
 	}
+	flagBefore := ""
+	if strings.HasPrefix(prev, "-") {
+		flagBefore = strings.TrimLeft(prev, "-")
+	}
 	// The value of the flag just before.
-	switch strings.TrimLeft(prev, "-") {
+	switch flagBefore {
 	case "lock":
-		if strings.HasPrefix(prev, "-") {
-			return withPrefix(spaced(locks.Names()), cur)
-		}
+		return withPrefix(spaced(locks.Names()), cur)
 	case "nemesis", "nemeses":
-		if strings.HasPrefix(prev, "-") {
-			return commaList(append([]string{"none"}, nemesis.Names()...), cur)
-		}
+		return commaList(append([]string{"none"}, nemesis.Names()...), cur)
 	case "locks":
-		if strings.HasPrefix(prev, "-") {
-			return commaList(locks.Names(), cur)
-		}
+		return commaList(locks.Names(), cur)
 	case "scenario":
-		if strings.HasPrefix(prev, "-") {
-			return withPrefix(spaced(scenarios.CatalogueNames()), cur)
-		}
+		return withPrefix(spaced(scenarios.CatalogueNames()), cur)
 	case "opt":
-		if strings.HasPrefix(prev, "-") {
-			return optionKeys(cur)
-		}
+		return optionKeys(cur)
 	case "backend":
-		if strings.HasPrefix(prev, "-") {
-			return withPrefix([]string{"local ", "docker "}, cur)
-		}
+		return withPrefix(spaced(cluster.BackendNames()), cur)
 	}
 	if fs := flagsOf(cmd); fs != nil {
-		if f := fs.Lookup(strings.TrimLeft(prev, "-")); strings.HasPrefix(prev, "-") && f != nil && !isBool(f) {
+		if f := fs.Lookup(flagBefore); f != nil && !isBool(f) {
 			return nil // a value the shell completes as a file, or not at all
 		}
 		if strings.HasPrefix(cur, "-") {
@@ -132,9 +124,7 @@ func completions(before []string, cur string) []string {
 	}
 	switch cmd {
 	case "list":
-		all := append([]string{"locks", "nemeses", "stores", "scenarios"}, locks.Names()...)
-		all = append(append(append(all, nemesis.Names()...), cluster.StoreNames()...), scenarios.CatalogueNames()...)
-		return withPrefix(spaced(all), cur)
+		return withPrefix(spaced(listArgs()), cur)
 	case "help":
 		return withPrefix(spaced(commandNames()), cur)
 	case "completion":

@@ -108,6 +108,12 @@ func wrap(w io.Writer, lead string, names []string) {
 	fmt.Fprintln(w, line)
 }
 
+// listArgs is every argument list takes: a kind, or a name.
+func listArgs() []string {
+	all := append([]string{"locks", "nemeses", "stores", "scenarios"}, locks.Names()...)
+	return append(append(append(all, nemesis.Names()...), cluster.StoreNames()...), scenarios.CatalogueNames()...)
+}
+
 // listOne is list's argument: a kind (one line for each of it) or a name.
 func listOne(w io.Writer, arg string) int {
 	switch arg {
@@ -158,8 +164,6 @@ func listOne(w io.Writer, arg string) int {
 		fmt.Fprintf(w, "# built-in scenario %s (lockchaos run --scenario %s)\n%s", arg, arg, data)
 		return 0
 	}
-	known := append([]string{"locks", "nemeses", "stores", "scenarios"}, locks.Names()...)
-	known = append(append(append(known, nemesis.Names()...), cluster.StoreNames()...), scenarios.CatalogueNames()...)
-	fmt.Fprintf(os.Stderr, "lockchaos list: no lock, nemesis, store or built-in scenario is called %q%s\n", arg, suggest.Hint(arg, known, "%s"))
+	fmt.Fprintf(os.Stderr, "lockchaos list: no lock, nemesis, store or built-in scenario is called %q%s\n", arg, suggest.Hint(arg, listArgs(), "%s"))
 	return ExitUsage
 }

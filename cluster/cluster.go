@@ -47,12 +47,17 @@ func Known(name string) error {
 	if _, ok := backends[name]; ok {
 		return nil
 	}
+	return fmt.Errorf("unknown backend %q; known backends: %s", name, strings.Join(BackendNames(), ", "))
+}
+
+// BackendNames lists the registered backends, in order.
+func BackendNames() []string {
 	var names []string
 	for n := range backends {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return fmt.Errorf("unknown backend %q; known backends: %s", name, strings.Join(names, ", "))
+	return names
 }
 
 // Open returns the backend called name; the error lists the known ones. It

@@ -146,11 +146,7 @@ func Decode(owner string, cfg any, given map[string]string, ttl time.Duration) (
 	}
 	for _, k := range sortedKeys(given) {
 		if !known[k] {
-			var keys []string
-			for _, s := range specs {
-				keys = append(keys, s.Key)
-			}
-			return nil, fmt.Errorf("%s has no option %q%s; its options are: %s", owner, k, suggest.Hint(k, keys, "%s"), Keys(specs))
+			return nil, fmt.Errorf("%s has no option %q%s; its options are: %s", owner, k, suggest.Hint(k, KeyList(specs), "%s"), Keys(specs))
 		}
 		used[k] = given[k]
 	}
@@ -249,12 +245,17 @@ func Keys(specs []Spec) string {
 	if len(specs) == 0 {
 		return "(none)"
 	}
+	return strings.Join(KeyList(specs), ", ")
+}
+
+// KeyList is the specs' keys, sorted.
+func KeyList(specs []Spec) []string {
 	var ks []string
 	for _, s := range specs {
 		ks = append(ks, s.Key)
 	}
 	sort.Strings(ks)
-	return strings.Join(ks, ", ")
+	return ks
 }
 
 // Split parses "NAME.KEY=VALUE" assignments into per-name maps.

@@ -135,11 +135,7 @@ func undeclared(specs []option.Spec, given map[string]string) (key, hint string)
 	}
 	sort.Strings(keys)
 	if len(keys) > 0 {
-		var all []string
-		for _, s := range specs {
-			all = append(all, s.Key)
-		}
-		return keys[0], suggest.Hint(keys[0], all, "%s")
+		return keys[0], suggest.Hint(keys[0], option.KeyList(specs), "%s")
 	}
 	return "", ""
 }

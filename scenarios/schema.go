@@ -3,10 +3,10 @@ package scenarios
 import (
 	"encoding/json"
 	"reflect"
-	"sort"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
@@ -24,7 +24,7 @@ var fieldValues = map[string][]string{
 	"expect.resource":      {string(checker.ResourceIntact), string(checker.ResourceFenced), string(checker.ResourceDamaged)},
 	"expect.liveness":      {LivenessAvailable, LivenessStuck},
 	"topology.persistence": {"none", "everysec", "always"},
-	"topology.backend":     {"local", "docker"},
+	"topology.backend":     cluster.BackendNames(),
 }
 
 // Schema is the JSON Schema (draft 2020-12) of a scenario file, made from
@@ -125,14 +125,4 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 		return map[string]any{"type": "boolean"}
 	}
 	return map[string]any{}
-}
-
-// schemaPaths lists fieldValues' paths, for the tests.
-func schemaPaths() []string {
-	var ps []string
-	for p := range fieldValues {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	return ps
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -113,6 +114,16 @@ func TestSchemaEnumsAreWhatParseAccepts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// schemaPaths lists fieldValues' paths, in order.
+func schemaPaths() []string {
+	var ps []string
+	for p := range fieldValues {
+		ps = append(ps, p)
+	}
+	sort.Strings(ps)
+	return ps
 }
 
 // docs/scenario.schema.json is Schema's output (make docs writes it).
