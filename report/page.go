@@ -47,6 +47,10 @@ svg.timeline, svg.plot { border: 1px solid #dee2e6; border-radius: 4px; display:
 .window-panel:target h3 { background: #fff3bf; }
 .zoom-panel.first, .zoom-panel:target { display: block; }
 .zooms:has(.zoom-panel:target) .zoom-panel.first:not(:target) { display: none; }
+section.next-steps { background: #f8f9fa; border: 1px solid #dee2e6; border-radius: 6px; padding: 2px 16px 4px; margin: 8px 0 16px; }
+section.next-steps h2 { border: none; margin: 10px 0 4px; }
+section.next-steps li { margin-bottom: 6px; }
+section.next-steps pre.cmd { margin: 4px 0; background: #fff; }
 pre.cmd { background: #f1f3f5; padding: 8px 10px; border-radius: 4px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
 table.wide { display: block; overflow-x: auto; }
 @media (max-width: 900px) { body { padding: 10px 12px 32px; } th, td { padding: 2px 5px; } }
@@ -128,6 +132,11 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <h1><span id="verdict" class="badge">{{.Result.Verdict}}</span> {{.Result.Lock}} + {{if .Result.Nemesis}}{{join .Result.Nemesis ", "}}{{else}}no fault{{end}} <span class="muted">(seed {{.Result.Seed}})</span></h1>
 <p id="why">{{.Why}}</p>
 </header>
+{{if .NextSteps}}<section id="next-steps" class="next-steps">
+<h2>Next steps</h2>
+<ol>{{range .NextSteps}}<li id="{{.ID}}">{{.Text}}{{if .Cmd}}<pre class="cmd">{{.Cmd}}</pre>{{end}}</li>
+{{end}}</ol>
+</section>{{end}}
 
 <h2>Timeline</h2>
 <p class="legend muted">
@@ -207,14 +216,16 @@ var runPage = template.Must(template.New("run").Funcs(funcs).Parse(`<!DOCTYPE ht
 <h3>Overlapping pairs of holds</h3>
 <table class="wide">
 <tr><th>key</th><th>clients</th><th>both held from</th><th>for</th><th>earlier hold</th><th>later hold</th><th>caused by</th><th></th></tr>
-{{range .Overlaps}}<tr class="overlap-row">
+{{range .Overlaps}}{{if .First}}<tr class="pairs-incident" data-incident="{{.Incident}}"><th colspan="8">{{if .Incident}}Incident {{.Incident}}: {{.IncidentPairs}} {{if eq .IncidentPairs 1}}pair{{else}}pairs{{end}}{{else}}Outside the incidents listed{{end}}</th></tr>{{end}}
+<tr class="overlap-row" data-incident="{{.Incident}}">
 <td><code>{{.Key}}</code></td><td>{{index .Clients 0}} and {{index .Clients 1}}</td><td class="num">t={{secs .StartMs}}</td><td class="num">{{ms (subf .EndMs .StartMs)}}</td>
 <td>client {{(index .Holds 0).Client}}: {{secs (index .Holds 0).StartMs}} – {{secs (index .Holds 0).EndMs}} ({{(index .Holds 0).End}}{{if (index .Holds 0).LeaseEndMs}}; lease gone by {{secs (index .Holds 0).LeaseEndMs}}{{end}})</td>
 <td>client {{(index .Holds 1).Client}}: {{secs (index .Holds 1).StartMs}} – {{secs (index .Holds 1).EndMs}} ({{(index .Holds 1).End}})</td>
 <td>{{if eq .Cause "stall"}}a stall: {{.Stall.Text}}{{else if eq .Cause "fault"}}{{.Faults}}{{else}}neither fault nor stall{{end}}</td>
 <td>{{if .Zoom}}<a class="zoom-link" href="#{{.Zoom}}">zoom</a>{{end}}</td></tr>
+{{if gt .MoreInIncident 0}}<tr class="more-pairs" data-incident="{{.Incident}}"><td colspan="8" class="muted">… and {{.MoreInIncident}} more {{if eq .MoreInIncident 1}}pair{{else}}pairs{{end}} in incident {{.Incident}} (result.json lists up to 100 pairs in all)</td></tr>{{end}}
 {{end}}</table>
-{{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more pairs (result.json lists up to 100).</p>{{end}}
+{{if gt .MoreOverlaps 0}}<p class="muted">… and {{.MoreOverlaps}} more pairs in incidents not listed (result.json lists up to 100).</p>{{end}}
 {{end}}
 
 <h2 id="faults">Faults</h2>

@@ -308,6 +308,7 @@ type runData struct {
 	Overlaps       []overlapRow
 	MoreOverlaps   int
 	Reproduce      string
+	NextSteps      []nextStep
 	LeaseText      string
 	Leaseless      bool // the lock has no lease: no lease ends are drawn
 	Faults         []faultRow
@@ -325,6 +326,52 @@ type runData struct {
 
 // zoomPanel is a timeline zoomed on one incident; the first is shown at
 // once, the others when a row of the overlap tables links to them.
+// nextStep is one entry of the page's "next steps" box: what to do, and the
+// command that does it.
+type nextStep struct {
+	ID, Text, Cmd string
+}
+
+// nextSteps says what to do after this run: shrink a violation, run it
+// again fault for fault, fence a resource that lost updates, run more seeds
+// of a run that found nothing.
+func (r *Run) nextSteps(reproduce string) []nextStep {
+	res := r.Result
+	dir := filepath.Clean(r.Dir)
+	nemeses := strings.Join(res.Nemesis, ",")
+	var out []nextStep
+	if res.Verdict == checker.Violation {
+		out = append(out, nextStep{"next-shrink", "Shrink it: the smallest run that still breaks the lock (fewer clients, faults and seconds), with its scenario file and witness.",
+			"lockchaos shrink " + dir})
+	}
+	if reproduce != "" {
+		out = append(out, nextStep{"next-replay", "Run it again, fault for fault (the same settings and the fault schedule this run executed).", reproduce})
+	}
+	rs := res.Resource
+	switch {
+	case rs.LostUpdates > 0 && rs.StaleRejected == 0 && rs.StaleAccepted == 0:
+		step := nextStep{"next-fence", fmt.Sprintf("%d %s of the protected counter %s lost: the resource took writes from two holders. "+
+			"A lock that hands out a fencing token lets the resource refuse the stale holder's writes (the README's \"A fencing token\" says how).",
+			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
+		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
+			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
+			step.Cmd = fmt.Sprintf("lockchaos compare --locks %s,%s --nemeses %s --seeds 10 --out %s-fencing", res.Lock, fenced, cmp.Or(nemeses, "none"), dir)
+		}
+		out = append(out, step)
+	case rs.StaleAccepted > 0 || rs.FenceReused > 0:
+		out = append(out, nextStep{"next-fence", "The resource accepted stale fenced writes: the fences themselves did not protect it. The resource table below says which check failed.", ""})
+	}
+	if res.Verdict == checker.Safe && len(res.Nemesis) > 0 {
+		out = append(out, nextStep{"next-seeds", "One run that found nothing is one seed, not a proof: run more seeds of the same faults (the comparison gives the detection rate with its interval).",
+			fmt.Sprintf("lockchaos compare --locks %s --nemeses %s --seeds 20 --out %s-seeds", res.Lock, nemeses, dir)})
+	}
+	return out
+}
+
+// fencedOn names a built-in fenced lock of each store (history.RunInfo's
+// Store, "" for Redis), for the next step of a run that lost updates.
+var fencedOn = map[string]string{"": "fenced", "etcd": "etcd-mutex-fenced", "zookeeper": "zk-lock-fenced"}
+
 type zoomPanel struct {
 	ID      string
 	Caption string
@@ -354,6 +401,13 @@ type overlapRow struct {
 	checker.Overlap
 	Zoom   string
 	Faults string
+	// Incident is its incident's number (from 1; 0 when none); First marks
+	// the incident's first row, IncidentPairs counts its pairs in all, and
+	// MoreInIncident, on its last row, those not listed.
+	Incident       int
+	First          bool
+	IncidentPairs  int
+	MoreInIncident int
 }
 
 type faultRow struct {
@@ -368,7 +422,9 @@ type faultRow struct {
 // MaxFaultRows its faults (and porcupine.html's banner's).
 const (
 	MaxOverlapRows = 20
-	MaxFaultRows   = 100
+	// PairsPerIncident bounds the pairs listed per incident.
+	PairsPerIncident = 3
+	MaxFaultRows     = 100
 )
 
 // faultRows are the faults the page lists: every one, up to MaxFaultRows;
@@ -488,18 +544,36 @@ func (r *Run) pageData() runData {
 		d.Incidents = append(d.Incidents, row)
 	}
 	d.MoreIncidents = res.Mutex.IncidentCount - len(d.Incidents)
-	overlaps := res.Mutex.Overlaps
-	if len(overlaps) > MaxOverlapRows {
-		overlaps = overlaps[:MaxOverlapRows]
-	}
-	for _, o := range overlaps {
-		row := overlapRow{Overlap: o, Faults: faultNames(o.Faults)}
-		if i := res.IncidentOf(o); i >= 0 && i < len(d.Incidents) {
+	// The pairs, grouped by incident: the first PairsPerIncident of each,
+	// then how many more it had.
+	shown, listed := map[int]int{}, 0
+	for _, o := range res.Mutex.Overlaps {
+		i := res.IncidentOf(o)
+		if len(d.Overlaps) >= MaxOverlapRows {
+			break
+		}
+		if shown[i] >= PairsPerIncident {
+			continue
+		}
+		shown[i]++
+		row := overlapRow{Overlap: o, Faults: faultNames(o.Faults), Incident: i + 1, First: shown[i] == 1, IncidentPairs: shown[i]}
+		if i >= 0 && i < len(res.Mutex.Incidents) {
+			row.IncidentPairs = res.Mutex.Incidents[i].Pairs
+		}
+		if i >= 0 && i < len(d.Incidents) {
 			row.Zoom = d.Incidents[i].Zoom
 		}
 		d.Overlaps = append(d.Overlaps, row)
 	}
-	d.MoreOverlaps = res.Mutex.OverlapCount - len(d.Overlaps)
+	// Incidents of different keys can interleave in time.
+	slices.SortStableFunc(d.Overlaps, func(a, b overlapRow) int { return cmp.Compare(a.Incident, b.Incident) })
+	for k := range d.Overlaps {
+		if row := &d.Overlaps[k]; k+1 == len(d.Overlaps) || d.Overlaps[k+1].Incident != row.Incident {
+			row.MoreInIncident = max(row.IncidentPairs-shown[row.Incident-1], 0)
+			listed += max(row.IncidentPairs, shown[row.Incident-1])
+		}
+	}
+	d.MoreOverlaps = res.Mutex.OverlapCount - listed
 	d.LeaseText = fmt.Sprintf("%d ms", r.Info.Lease())
 	d.Leaseless = r.Info.Leaseless
 	if r.Info.Renew {
@@ -511,6 +585,7 @@ func (r *Run) pageData() runData {
 		// A run folder from before result.json recorded the command.
 		d.Reproduce = fmt.Sprintf("lockchaos run --replay %s --out %s-replay", filepath.Clean(r.Dir), filepath.Clean(r.Dir))
 	}
+	d.NextSteps = r.nextSteps(d.Reproduce)
 	for _, f := range r.faultRows() {
 		row := faultRow{FaultWindow: f, Color: actionColor(f.Action), Params: checker.Pairs(f.Params), End: "never healed"}
 		if f.EndMs != nil {

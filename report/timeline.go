@@ -1,9 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
@@ -57,12 +59,14 @@ func actionColor(a history.Action) string {
 
 // Colours of the marks on client lanes.
 const (
-	colorFailed    = "#868e96"
-	colorUnknown   = "#7048e8"
-	colorLeaseEnd  = "#212529"
-	colorOverlap   = "#e03131"
-	colorOK        = "#2f9e44"
-	maxMarksPerSVG = 20000
+	colorFailed   = "#868e96"
+	colorUnknown  = "#7048e8"
+	colorLeaseEnd = "#212529"
+	colorOverlap  = "#e03131"
+	colorOK       = "#2f9e44"
+	// markGap: marks of refused or unknown acquires on one lane closer
+	// than this (SVG units, about 1 px at the page's width) are one mark.
+	markGap = 4.0
 )
 
 // faultLanes are the nemeses of the run's faults, one lane each, in order
@@ -126,7 +130,8 @@ func (r *Run) nodeRows() (rowOf []int, rows map[int]int) {
 
 // detail is what a timeline draws on the client lanes: the holds and the
 // acquires of the whole run or of a window of it. Marks of refused and
-// unknown acquires closer than markPx units on a lane are drawn as one.
+// unknown acquires closer than markGap units on a lane, or than markPx
+// when it is wider, are drawn as one.
 type detail struct {
 	holds    []checker.Hold
 	attempts []checker.Attempt
@@ -324,37 +329,24 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 
 	// Acquires that failed or got no answer: small marks at the foot of the
 	// client's lane, at their completion (unknown ones that never completed:
-	// at their invocation). Marks that would fall on the same pixel are one.
-	seen := map[[3]int]bool{}
-	marks := 0
-	px := max(d.markPx, 1)
-	for _, a := range d.attempts {
-		if a.Outcome == checker.AttemptOK || a.DoneMs < from || a.DoneMs > to {
-			continue
-		}
-		if _, ok := lane[a.Client]; !ok {
-			continue
-		}
-		xx := x(a.DoneMs)
-		k := [3]int{a.Client, int(xx / px), len(a.Outcome)}
-		if seen[k] || marks >= maxMarksPerSVG {
-			continue
-		}
-		seen[k] = true
-		marks++
-		y := laneY(a.Client) + tlLane - 3
-		what := "refused"
-		if a.Outcome == checker.AttemptUnknown {
-			what = "got no answer (unknown)"
-			if a.Completed {
-				what = fmt.Sprintf("got no clear answer after %s (unknown)", checker.Millis(a.LatencyMs))
+	// at their invocation). Marks of one kind on one lane that fall within
+	// markGap units of each other are one mark spanning them, its tooltip
+	// counting them: a client refused every few milliseconds for a second
+	// is one grey stretch, not a thousand ticks.
+	for _, run := range r.markRuns(d, lane, x, from, to) {
+		y := laneY(run.client) + tlLane - 3
+		title := esc(run.title())
+		if run.unknown {
+			fmt.Fprintf(&b, `<path class="acq-unknown" data-client="%d" data-count="%d" d="M%.1f %.1f l3 3 l-3 3 l-3 -3 z" fill="%s"><title>%s</title></path>`,
+				run.client, run.n, run.x1, y-4, colorUnknown, title)
+			if run.x2 > run.x1+3 {
+				fmt.Fprintf(&b, `<rect class="acq-unknown-run" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="2" fill="%s"><title>%s</title></rect>`,
+					run.client, run.x1, y, run.x2-run.x1, colorUnknown, title)
 			}
-			fmt.Fprintf(&b, `<path class="acq-unknown" data-client="%d" d="M%.1f %.1f l3 3 l-3 3 l-3 -3 z" fill="%s"><title>%s</title></path>`,
-				a.Client, xx, y-4, colorUnknown, esc(fmt.Sprintf("client %d's acquire of %s at t=%s %s", a.Client, a.Key, checker.Seconds(a.InvokeMs), what)))
 			continue
 		}
-		fmt.Fprintf(&b, `<rect class="acq-fail" data-client="%d" x="%.1f" y="%.1f" width="1.5" height="4" fill="%s"><title>%s</title></rect>`,
-			a.Client, xx-0.75, y-1, colorFailed, esc(fmt.Sprintf("client %d's acquire of %s at t=%s was %s after %s", a.Client, a.Key, checker.Seconds(a.InvokeMs), what, checker.Millis(a.LatencyMs))))
+		fmt.Fprintf(&b, `<rect class="acq-fail" data-client="%d" data-count="%d" x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"><title>%s</title></rect>`,
+			run.client, run.n, run.x1-0.75, y-1, run.x2-run.x1+1.5, colorFailed, title)
 	}
 
 	// Overlaps, on top of everything.
@@ -378,6 +370,73 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 }
 
 // leaseMs is the lease the run's lock used.
+// markRun is one mark on a client's lane: n refused (or unknown) acquires
+// completed between x1 and x2, times from and to.
+type markRun struct {
+	client   int
+	unknown  bool
+	n        int
+	x1, x2   float64
+	from, to float64
+	first    checker.Attempt
+	keys     map[string]bool
+}
+
+func (m markRun) title() string {
+	if m.n == 1 {
+		a := m.first
+		if !m.unknown {
+			return fmt.Sprintf("client %d's acquire of %s at t=%s was refused after %s", a.Client, a.Key, checker.Seconds(a.InvokeMs), checker.Millis(a.LatencyMs))
+		}
+		if !a.Completed {
+			return fmt.Sprintf("client %d's acquire of %s at t=%s got no answer (unknown)", a.Client, a.Key, checker.Seconds(a.InvokeMs))
+		}
+		return fmt.Sprintf("client %d's acquire of %s at t=%s got no clear answer after %s (unknown)", a.Client, a.Key, checker.Seconds(a.InvokeMs), checker.Millis(a.LatencyMs))
+	}
+	of := m.first.Key
+	if len(m.keys) > 1 {
+		of = fmt.Sprintf("%d keys", len(m.keys))
+	}
+	what := "were refused"
+	if m.unknown {
+		what = "got no clear answer (unknown)"
+	}
+	return fmt.Sprintf("client %d's %d acquires of %s that completed from t=%s to t=%s %s", m.client, m.n, of, checker.Seconds(m.from), checker.Seconds(m.to), what)
+}
+
+// markRuns gathers the refused and unknown acquires completed in [from,
+// to] into the marks drawn on the client lanes: per lane and kind, marks
+// closer than markGap are one.
+func (r *Run) markRuns(d detail, lane map[int]int, x func(float64) float64, from, to float64) []markRun {
+	var as []checker.Attempt
+	for _, a := range d.attempts {
+		if _, ok := lane[a.Client]; ok && a.Outcome != checker.AttemptOK && a.DoneMs >= from && a.DoneMs <= to {
+			as = append(as, a)
+		}
+	}
+	slices.SortStableFunc(as, func(a, b checker.Attempt) int { return cmp.Compare(a.DoneMs, b.DoneMs) })
+	open := map[[2]int]int{} // client, unknown → index of its last run
+	var runs []markRun
+	for _, a := range as {
+		unknown := a.Outcome == checker.AttemptUnknown
+		k := [2]int{a.Client, 0}
+		if unknown {
+			k[1] = 1
+		}
+		xx := x(a.DoneMs)
+		if i, ok := open[k]; ok && xx-runs[i].x2 < max(markGap, d.markPx) {
+			m := &runs[i]
+			m.n++
+			m.x2, m.to = xx, a.DoneMs
+			m.keys[a.Key] = true
+			continue
+		}
+		open[k] = len(runs)
+		runs = append(runs, markRun{client: a.Client, unknown: unknown, n: 1, x1: xx, x2: xx, from: a.DoneMs, to: a.DoneMs, first: a, keys: map[string]bool{a.Key: true}})
+	}
+	return runs
+}
+
 func (r *Run) leaseMs() float64 { return float64(r.Info.Lease()) }
 
 func faultTitle(f checker.FaultWindow) string {
