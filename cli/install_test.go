@@ -9,6 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/internal/browser"
+	runreport "github.com/lockchaos/lockchaos/report"
 )
 
 // lockchaosIn runs the binary in dir with env added, as an installed binary
@@ -111,6 +114,38 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 		if !found {
 			t.Errorf("no line of the run looks like the README's %q (pattern %s):\n%s%s", want, re, stderr, stdout)
 		}
+	}
+
+	// Its report stays small, opens with what to do next, and the README
+	// shows that box as the run draws it.
+	page := filepath.Join(dir, "results", "latest", "report.html")
+	info, err := os.Stat(page)
+	if err != nil {
+		t.Fatalf("the quickstart's report: %v", err)
+	}
+	if info.Size() >= 1<<20 {
+		t.Errorf("the quickstart's report.html is %d bytes, want under 1 MB", info.Size())
+	}
+	dom := browser.Browse(t, page, "--dump-dom")
+	for _, want := range []string{`id="next-steps"`, `id="next-shrink"`, `id="next-replay"`, `id="next-fence"`, "lockchaos shrink "} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the quickstart's report lacks %s", want)
+		}
+	}
+	shot := filepath.Join(t.ArtifactDir(), "report-next-steps.png")
+	browser.Browse(t, page, "--screenshot="+shot, "--window-size=1200,860", "--hide-scrollbars")
+	if n := browser.CountColor(t, shot, runreport.ColorViolation); n < 1000 {
+		t.Errorf("the screenshot shows %d pixels of the violation header's colour: the page did not render", n)
+	}
+	b, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "docs/report-next-steps.png") {
+		t.Error("the README does not show docs/report-next-steps.png")
+	}
+	if err := os.WriteFile(filepath.Join("..", "docs", "report-next-steps.png"), b, 0o644); err != nil {
+		t.Errorf("commit the screenshot: %v", err)
 	}
 }
 

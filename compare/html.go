@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -63,6 +64,7 @@ func WriteIndex(dir string, c Comparison) (string, error) {
 	d.TTFV = v.ttfvPlot()
 	d.Throughput, d.ThroughputCaption = v.throughputPlot()
 	d.Availability = v.availabilityPlot()
+	d.Settings = v.settingsNote()
 	for _, f := range []struct {
 		name string
 		ok   *bool
@@ -95,8 +97,11 @@ type pageData struct {
 	Throughput        template.HTML
 	ThroughputCaption string
 	Availability      template.HTML
-	HasJSON, HasCSV   bool
-	Generated         string
+	// Settings says, when the cells ran under different settings, which:
+	// the throughput and availability plots then compare unlike with like.
+	Settings        string
+	HasJSON, HasCSV bool
+	Generated       string
 }
 
 // tableColumns is how many columns the table has: the lock, the fault and
@@ -339,8 +344,10 @@ func howTo(c Comparison) string {
 	s += ". Inconclusive seeds — the checker could not decide, the faults never landed, only a stall of the harness made the overlap, " +
 		"or the run failed — are left out of the rate and counted apart. " +
 		"TTFV is the time from the start of the fault to the first overlap (from the run's start when no fault caused it), in TTLs " +
-		"(lease lengths), over the violating seeds. Availability during faults is the share of acquires invoked while a fault was active " +
-		"that got the lock. A cell marked n/a is a fault that does not apply to that lock."
+		"(lease lengths), over the violating seeds. Acquires granted is the share of all acquires that got the lock: the rest were refused " +
+		"(the lock was held, and a try-once acquire that finds it held is refused by design, so a low share under contention is no failure) " +
+		"or unknown (timed out or errored). Granted during faults is the same share of the acquires invoked while a fault was active. " +
+		"A cell marked n/a is a fault that does not apply to that lock."
 	if c.Spec.EarlyStop {
 		s += " A cell that stopped early ran fewer seeds: its interval is wider, and its rate leans high, since it stopped right after a violation."
 	}
@@ -733,7 +740,11 @@ func (v view) throughputPlot() (template.HTML, string) {
 		}
 		p.f(`<rect class="holds-bar" x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s"%s><title>%s</title></rect>`,
 			x0, yy-16, math.Max(xh(x.holds)-x0, 1), v.color[x.lock], attrs, esc(fmt.Sprintf("%s: %.1f holds/s, %s", x.lock, x.holds, src(x))))
-		p.text(xh(x.holds)+4, yy-6, "start", "#212529", fmt.Sprintf("%.1f/s", x.holds), ` class="value"`)
+		value := fmt.Sprintf("%.1f/s", x.holds)
+		if v.settingsNote() != "" {
+			value += " (" + v.settingsOf(x.lock) + ")"
+		}
+		p.text(xh(x.holds)+4, yy-6, "start", "#212529", value, ` class="value"`)
 	}
 	yy += 6
 	p.valueAxis(x0, x1, y0, yy, 0, topH, "", "holds per second")
@@ -759,6 +770,48 @@ func (v view) throughputPlot() (template.HTML, string) {
 	yy += 6
 	p.valueAxis(x0, x1, y0, yy, 0, topL, "", "acquire latency, ms: p50 / p99")
 	return p.html("plot-throughput", "throughput and acquire latency per lock", yy+40), caption
+}
+
+// setting is what a cell ran with that bears on its throughput and
+// availability: the lease and the hold.
+type setting struct{ ttl, hold float64 }
+
+func (x setting) String() string { return fmt.Sprintf("TTL %.0f ms, hold %.0f ms", x.ttl, x.hold) }
+
+// settingsOf lists the settings a lock's cells that ran were run with.
+func (v view) settingsOf(lock string) string {
+	var out []string
+	for _, n := range v.nemeses {
+		if r := v.cells[[2]string{lock, n}]; hasData(r) {
+			if s := (setting{r.TTLms, r.HoldMs}).String(); !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// settingsNote says, when the locks' cells ran under different settings,
+// which, and why that matters; "" when they all ran under one.
+func (v view) settingsNote() string {
+	seen := map[setting]bool{}
+	var per []string
+	for _, l := range v.locks {
+		if s := v.settingsOf(l); s != "" {
+			per = append(per, l+": "+s)
+		}
+		for _, n := range v.nemeses {
+			if r := v.cells[[2]string{l, n}]; hasData(r) {
+				seen[setting{r.TTLms, r.HoldMs}] = true
+			}
+		}
+	}
+	if len(seen) < 2 {
+		return ""
+	}
+	return "The cells ran under different settings (" + strings.Join(per, "; ") + "), so these figures compare unlike with like: " +
+		"a client that holds for longer makes fewer holds a second, and a longer lease keeps more acquires waiting or refused. " +
+		"Compare locks within one setting, or run them again with the same --ttl and --hold."
 }
 
 // availabilityPlot draws, per fault and lock, the share of acquires made
@@ -933,7 +986,7 @@ var indexPage = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
 <span><span class="swatch o-error"></span>error</span></p>
 <div class="table-scroll">
 <table class="cells" id="cells-table">
-<thead><tr><th>lock</th><th>nemesis</th><th>seeds<br>run / planned</th><th>violations</th><th>detection rate<br>[95 % CI]</th><th>faults<br>landed</th><th>TTFV, TTL<br>median / p90</th><th>acquire<br>ok</th><th>availability<br>during faults</th><th>acquire ms<br>p50 / p99</th><th>holds/s</th><th>lost<br>updates</th><th>stale<br>accepted</th><th>incon&shy;clusive</th><th>TTL ms</th></tr></thead>
+<thead><tr><th>lock</th><th>nemesis</th><th>seeds<br>run / planned</th><th>violations</th><th>detection rate<br>[95 % CI]</th><th>faults<br>landed</th><th>TTFV, TTL<br>median / p90</th><th title="acquires that got the lock, of all acquires; the rest were refused (the lock was held: a try-once acquire is refused by design) or unknown">acquires<br>granted</th><th title="acquires made while a fault was active that got the lock">granted<br>during faults</th><th>acquire ms<br>p50 / p99</th><th>holds/s</th><th>lost<br>updates</th><th>stale<br>accepted</th><th>incon&shy;clusive</th><th>TTL ms</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr class="cell-row {{.Class}}" data-lock="{{.Lock}}" data-nemesis="{{.Nemesis}}" data-status="{{.Status}}">
 <td class="lock"{{if .Ran}} rowspan="2"{{end}}>{{.Lock}}</td><td class="nem"{{if .Ran}} rowspan="2"{{end}}>{{.Nemesis}}</td>
@@ -969,11 +1022,11 @@ var indexPage = template.Must(template.New("compare").Parse(`<!DOCTYPE html>
 {{.TTFV}}
 </figure>
 <figure>
-<figcaption>{{.ThroughputCaption}}</figcaption>
+<figcaption>{{.ThroughputCaption}}{{if .Settings}} <strong class="settings-note">{{.Settings}}</strong>{{end}}</figcaption>
 {{.Throughput}}
 </figure>
 <figure>
-<figcaption>Availability during faults: per fault and lock, the share of the acquires made while a fault was active that got the lock (a tick marks the share over all the cell's acquires); the column without faults has no fault window and is left out.</figcaption>
+<figcaption>Availability during faults: per fault and lock, the share of the acquires made while a fault was active that got the lock (a tick marks the share over all the cell's acquires); the rest were refused, which is what a lock that is held does to a try-once acquire, or got no answer. The column without faults has no fault window and is left out.{{if .Settings}} <strong class="settings-note">{{.Settings}}</strong>{{end}}</figcaption>
 {{.Availability}}
 </figure>
 

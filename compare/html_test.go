@@ -392,3 +392,43 @@ func firstViolating(r Row) string {
 	}
 	return ""
 }
+
+// Cells that ran under different leases and holds are not compared in
+// silence: the throughput and availability plots say which ran with what,
+// and the table calls acquires that got the lock "granted", not "ok".
+func TestPlotsSayWhenCellsRanUnderDifferentSettings(t *testing.T) {
+	render := func(c Comparison) string {
+		t.Helper()
+		page, err := WriteIndex(t.TempDir(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	same := render(synthetic())
+	if strings.Contains(same, `class="settings-note"`) {
+		t.Error("cells that ran under one setting are said to differ")
+	}
+	if !strings.Contains(same, "acquires<br>granted") || !strings.Contains(same, "refused by design") {
+		t.Error("the page does not say that a refused acquire is no failure")
+	}
+	c := synthetic()
+	for i := range c.Rows {
+		if c.Rows[i].Lock == "redlock" {
+			c.Rows[i].TTLms, c.Rows[i].HoldMs = 1000, 1000
+		}
+	}
+	html := render(c)
+	if n := strings.Count(html, `class="settings-note"`); n != 2 {
+		t.Errorf("%d settings notes, want one under the throughput plot and one under availability", n)
+	}
+	for _, want := range []string{"token-lua: TTL 500 ms, hold 50 ms", "redlock: TTL 1000 ms, hold 1000 ms", "(TTL 1000 ms, hold 1000 ms)</text>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
