@@ -129,6 +129,13 @@ func stepClients(t *testing.T, dir, name string) []int {
 // separates a blocking acquire that re-checks its session after waiting
 // (etcd's Mutex.Lock since the fix of etcd#11456: safe) from one that does
 // not (violation), as a pause of the waiter does.
+//
+// The violation comes by construction: the waiter hears of the grant a
+// delay (1 TTL) after the holder before it released, and by then the next
+// client in the queue, which got the lock at that release, still holds it
+// (holds last 1.5 TTL, and four clients keep the queue full). With shorter
+// holds the next client could be done before the late waiter entered, and
+// whether anyone held then was luck.
 func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T) {
 	for _, tc := range []struct {
 		lock string
@@ -140,7 +147,7 @@ func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T
 		t.Run(tc.lock, func(t *testing.T) {
 			c := runtest.FaultConfig(t, tc.lock, []string{"latency"}, "latency.when=wait", "latency.links=client=1",
 				"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=3ttl")
-			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 200*ms, 5*time.Second, 9*time.Second
+			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 1500*ms, 8*time.Second, 10*time.Second
 			res, _ := runtest.RunFaults(t, &c)
 			runtest.Verdict(t, res, tc.want)
 			if res.Evidence.Landed == 0 {
