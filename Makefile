@@ -36,8 +36,9 @@ $(SHIM): cluster/clockshim/clockshim.c
 # clock shim, make shim), etcd-server, zookeeper and postgresql (the locks
 # of those stores: lockchaos starts its own servers on free ports, so the
 # services the packages start by themselves are stopped and disabled when
-# setup installed them), chromium (the HTML report's browser test) and tmux
-# (the shell completion's test types into a real bash).
+# setup installed them), chromium (the HTML report's browser test), and tmux,
+# zsh and fish (the shell completion's test types into a real bash, zsh and
+# fish).
 # Otherwise (not root, or no apt-get) it prints the one command that installs
 # them and fails, until they are there; with everything installed it needs no
 # root. Without chromium only that test fails, and setup goes on.
@@ -57,6 +58,8 @@ setup:
 	command -v npm >/dev/null 2>&1 || want="$$want npm"; \
 	command -v python3 >/dev/null 2>&1 || want="$$want python3 python3-pip"; \
 	command -v tmux >/dev/null 2>&1 || want="$$want tmux"; \
+	command -v zsh >/dev/null 2>&1 || want="$$want zsh"; \
+	command -v fish >/dev/null 2>&1 || want="$$want fish"; \
 	if [ -n "$$need$$want" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing$$need$$want (Debian packages)"; \

@@ -53,14 +53,16 @@ func cmdCompletion(args []string) int {
 // falls back to file names (-o default).
 const bashCompletion = `_lockchaos() {
   local IFS=$'\n'
-  COMPREPLY=($("${COMP_WORDS[0]}" __complete "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null))
+  COMPREPLY=($("${COMP_WORDS[0]}" __complete "${COMP_WORDS[@]:1:$COMP_CWORD}" 2>/dev/null))
 }
 complete -o default -o nospace -F _lockchaos lockchaos bin/lockchaos ./bin/lockchaos
 `
 
+// fishCompletion: fish adds the space after a finished word itself, so
+// the candidates' own trailing space is trimmed.
 const fishCompletion = `function __lockchaos_complete
   set -l words (commandline -opc)
-  $words[1] __complete $words[2..-1] (commandline -ct) 2>/dev/null
+  $words[1] __complete $words[2..-1] (commandline -ct) 2>/dev/null | string trim -r
 end
 complete -c lockchaos -f -a '(__lockchaos_complete)'
 `
