@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -182,7 +183,7 @@ func harnessRate(ctx context.Context, clients int, d time.Duration, direct bool,
 		}
 		defer stop()
 	}
-	res, err := runner.Run(ctx, runner.Config{
+	res, err := runner.Run(ctx, settings.Run{
 		Lock: "token-lua", Clients: clients, Keys: 1000, TTL: 2 * time.Second,
 		Duration: d, Seed: 1, Out: out, Direct: direct,
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -106,7 +107,7 @@ func cmdChaos(args []string) int {
 		sh = &scenarios.Shard{Index: i, Count: n}
 	}
 
-	opts := scenarios.PlanOptions{Quick: *quick, Backend: *backend, Image: *image}
+	opts := scenarios.PlanOptions{Quick: *quick, Backend: *backend, Image: *image, Validate: runner.Validate}
 	if fromFiles {
 		opts.Named = !strings.ContainsAny(*pattern, "*?[")
 		cat, err := scenarios.LoadGlob(*pattern)
@@ -152,7 +153,7 @@ func cmdChaos(args []string) int {
 	defer stop()
 	sum := scenarios.Execute(ctx, cells, scenarios.ExecOptions{
 		Out: *out, Force: *force, Parallel: *parallel, AllowInconclusive: *allowInconclusive, Quick: *quick,
-		Progress: os.Stderr, Shard: sh, Matrix: matrix,
+		Progress: os.Stderr, Shard: sh, Matrix: matrix, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
 	code := finishMatrix("chaos", sum, *out, finishOptions{

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io"
 	"os"
 	"os/signal"
@@ -18,6 +17,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/settings"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
@@ -184,7 +187,7 @@ TTL (1.5ttl).
 func cmdRun(args []string) int {
 	fs := newFlags("run")
 	var (
-		cfg     runner.Config
+		cfg     settings.Run
 		nemeses string
 		opts    listFlag
 		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
@@ -196,19 +199,19 @@ func cmdRun(args []string) int {
 	fs.StringVar(&cfg.LockFile, "lock-file", "", "test the adapter lock that the manifest `FILE` (lock.yaml) describes: a lock in any language (docs/protocol.md)")
 	fs.StringVar(&cfg.LockCmd, "lock-cmd", "", "test the adapter that `COMMAND` starts (split at spaces, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml")
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
-	fs.IntVar(&cfg.Clients, "clients", runner.DefaultClients, "client processes")
-	fs.IntVar(&cfg.Keys, "keys", runner.DefaultKeys, "lock keys the clients contend for")
+	fs.IntVar(&cfg.Clients, "clients", settings.DefaultClients, "client processes")
+	fs.IntVar(&cfg.Keys, "keys", settings.DefaultKeys, "lock keys the clients contend for")
 	fs.IntVar(&cfg.Nodes, "nodes", 0, "lock nodes (0: the lock's default)")
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas per lock node, each replicating through its own proxy (failover nemeses)")
 	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)")
 	fs.StringVar(&cfg.Persistence, "persistence", "none", "lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)")
 	var spans spanFlags
-	spans.DurationVar(fs, &cfg.TTL, "ttl", runner.DefaultTTL, "lock lease time")
-	spans.Var(fs, &cfg.Hold, "hold", runner.DefaultHold, "time spent inside each critical section")
-	spans.Var(fs, &cfg.Duration, "duration", runner.DefaultDuration, "how long the workload runs")
+	spans.DurationVar(fs, &cfg.TTL, "ttl", settings.DefaultTTL, "lock lease time")
+	spans.Var(fs, &cfg.Hold, "hold", settings.DefaultHold, "time spent inside each critical section")
+	spans.Var(fs, &cfg.Duration, "duration", settings.DefaultDuration, "how long the workload runs")
 	spans.Var(fs, &cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
 	spans.Var(fs, &cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
-	spans.Var(fs, &cfg.Think, "think", runner.DefaultThink, "most a client sleeps between attempts")
+	spans.Var(fs, &cfg.Think, "think", settings.DefaultThink, "most a client sleeps between attempts")
 	fs.BoolVar(&cfg.Renew, "renew", false, "renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)")
 	fs.Float64Var(&cfg.Reentry, "reentry", 0, "probability that a hold acquires its lock again inside and releases it twice (reentrant locks)")
 	spans.Var(fs, &cfg.OpTimeout, "op-timeout", 0, "timeout of each operation on the lock's store (0: the TTL)")
@@ -244,7 +247,7 @@ func cmdRun(args []string) int {
 		}
 		out := cfg.Out
 		var err error
-		if cfg, err = runner.LoadReplay(*replay); err != nil {
+		if cfg, err = settings.LoadReplay(*replay); err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
 			return ExitUsage
 		}
@@ -300,7 +303,7 @@ func cmdRun(args []string) int {
 // report prints the one-line summary and maps the outcome to an exit code.
 func report(w io.Writer, dir string, res checker.Result, err error) int {
 	if err != nil {
-		var ue runner.UsageError
+		var ue settings.UsageError
 		if errors.As(err, &ue) {
 			fmt.Fprintln(os.Stderr, "lockchaos:", err)
 			return ExitUsage
@@ -369,7 +372,7 @@ func cmdCheck(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos check: reading %s/history.jsonl (%.1f GB) twice, as a stream…\n", dir, float64(st.Size())/1e9)
 	}
 	began := time.Now()
-	res, err := runner.CheckDir(dir, timeout)
+	res, err := rundir.Check(dir, timeout)
 	if time.Since(began) > 10*time.Second {
 		fmt.Fprintf(os.Stderr, "lockchaos check: checked in %s\n", time.Since(began).Round(time.Second))
 	}

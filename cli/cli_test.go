@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/nemesis"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"

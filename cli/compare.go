@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -120,7 +121,7 @@ func cmdCompare(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	cmp := compare.Execute(ctx, spec, cells, compare.Options{
-		Out: *out, Force: *force, Progress: os.Stderr,
+		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
 	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
@@ -195,7 +196,7 @@ func planCompare(spec *compare.Spec, lockList, nemList string) ([]compare.Cell, 
 		}
 		sc = &s
 	}
-	return compare.Plan(*spec, g, sc, v), nil
+	return compare.Plan(*spec, g, sc, v, runner.Validate), nil
 }
 
 func splitList(s string) []string {

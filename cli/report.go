@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	htmlreport "github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -76,7 +76,7 @@ func cmdReport(args []string) int {
 // when it has no result.json yet.
 func writeRunReport(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "result.json")); errors.Is(err, os.ErrNotExist) {
-		if _, err := runner.CheckDir(dir, 0); err != nil {
+		if _, err := rundir.Check(dir, 0); err != nil {
 			return "", err
 		}
 	}

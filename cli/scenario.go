@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // applyScenario replaces cfg with the run of the scenario at path (a file,
@@ -21,7 +21,7 @@ import (
 // re-applied through the flag set itself, so a flag added to `run` later
 // overrides its field without a change here; --nemesis, --opt and --seed,
 // which cmdRun interprets itself, are merged here.
-func applyScenario(fs *flag.FlagSet, cfg *runner.Config, path, nemeses string, opts map[string]map[string]string, seed int64) (scenarios.Scenario, error) {
+func applyScenario(fs *flag.FlagSet, cfg *settings.Run, path, nemeses string, opts map[string]map[string]string, seed int64) (scenarios.Scenario, error) {
 	given := map[string]string{}
 	var order []string
 	fs.Visit(func(f *flag.Flag) {

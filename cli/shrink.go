@@ -12,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/shrink"
 )
 
@@ -78,14 +79,14 @@ func cmdShrink(args []string) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink})
+	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 	return shrinkOutcome(rep, err, *out)
 }
 
 // shrinkOutcome prints the shrink's last lines and maps its outcome to an
 // exit code.
 func shrinkOutcome(rep *shrink.Report, err error, out string) int {
-	var ue runner.UsageError
+	var ue settings.UsageError
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
@@ -141,7 +142,7 @@ func shrinkMismatches(ctx context.Context, sum scenarios.Summary, out string, bu
 			continue
 		}
 		dir := filepath.Join(out, c.Dir)
-		rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: shrink.DirFor(dir), Force: true, Budget: left / time.Duration(len(cells)-i), Progress: os.Stderr, AfterRun: afterShrink})
+		rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: shrink.DirFor(dir), Force: true, Budget: left / time.Duration(len(cells)-i), Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 		switch {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "shrink %s: %v\n", c.Name, err)

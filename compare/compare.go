@@ -13,8 +13,8 @@ import (
 
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Spec is a comparison as asked: saved in compare.json, so that
@@ -43,7 +43,7 @@ type Spec struct {
 	Backend  string `json:"backend,omitempty"`
 	Image    string `json:"image,omitempty"`
 	// StopOnViolation ends each run soon after its first violation
-	// (runner.Config.StopOnViolation): detection and time to the first
+	// (settings.Run.StopOnViolation): detection and time to the first
 	// violation stay, while throughput and availability are then
 	// measured over the shorter run.
 	StopOnViolation bool `json:"stop_on_violation,omitempty"`
@@ -54,7 +54,7 @@ type Cell struct {
 	Lock    string `json:"lock"`
 	Nemesis string `json:"nemesis"`
 	// Config is the run of its first seed (Out empty); seed k adds k.
-	Config runner.Config `json:"config"`
+	Config settings.Run `json:"config"`
 	// Skip, when set, says why the cell does not run: the fault does not
 	// apply to the lock (n/a) or its settings are wrong (error).
 	Skip string `json:"skip,omitempty"`
@@ -71,13 +71,14 @@ const (
 )
 
 // Plan lists the cells of spec: each lock against each nemesis, in that
-// order, from the grid's cells, or from scenario s when it is not nil.
-func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Variant) []Cell {
+// order, from the grid's cells, or from scenario s when it is not nil;
+// validate (runner.Validate) marks those that cannot run.
+func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Variant, validate func(settings.Run) error) []Cell {
 	var cells []Cell
 	for _, l := range spec.Locks {
 		for _, n := range spec.Nemeses {
 			c := Cell{Lock: l, Nemesis: n}
-			var cfg runner.Config
+			var cfg settings.Run
 			var err error
 			if s != nil {
 				nem := n
@@ -95,8 +96,8 @@ func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Varian
 			if err == nil {
 				check := cfg
 				check.Out = "validate"
-				err = runner.Validate(check)
-				if ue := (runner.UsageError{}); err != nil && asUsage(err, &ue) {
+				err = validate(check)
+				if ue := (settings.UsageError{}); err != nil && asUsage(err, &ue) {
 					c.Skip, c.Why = SkipNA, err.Error()
 					cells = append(cells, c)
 					continue
@@ -170,4 +171,4 @@ func orString(v, def string) string {
 	return def
 }
 
-func asUsage(err error, ue *runner.UsageError) bool { return errors.As(err, ue) }
+func asUsage(err error, ue *settings.UsageError) bool { return errors.As(err, ue) }

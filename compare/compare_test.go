@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 func TestWilsonMatchesPublishedValues(t *testing.T) {
@@ -57,7 +57,7 @@ func TestQuantileInterpolates(t *testing.T) {
 // fakeResult is what a run of lock × seed returns in the pure-logic tests:
 // "broken" violates every seed, "sound" never does, "flaky" has faults that
 // do not land at the first attempt of each seed.
-func fakeResult(cfg runner.Config, attempt int) checker.Result {
+func fakeResult(cfg settings.Run, attempt int) checker.Result {
 	fault := 150.0
 	res := checker.Result{Verdict: checker.Safe, Nemesis: []string{"pause-client"},
 		Evidence: checker.Evidence{Faults: 1, Landed: 1, Overlaps: map[string]int{}},
@@ -81,7 +81,7 @@ func fakeResult(cfg runner.Config, attempt int) checker.Result {
 func fakeCells(locks ...string) []Cell {
 	var cells []Cell
 	for _, l := range locks {
-		cells = append(cells, Cell{Lock: l, Nemesis: "pause-client", Config: runner.Config{Lock: l, Nemeses: []string{"pause-client"}, TTL: 300 * time.Millisecond, Seed: 1}})
+		cells = append(cells, Cell{Lock: l, Nemesis: "pause-client", Config: settings.Run{Lock: l, Nemeses: []string{"pause-client"}, TTL: 300 * time.Millisecond, Seed: 1}})
 	}
 	return cells
 }
@@ -92,7 +92,7 @@ func fakeCells(locks ...string) []Cell {
 func TestEarlyStopEndsABrokenCellOnly(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[string]int{}
-	run := func(_ context.Context, cfg runner.Config) (checker.Result, error) {
+	run := func(_ context.Context, cfg settings.Run) (checker.Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		key := fmt.Sprint(cfg.Lock, cfg.Seed)
@@ -136,7 +136,7 @@ func TestEarlyStopEndsABrokenCellOnly(t *testing.T) {
 
 func TestCSVHasTheColumnsAndLeavesMissingFiguresEmpty(t *testing.T) {
 	spec := Spec{Seeds: 2, FirstSeed: 1, Parallel: 1, MinSeeds: 1}
-	run := func(_ context.Context, cfg runner.Config) (checker.Result, error) { return fakeResult(cfg, 2), nil }
+	run := func(_ context.Context, cfg settings.Run) (checker.Result, error) { return fakeResult(cfg, 2), nil }
 	cells := append(fakeCells("broken", "sound"), Cell{Lock: "x", Nemesis: "failover", Skip: SkipNA, Why: "needs --replicas"})
 	c := Execute(context.Background(), spec, cells, Options{Out: t.TempDir(), Run: run})
 	var b bytes.Buffer

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/rundir"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -54,7 +53,7 @@ type Options struct {
 	// AfterRun, when set, is called with each finished run's folder (to
 	// render its report); an error is shown but changes nothing.
 	AfterRun func(dir string) error
-	// Run performs one run; nil means runner.Run.
+	// Run performs one run (runner.Run); required.
 	Run grid.RunFunc
 }
 
@@ -70,7 +69,7 @@ type job struct{ cell, seed int }
 func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Comparison {
 	run := opts.Run
 	if run == nil {
-		run = runner.Run
+		panic("compare.Execute: Options.Run is nil (pass runner.Run)")
 	}
 	progress := opts.Progress
 	if progress == nil {

@@ -12,11 +12,11 @@ import (
 	"sync"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // RunFunc performs one run (runner.Run, or a test's stand-in).
-type RunFunc func(context.Context, runner.Config) (checker.Result, error)
+type RunFunc func(context.Context, settings.Run) (checker.Result, error)
 
 // MaxAttempts is how often a grid runs one seed at most: a run that was no
 // evidence either way (its faults never landed, a stall of the harness
@@ -79,7 +79,7 @@ type Attempt struct {
 // Attempts runs cfg as seed s says, and again while judge says its attempt
 // was no evidence, up to MaxAttempts times or until ctx ends. It returns
 // the number of attempts.
-func (s Seed) Attempts(ctx context.Context, cfg runner.Config, judge func(Attempt) (again bool)) int {
+func (s Seed) Attempts(ctx context.Context, cfg settings.Run, judge func(Attempt) (again bool)) int {
 	try := 1
 	for ; ; try++ {
 		a := Attempt{Try: try, Dir: s.Dir}

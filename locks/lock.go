@@ -11,10 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/suggest"
 
 	"github.com/lockchaos/lockchaos/internal/registry"
 	"github.com/lockchaos/lockchaos/option"
@@ -256,4 +257,14 @@ func Names() []string {
 // randomToken returns a token unique to this lease.
 func randomToken(owner string, r *rand.Rand) string {
 	return fmt.Sprintf("%s:%016x", owner, r.Uint64())
+}
+
+// Probe builds a locker without nodes, with the given options, only to
+// look at what it can do (the interfaces it implements).
+func (s Spec) Probe(given map[string]string, ttl time.Duration) (Locker, error) {
+	opts, _, err := s.Decode(given, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return s.New(Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
 }

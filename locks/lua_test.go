@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 func TestParseLuaLock(t *testing.T) {
@@ -171,7 +172,7 @@ return 0
 	}
 }
 
-func luaRunCfg(t *testing.T, nemeses ...string) (c runner.Config) {
+func luaRunCfg(t *testing.T, nemeses ...string) (c settings.Run) {
 	file, err := filepath.Abs("lua/token.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -209,9 +210,9 @@ func TestLuaScriptThatDoesNotCompileIsAUsageError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	_, err := runner.Run(context.Background(), runner.Config{Lock: "lua", LockOptions: map[string]string{"file": file}, Clients: 2, Keys: 1,
+	_, err := runner.Run(context.Background(), settings.Run{Lock: "lua", LockOptions: map[string]string{"file": file}, Clients: 2, Keys: 1,
 		TTL: 300 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: 2 * time.Second, Seed: 1, Out: out})
-	var ue runner.UsageError
+	var ue settings.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Redis rejects the acquire script") || !strings.Contains(err.Error(), "compiling script") {
 		t.Fatalf("error %v, want a usage error with Redis's compile error", err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Runs start their workers by re-executing this test binary.
@@ -19,8 +19,8 @@ const ms = time.Millisecond
 
 // runCfg is a short run of lock: three clients on one key, 300 ms leases,
 // 60 ms holds, 3 s.
-func runCfg(t *testing.T, lock string, nemeses ...string) runner.Config {
-	return runner.Config{
+func runCfg(t *testing.T, lock string, nemeses ...string) settings.Run {
+	return settings.Run{
 		Lock: lock, Nemeses: nemeses, Clients: 3, Keys: 1,
 		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 11,
 		Out: t.TempDir(),
@@ -29,7 +29,7 @@ func runCfg(t *testing.T, lock string, nemeses ...string) runner.Config {
 
 // run performs c on real redis-server processes and checks what every run
 // must show (runtest.Run).
-func run(t *testing.T, c runner.Config) (checker.Result, []history.Event) {
+func run(t *testing.T, c settings.Run) (checker.Result, []history.Event) {
 	t.Helper()
 	return runtest.Run(t, c)
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/nemesis"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -47,7 +47,7 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 			}
 			verdicts := map[string]checker.Verdict{}
 			for _, backend := range []string{"local", "docker"} {
-				c := runner.Config{
+				c := settings.Run{
 					Lock: sc.lock, Nemeses: sc.nemeses, Clients: 4, Keys: 1,
 					TTL: 300 * ms, Hold: sc.hold, Duration: 5 * time.Second, Think: 10 * ms, Seed: 11,
 					Out: t.TempDir(), Backend: backend,

@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // renewAfterRelease is a lock written for the liveness tests, with a bug a
@@ -112,7 +113,7 @@ func TestZooKeeperOrphanedNodeIsStuck(t *testing.T) {
 	// Replies are reset on every link for 0.3 s, well inside the 1 s
 	// session: the creates sent then run, their answers are lost, and the
 	// sessions that made them live on.
-	config := func(t *testing.T, protect string) runner.Config {
+	config := func(t *testing.T, protect string) settings.Run {
 		c := runtest.FaultConfig(t, "zk-lock", []string{"reset-peer"}, "zk-lock.protect="+protect,
 			"reset-peer.stream=downstream", "reset-peer.links=all", "reset-peer.duration=0.3ttl", "reset-peer.schedule=at=1s")
 		c.TTL, c.Hold, c.Duration = time.Second, 200*time.Millisecond, 6*time.Second

@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // How the runner takes the nemeses: which runs they apply to, and how a
@@ -36,31 +37,31 @@ func init() {
 func TestInapplicableNemesisIsAUsageError(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*runner.Config)
+		edit func(*settings.Run)
 		want string
 	}{
-		{"failover without replicas", func(c *runner.Config) { c.Nemeses = []string{"failover"} }, "--replicas"},
-		{"sentinel failover without sentinels", func(c *runner.Config) { c.Nemeses, c.Replicas = []string{"failover-sentinel"}, 1 }, "--sentinels"},
-		{"manual failover beside sentinels", func(c *runner.Config) { c.Nemeses, c.Replicas, c.Sentinels = []string{"failover"}, 1, 3 }, "failover-sentinel"},
-		{"split on one node", func(c *runner.Config) {
+		{"failover without replicas", func(c *settings.Run) { c.Nemeses = []string{"failover"} }, "--replicas"},
+		{"sentinel failover without sentinels", func(c *settings.Run) { c.Nemeses, c.Replicas = []string{"failover-sentinel"}, 1 }, "--sentinels"},
+		{"manual failover beside sentinels", func(c *settings.Run) { c.Nemeses, c.Replicas, c.Sentinels = []string{"failover"}, 1, 3 }, "failover-sentinel"},
+		{"split on one node", func(c *settings.Run) {
 			c.Nemeses, c.NemesisOptions = []string{"partition"}, map[string]map[string]string{"partition": {"shape": "split"}}
 		}, "--nodes 5"},
-		{"node out of range", func(c *runner.Config) {
+		{"node out of range", func(c *settings.Run) {
 			c.Nemeses, c.NemesisOptions = []string{"pause-node"}, map[string]map[string]string{"pause-node": {"node": "3"}}
 		}, "lock nodes 0 to 0"},
-		{"clock shim on a foreign backend", func(c *runner.Config) { c.Nemeses, c.Backend = []string{"clock-jump"}, foreignBackend }, "clock-jump-ttl"},
-		{"unknown backend", func(c *runner.Config) { c.Backend = "nope" }, "known backends: "},
-		{"bad schedule", func(c *runner.Config) {
+		{"clock shim on a foreign backend", func(c *settings.Run) { c.Nemeses, c.Backend = []string{"clock-jump"}, foreignBackend }, "clock-jump-ttl"},
+		{"unknown backend", func(c *settings.Run) { c.Backend = "nope" }, "known backends: "},
+		{"bad schedule", func(c *settings.Run) {
 			c.Nemeses, c.NemesisOptions = []string{"jitter"}, map[string]map[string]string{"jitter": {"schedule": "sometimes"}}
 		}, "jitter.schedule"},
-		{"sentinels without replicas", func(c *runner.Config) { c.Sentinels = 3 }, "--replicas"},
-		{"unknown persistence", func(c *runner.Config) { c.Persistence = "fsync" }, "--persistence"},
+		{"sentinels without replicas", func(c *settings.Run) { c.Sentinels = 3 }, "--replicas"},
+		{"unknown persistence", func(c *settings.Run) { c.Persistence = "fsync" }, "--persistence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := runtest.Config(t, "token-lua")
 			tc.edit(&c)
 			err := runner.Validate(c)
-			var ue runner.UsageError
+			var ue settings.UsageError
 			if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate: %v, want a usage error containing %q", err, tc.want)
 			}
@@ -127,7 +128,7 @@ func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 	c := runtest.FaultConfig(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
 	c.Seed = 42
 	runtest.RunFaults(t, &c)
-	replay, err := runner.LoadReplay(c.Out)
+	replay, err := settings.LoadReplay(c.Out)
 	if err != nil {
 		t.Fatal(err)
 	}

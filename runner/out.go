@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // claimOut makes dir ready for a new run (rundir.Claim); a folder that
@@ -11,7 +12,7 @@ import (
 func claimOut(dir string, force bool) error {
 	err := rundir.Claim(dir, force)
 	if held := (*rundir.HeldError)(nil); errors.As(err, &held) {
-		return UsageError{Err: err}
+		return settings.UsageError{Err: err}
 	}
 	return err
 }

@@ -19,19 +19,20 @@ import (
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 	"github.com/redis/go-redis/v9"
 )
 
 // Run performs one run and returns the checker's result, also written to
 // Out/result.json beside Out/history.jsonl. An error means the run could not
-// be set up or its history could not be written; a UsageError means the
+// be set up or its history could not be written; a settings.UsageError means the
 // configuration is wrong. Cancelling ctx (SIGINT, SIGTERM) stops the run
 // early but in order: faults healed, workers stopped, nodes shut down, and
 // the partial history checked (a violation in it is real; otherwise the
 // verdict is inconclusive).
-func Run(ctx context.Context, cfg Config) (checker.Result, error) {
-	cfg, err := cfg.withDefaults()
+func Run(ctx context.Context, cfg settings.Run) (checker.Result, error) {
+	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return checker.Result{}, err
 	}
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 		cfg.Progress = prog
 	}
 	r := &run{cfg: cfg, prog: prog, hist: hist, trk: newTracker(), violated: make(chan struct{}), nonce: uint32(time.Now().UnixNano()) ^ uint32(os.Getpid()),
-		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: cfg.shape(rs.lockNodes, rs.lock)}
+		rng: rand.New(&lockedSource{src: rand.NewPCG(uint64(cfg.Seed), 0x6e656d)}), lease: rs.lease, shape: shape(cfg, rs.lockNodes, rs.lock)}
 	r.live = newLiveCheck(cfg.Clients, history.Now(), r.seenLive)
 	runErr := r.execute(ctx, rs)
 	if cerr := hist.Close(); cerr != nil {
@@ -78,13 +79,13 @@ func Run(ctx context.Context, cfg Config) (checker.Result, error) {
 		// The workload never started: there is no history worth checking.
 		// A usage error found only now (a lock's preflight) leaves nothing
 		// behind either, so that the corrected run may use the same --out.
-		var ue UsageError
+		var ue settings.UsageError
 		if errors.As(runErr, &ue) {
 			_ = claimOut(cfg.Out, true)
 		}
 		return checker.Result{}, runErr
 	}
-	res, cerr := CheckDir(cfg.Out, cfg.CheckTimeout)
+	res, cerr := rundir.Check(cfg.Out, cfg.CheckTimeout)
 	return res, errors.Join(runErr, cerr)
 }
 
@@ -104,46 +105,36 @@ type resolved struct {
 	lockNodes int
 }
 
-// lookupLock finds the run's lock: a registered one by name, or the
-// adapter of --lock-file or --lock-cmd.
-func lookupLock(cfg Config) (locks.Spec, error) {
-	var s locks.Spec
-	var err error
-	switch {
-	case cfg.LockFile != "":
-		s, err = locks.RegisterFile(cfg.LockFile)
-	case cfg.LockCmd != "":
-		var m *locks.Manifest
-		if m, err = locks.QuickManifest(cfg.LockCmd, "."); err == nil {
-			s = m.Spec()
-		}
-	default:
-		return locks.Lookup(cfg.Lock)
+// Validate checks cfg as Run would, without starting anything: names,
+// options and ranges. The error is a settings.UsageError saying what to fix, for
+// instance that a nemesis does not apply to this lock or topology.
+func Validate(cfg settings.Run) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
 	}
-	if err == nil && cfg.Lock != "" && cfg.Lock != s.Name {
-		err = fmt.Errorf("--lock %s and the adapter's name %s differ: give one of them", cfg.Lock, s.Name)
-	}
-	return s, err
+	_, err = resolve(cfg)
+	return err
 }
 
 // resolve looks up the lock and the nemeses and validates their options
 // before anything starts.
-func resolve(cfg Config) (resolved, error) {
+func resolve(cfg settings.Run) (resolved, error) {
 	var rs resolved
-	spec, err := lookupLock(cfg)
+	spec, err := cfg.LockSpec()
 	if err != nil {
-		return rs, UsageError{Err: err}
+		return rs, settings.UsageError{Err: err}
 	}
 	rs.lock = spec
 	opts, used, err := spec.Decode(cfg.LockOptions, cfg.TTL)
 	if err != nil {
-		return rs, UsageError{Err: err}
+		return rs, settings.UsageError{Err: err}
 	}
 	rs.lockUsed = used
 	// New must not do I/O: called here without nodes, it validates options.
 	l, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
 	if err != nil {
-		return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+		return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 	}
 	rs.lease = cfg.TTL
 	if le, ok := l.(locks.Leaser); ok {
@@ -159,9 +150,9 @@ func resolve(cfg Config) (resolved, error) {
 	if name := spec.StoreName(); name != cluster.StoreRedis {
 		store, err := cluster.LookupStore(name)
 		if err != nil {
-			return rs, UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
+			return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 		}
-		if err := storeSettings(cfg, spec); err != nil {
+		if err := cfg.CheckStore(spec); err != nil {
 			return rs, err
 		}
 		nodes = store.LockNodes(nodes)
@@ -170,30 +161,30 @@ func resolve(cfg Config) (resolved, error) {
 	seen := map[string]bool{}
 	for _, name := range cfg.Nemeses {
 		if seen[name] {
-			return rs, usage("nemesis %s is given twice", name)
+			return rs, settings.Usage("nemesis %s is given twice", name)
 		}
 		seen[name] = true
 		ns, err := nemesis.Lookup(name)
 		if err != nil {
-			return rs, UsageError{Err: err}
+			return rs, settings.UsageError{Err: err}
 		}
 		b, err := ns.Build(cfg.NemesisOptions[name], cfg.TTL)
 		if err != nil {
-			return rs, UsageError{Err: err}
+			return rs, settings.UsageError{Err: err}
 		}
 		if a, ok := b.Nemesis.(nemesis.Applier); ok {
-			if err := a.Applies(cfg.shape(nodes, spec)); err != nil {
-				return rs, UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
+			if err := a.Applies(shape(cfg, nodes, spec)); err != nil {
+				return rs, settings.UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
 			}
 		}
 		plan, err := nemesis.ParsePlan(b.Schedule, cfg.TTL, cfg.Seed, name)
 		if err != nil {
-			return rs, UsageError{Err: err}
+			return rs, settings.UsageError{Err: err}
 		}
 		if cfg.Replay != nil {
 			steps, ok := cfg.Replay.Steps(name)
 			if !ok {
-				return rs, usage("--replay: the replayed schedule has no steps of nemesis %s", name)
+				return rs, settings.Usage("--replay: the replayed schedule has no steps of nemesis %s", name)
 			}
 			plan.Replay = steps
 		}
@@ -201,7 +192,7 @@ func resolve(cfg Config) (resolved, error) {
 	}
 	for name := range cfg.NemesisOptions {
 		if name != spec.Name && !seen[name] {
-			return rs, usage("--opt %s.…: %s is neither the lock nor a nemesis of this run", name, name)
+			return rs, settings.Usage("--opt %s.…: %s is neither the lock nor a nemesis of this run", name, name)
 		}
 	}
 	return rs, nil
@@ -209,7 +200,7 @@ func resolve(cfg Config) (resolved, error) {
 
 type run struct {
 	nonce uint32
-	cfg   Config
+	cfg   settings.Run
 	prog  *progress        // cfg.Progress, nil for none
 	lease time.Duration    // the lock's real lease (resolved.lease)
 	shape nemesis.Topology // the run's shape, as the nemeses see it
@@ -555,25 +546,6 @@ func storeField(spec locks.Spec) string {
 	return ""
 }
 
-// storeSettings refuses, for a lock of a store other than Redis, the
-// settings that shape Redis servers only: replicas, sentinels and
-// persistence. Each store has its own replication and durability, which
-// its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
-// and standby).
-func storeSettings(cfg Config, spec locks.Spec) error {
-	var errs []error
-	if cfg.Replicas > 0 {
-		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.StoreName()))
-	}
-	if cfg.Sentinels > 0 {
-		errs = append(errs, bad("Sentinels", "%d: lock %s keeps its state in %s; sentinels watch Redis primaries: drop --sentinels", cfg.Sentinels, spec.Name, spec.StoreName()))
-	}
-	if p, _ := ParsePersistence(cfg.Persistence); p != "none" {
-		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.StoreName()))
-	}
-	return errors.Join(errs...)
-}
-
 // pttlMillis maps go-redis's PTTL answer back to Redis's: -1 no expiry, -2
 // no key, else milliseconds.
 func pttlMillis(d time.Duration) int64 {
@@ -581,16 +553,6 @@ func pttlMillis(d time.Duration) int64 {
 		return int64(d / time.Nanosecond)
 	}
 	return d.Milliseconds()
-}
-
-// CheckDir re-reads DIR/history.jsonl, checks it, and writes DIR/result.json.
-func CheckDir(dir string, timeout time.Duration) (checker.Result, error) {
-	res, err := checker.CheckFile(filepath.Join(dir, "history.jsonl"), checker.Options{Timeout: timeout})
-	if err != nil {
-		return checker.Result{}, err
-	}
-	res.Reproduce = rundir.Reproduce(dir)
-	return res, rundir.WriteJSON(filepath.Join(dir, "result.json"), res)
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // The runner starts workers by re-executing this test binary.
@@ -150,7 +152,7 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := runner.CheckDir(c.Out, 0)
+	cut, err := rundir.Check(c.Out, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,20 +164,20 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 func TestBadConfigurationNamesWhatToFix(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*runner.Config)
+		edit func(*settings.Run)
 		want string
 	}{
-		{"unknown lock", func(c *runner.Config) { c.Lock = "nope" }, "known locks: "},
-		{"unknown nemesis", func(c *runner.Config) { c.Nemeses = []string{"nope"} }, "unknown nemesis"},
-		{"unknown lock option", func(c *runner.Config) { c.LockOptions = map[string]string{"gapp": "1s"} }, "its options are: gap"},
-		{"bad option value", func(c *runner.Config) { c.LockOptions = map[string]string{"gap": "soon"} }, "setnx-expire.gap"},
-		{"no clients", func(c *runner.Config) { c.Clients = 0 }, "--clients"},
+		{"unknown lock", func(c *settings.Run) { c.Lock = "nope" }, "known locks: "},
+		{"unknown nemesis", func(c *settings.Run) { c.Nemeses = []string{"nope"} }, "unknown nemesis"},
+		{"unknown lock option", func(c *settings.Run) { c.LockOptions = map[string]string{"gapp": "1s"} }, "its options are: gap"},
+		{"bad option value", func(c *settings.Run) { c.LockOptions = map[string]string{"gap": "soon"} }, "setnx-expire.gap"},
+		{"no clients", func(c *settings.Run) { c.Clients = 0 }, "--clients"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := runtest.Config(t, "setnx-expire")
 			tc.edit(&c)
 			_, err := runner.Run(context.Background(), c)
-			var ue runner.UsageError
+			var ue settings.UsageError
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &ue) {
 				t.Fatalf("error %v, want a usage error containing %q", err, tc.want)
 			}

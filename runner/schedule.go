@@ -1,10 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/lockchaos/lockchaos/nemesis"
@@ -35,29 +31,4 @@ func (l *scheduleLog) write(path string, nemeses []nemesis.Scheduled) error {
 		s.Nemeses = append(s.Nemeses, rundir.NemesisSchedule{Name: n.Name, Plan: n.Plan.String(), Steps: append([]nemesis.Executed{}, l.steps[n.Name]...)})
 	}
 	return rundir.WriteJSON(path, s)
-}
-
-// LoadReplay returns the run stored in dir, set to take the fault schedule
-// it executed again: its config.json, with schedule.json as the steps of
-// every nemesis. The caller gives it a new Out.
-func LoadReplay(dir string) (Config, error) {
-	var cfg Config
-	b, err := os.ReadFile(filepath.Join(dir, rundir.ConfigFile))
-	if err != nil {
-		return cfg, fmt.Errorf("--replay %s: %w (a run folder from this version of lockchaos holds config.json and schedule.json)", dir, err)
-	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return cfg, fmt.Errorf("--replay %s: %s: %w", dir, rundir.ConfigFile, err)
-	}
-	b, err = os.ReadFile(filepath.Join(dir, rundir.ScheduleFile))
-	if err != nil {
-		return cfg, fmt.Errorf("--replay %s: %w", dir, err)
-	}
-	var s rundir.Schedule
-	if err := json.Unmarshal(b, &s); err != nil {
-		return cfg, fmt.Errorf("--replay %s: %s: %w", dir, rundir.ScheduleFile, err)
-	}
-	cfg.Replay = &s
-	cfg.Out = ""
-	return cfg, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // storeServers are the command names of the stores' server processes, to
@@ -28,7 +29,7 @@ func storeChildren() []string {
 
 // storeConfig is a short run of a lock of another store: 1 s leases (etcd's
 // shortest lease with the ensemble's timings), 100 ms holds.
-func storeConfig(t *testing.T, lock string, nemeses ...string) runner.Config {
+func storeConfig(t *testing.T, lock string, nemeses ...string) settings.Run {
 	c := runtest.Config(t, lock, nemeses...)
 	c.TTL, c.Hold, c.Think, c.Duration = time.Second, 100*ms, 10*ms, 4*time.Second
 	return c
@@ -118,19 +119,19 @@ func TestStoreFailoverKeepsAConsensusLockAndLosesAnAdvisoryLock(t *testing.T) {
 func TestStoreRunsRefuseWhatOnlyRedisHas(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*runner.Config)
+		edit func(*settings.Run)
 		want string
 	}{
-		{"replicas", func(c *runner.Config) { c.Replicas = 1 }, "replicates its own way"},
-		{"persistence", func(c *runner.Config) { c.Persistence = "always" }, "durability is its own"},
-		{"clock-jump", func(c *runner.Config) { c.Nemeses = []string{"clock-jump"} }, "vDSO"},
-		{"failover-sentinel", func(c *runner.Config) { c.Nemeses = []string{"failover-sentinel"} }, "Redis Sentinel promotes Redis replicas"},
+		{"replicas", func(c *settings.Run) { c.Replicas = 1 }, "replicates its own way"},
+		{"persistence", func(c *settings.Run) { c.Persistence = "always" }, "durability is its own"},
+		{"clock-jump", func(c *settings.Run) { c.Nemeses = []string{"clock-jump"} }, "vDSO"},
+		{"failover-sentinel", func(c *settings.Run) { c.Nemeses = []string{"failover-sentinel"} }, "Redis Sentinel promotes Redis replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := storeConfig(t, "etcd-mutex")
 			tc.edit(&c)
 			err := runner.Validate(c)
-			var ue runner.UsageError
+			var ue settings.UsageError
 			if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate: %v; want a usage error saying %q", err, tc.want)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ type topology struct {
 }
 
 // shape is the run's topology as the nemeses see it.
-func (c Config) shape(lockNodes int, lock locks.Spec) nemesis.Topology {
+func shape(c settings.Run, lockNodes int, lock locks.Spec) nemesis.Topology {
 	quorum := 1
 	if lock.Quorum {
 		quorum = lockNodes/2 + 1
@@ -348,7 +349,7 @@ func (r *run) currentLockNodes() []cluster.Node {
 // does not compile is a usage error now, not a run in which nothing was
 // ever held.
 func (r *run) preflight(ctx context.Context, rs resolved) error {
-	l, err := newForCheck(rs.lock, r.cfg.LockOptions, r.cfg.TTL)
+	l, err := rs.lock.Probe(r.cfg.LockOptions, r.cfg.TTL)
 	if err != nil {
 		return err
 	}
@@ -366,7 +367,7 @@ func (r *run) preflight(ctx context.Context, rs resolved) error {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := p.Preflight(pctx, clients); err != nil {
-		return UsageError{Err: fmt.Errorf("lock %s: %w", rs.lock.Name, err)}
+		return settings.UsageError{Err: fmt.Errorf("lock %s: %w", rs.lock.Name, err)}
 	}
 	return nil
 }

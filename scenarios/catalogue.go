@@ -4,12 +4,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/internal/suggest"
 )
 
 // GridFile is the name of the grid's file among the scenario files: it is

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Grid is the lock × fault grid: every registered lock against every fault
@@ -229,7 +229,7 @@ func mergeWorkload(base, over fileWorkload) fileWorkload {
 }
 
 // Config returns the run of the cell lock × nem (nem "none" for no fault).
-func (g Grid) Config(lock, nem string) (runner.Config, error) {
+func (g Grid) Config(lock, nem string) (settings.Run, error) {
 	cfg, errs := g.file(lock, nem).config(g.File, nil)
 	return cfg, errors.Join(errs...)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Kind says where a cell of the matrix comes from.
@@ -77,7 +77,7 @@ type Cell struct {
 	// Seeds is how many seeds the cell may run, from Config.Seed on: a
 	// violation expected of it must show in at least one, safe in every one.
 	Seeds  int
-	Config runner.Config
+	Config settings.Run
 	// Skip, when set (StatusNA, StatusSkipped, StatusError), says the cell
 	// does not run; Why says why, and Reason, for a skipped cell, what it
 	// lacks.
@@ -130,11 +130,18 @@ type PlanOptions struct {
 	// Named says Catalogue was named file by file (no glob): its cells are
 	// all asked for.
 	Named bool
+	// Validate checks a cell's settings as a run would, without starting
+	// anything (runner.Validate); required.
+	Validate func(settings.Run) error
 }
 
 // Plan lists the cells of a matrix: the catalogue first, then the grid row
 // by row. Cells that cannot run are included, marked with why.
 func Plan(opts PlanOptions) ([]Cell, error) {
+	if opts.Validate == nil {
+		panic("scenarios.Plan: PlanOptions.Validate is nil (pass runner.Validate)")
+	}
+	validate := opts.Validate
 	cat := opts.Catalogue
 	if cat == nil {
 		var err error
@@ -157,20 +164,20 @@ func Plan(opts PlanOptions) ([]Cell, error) {
 			c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipMissingToolchain
 		} else if why := s.Unavailable(); why != "" {
 			c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipMissingFeature
-		} else if err := runner.Validate(withOut(c.Config)); err != nil {
+		} else if err := validate(withOut(c.Config)); err != nil {
 			c.Skip, c.Why, c.Reason = invalid("invalid scenario", err)
 		}
 		cells = append(cells, c)
 	}
 	if opts.Grid != nil {
-		cells = append(cells, gridCells(*opts.Grid)...)
+		cells = append(cells, gridCells(*opts.Grid, validate)...)
 	}
 	if opts.Backend != "" {
 		for i := range cells {
 			c := &cells[i]
 			c.Config.Backend, c.Config.Image = opts.Backend, opts.Image
 			if c.Skip == "" {
-				if err := runner.Validate(withOut(c.Config)); err != nil {
+				if err := validate(withOut(c.Config)); err != nil {
 					c.Skip, c.Why, c.Reason = invalid("not on backend "+opts.Backend, err)
 				}
 			}
@@ -232,7 +239,7 @@ func invalid(what string, err error) (Status, string, SkipReason) {
 }
 
 // withOut gives cfg a placeholder output folder for Validate, which wants one.
-func withOut(cfg runner.Config) runner.Config {
+func withOut(cfg settings.Run) settings.Run {
 	if cfg.Out == "" {
 		cfg.Out = "validate"
 	}
@@ -278,7 +285,7 @@ func missingToolchain(lock string) string {
 	return ""
 }
 
-func gridCells(g Grid) []Cell {
+func gridCells(g Grid, validate func(settings.Run) error) []Cell {
 	lockNames, nemesisNames := GridAxes()
 	var cells []Cell
 	for _, l := range lockNames {
@@ -286,7 +293,7 @@ func gridCells(g Grid) []Cell {
 		// every column, not n/a.
 		base, baseErr := g.Config(l, NoFault)
 		if baseErr == nil && unavailable(base) == "" {
-			baseErr = runner.Validate(withOut(base))
+			baseErr = validate(withOut(base))
 		}
 		for _, n := range nemesisNames {
 			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n], Liveness: g.Liveness[l][n]}, Seeds: g.Seeds(l, n)}
@@ -302,8 +309,8 @@ func gridCells(g Grid) []Cell {
 			case baseErr != nil:
 				c.Skip, c.Why, c.Reason = invalid("grid settings of lock "+l, baseErr)
 			default:
-				if err := runner.Validate(withOut(cfg)); err != nil {
-					var ue runner.UsageError
+				if err := validate(withOut(cfg)); err != nil {
+					var ue settings.UsageError
 					if errors.As(err, &ue) {
 						c.Skip, c.Why = StatusNA, err.Error()
 					} else {
@@ -337,7 +344,7 @@ type ExecOptions struct {
 	// AfterRun, when set, is called with the folder of each finished run
 	// (to render its report); an error is shown but changes no verdict.
 	AfterRun func(dir string) error
-	// Run performs one run; nil means runner.Run.
+	// Run performs one run (runner.Run); required.
 	Run grid.RunFunc
 	// Shard, when set, says the cells are shard Index of Count of the
 	// matrix Matrix (ShardOf): the summary then keeps the whole matrix's
@@ -355,7 +362,7 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 	}
 	run := opts.Run
 	if run == nil {
-		run = runner.Run
+		panic("scenarios.Execute: ExecOptions.Run is nil (pass runner.Run)")
 	}
 	progress := opts.Progress
 	if progress == nil {

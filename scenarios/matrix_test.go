@@ -14,7 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/grid"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // evidence builds a result with a verdict, how many of how many faults
@@ -97,10 +97,10 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}}, safe, nil, true); r.Status != StatusNotRun {
 		t.Errorf("an interrupted safe run is %s, want not-run: a cut history proves no safety", r.Status)
 	}
-	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Violation}, Config: runner.Config{Nemeses: []string{"x"}}}, violation, nil, true); r.Status != StatusMatch {
+	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Violation}, Config: settings.Run{Nemeses: []string{"x"}}}, violation, nil, true); r.Status != StatusMatch {
 		t.Errorf("an interrupted run with a violation is %s, want match: the violation is real", r.Status)
 	}
-	r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}, Config: runner.Config{Nemeses: []string{"x"}}}, evidence(checker.Violation, 1, 1, byStall), nil, false)
+	r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}, Config: settings.Run{Nemeses: []string{"x"}}}, evidence(checker.Violation, 1, 1, byStall), nil, false)
 	if !strings.Contains(r.Detail, "client 2 could not run for 260 ms") {
 		t.Errorf("a stall's run says %q, not which stall", r.Detail)
 	}
@@ -138,7 +138,7 @@ func TestStatusFails(t *testing.T) {
 // fakeCell is a cell for a fake runner.
 func fakeCell(name string, expect checker.Verdict, d time.Duration) Cell {
 	return Cell{Name: name, Kind: KindCatalogue, Lock: "token-lua", Nemesis: "none", Expect: Expectation{Verdict: expect},
-		Config: runner.Config{Lock: "token-lua", Duration: d, Seed: 1}}
+		Config: settings.Run{Lock: "token-lua", Duration: d, Seed: 1}}
 }
 
 func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
@@ -161,7 +161,7 @@ func TestExecuteRunsInParallelAndSummarises(t *testing.T) {
 	var reported []string
 	sum := Execute(context.Background(), cells, ExecOptions{
 		Out: out, Parallel: 1,
-		Run: func(_ context.Context, cfg runner.Config) (checker.Result, error) {
+		Run: func(_ context.Context, cfg settings.Run) (checker.Result, error) {
 			name := filepath.Base(cfg.Out)
 			mu.Lock()
 			started = append(started, name)
@@ -255,7 +255,7 @@ func TestExecuteInterruptedLeavesTheRestNotRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cells := []Cell{fakeCell("a", checker.Safe, time.Second), fakeCell("b", checker.Safe, time.Second)}
 	sum := Execute(ctx, cells, ExecOptions{Out: t.TempDir(), Parallel: 1,
-		Run: func(context.Context, runner.Config) (checker.Result, error) {
+		Run: func(context.Context, settings.Run) (checker.Result, error) {
 			cancel() // Ctrl-C during the first run
 			return checker.Result{Verdict: checker.Inconclusive}, nil
 		}})

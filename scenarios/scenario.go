@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,13 +22,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/settings"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/runner"
 )
 
 // Scenario is one catalogued run and the outcome it must reach.
@@ -49,7 +50,7 @@ type Scenario struct {
 	// the scenario out of the quick run.
 	QuickDuration time.Duration
 	// Config is the run; Out is left empty for the caller.
-	Config runner.Config
+	Config settings.Run
 
 	// file is the scenario as written, for Variant.
 	file fileScenario
@@ -67,7 +68,7 @@ type Scenario struct {
 func (s Scenario) Complete() error { return errors.Join(s.unexplained...) }
 
 // Defaults of a scenario file's optional fields are the run's own
-// (runner.DefaultClients and the rest), except the seed: a scenario runs
+// (settings.DefaultClients and the rest), except the seed: a scenario runs
 // with seed 1 unless its file says otherwise, so the matrix is the same
 // from run to run (`lockchaos run` picks a seed and prints it).
 const (
@@ -90,14 +91,14 @@ func (s Scenario) Unavailable() string {
 	return why
 }
 
-func unavailable(cfg runner.Config) string {
+func unavailable(cfg settings.Run) string {
 	why, _ := unavailableAt(cfg)
 	return why
 }
 
 // unavailableAt is unavailable, and the path in a scenario file of the
 // option it blames ("" when it blames no option).
-func unavailableAt(cfg runner.Config) (why, path string) {
+func unavailableAt(cfg settings.Run) (why, path string) {
 	spec, err := locks.Lookup(cfg.Lock)
 	if err != nil {
 		return fmt.Sprintf("lock %s not available", cfg.Lock), ""
@@ -142,7 +143,7 @@ func undeclared(specs []option.Spec, given map[string]string) (key, hint string)
 
 // RunConfig returns the run's configuration, shortened for `chaos --quick`
 // when quick is set.
-func (s Scenario) RunConfig(quick bool) runner.Config {
+func (s Scenario) RunConfig(quick bool) settings.Run {
 	cfg := s.Config
 	cfg.LockOptions = cloneMap(cfg.LockOptions)
 	cfg.NemesisOptions = map[string]map[string]string{}
@@ -243,17 +244,17 @@ func Parse(name string, b []byte) (Scenario, error) {
 // config builds the run from the file's topology, lock, workload, faults,
 // duration and seed. It also serves the grid's cell template, which has no
 // lock.
-func (f fileScenario) config(name string, lines map[string]int) (runner.Config, []error) {
+func (f fileScenario) config(name string, lines map[string]int) (settings.Run, []error) {
 	bad := func(field, format string, args ...any) error {
 		return &FieldError{File: name, Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	var errs []error
 	w := f.Workload
-	cfg := runner.Config{
+	cfg := settings.Run{
 		Lock:        strings.TrimSpace(f.Lock.Name),
 		LockOptions: f.Lock.Options,
-		Clients:     orInt(w.Clients, runner.DefaultClients),
-		Keys:        orInt(w.Keys, runner.DefaultKeys),
+		Clients:     orInt(w.Clients, settings.DefaultClients),
+		Keys:        orInt(w.Keys, settings.DefaultKeys),
 		Nodes:       f.Topology.Nodes,
 		Backend:     f.Topology.Backend,
 		Image:       f.Topology.Image,
@@ -265,15 +266,15 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	if w.TTL.span.TTL != 0 {
 		errs = append(errs, bad("workload.ttl", "cannot be a multiple of itself: want a duration such as 300ms"))
 	}
-	cfg.TTL = runner.DefaultTTL
+	cfg.TTL = settings.DefaultTTL
 	if w.TTL.set {
 		cfg.TTL = w.TTL.span.D
 	}
-	cfg.Hold = runner.DefaultHold
+	cfg.Hold = settings.DefaultHold
 	if w.Hold.set {
 		cfg.Hold = w.Hold.resolve(cfg.TTL)
 	}
-	cfg.Think = runner.DefaultThink
+	cfg.Think = settings.DefaultThink
 	if w.Think.set {
 		cfg.Think = w.Think.resolve(cfg.TTL)
 	}
@@ -281,7 +282,7 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	cfg.Retry = w.Retry.resolve(cfg.TTL)
 	cfg.OpTimeout = w.OpTimeout.resolve(cfg.TTL)
 	cfg.FaultInterval = f.Faults.Interval.resolve(cfg.TTL)
-	cfg.Duration = runner.DefaultDuration
+	cfg.Duration = settings.DefaultDuration
 	if f.Duration.set {
 		cfg.Duration = f.Duration.resolve(cfg.TTL)
 	}
@@ -310,10 +311,10 @@ func (f fileScenario) config(name string, lines map[string]int) (runner.Config, 
 	cfg.Replay = f.replay(cfg, func(field, msg string) { errs = append(errs, bad(field, "%s", msg)) })
 	cfg.Replicas, cfg.Sentinels, cfg.Persistence = f.Topology.Replicas, f.Topology.Sentinels, f.Topology.Persistence
 	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
-	// The ranges are the runner's (runner.CheckSettings); its errors name
+	// The ranges are the runner's (settings.CheckSettings); its errors name
 	// the setting, which becomes the field and line in this file.
-	for _, err := range unjoin(runner.CheckSettings(cfg)) {
-		var se *runner.SettingError
+	for _, err := range unjoin(settings.CheckSettings(cfg)) {
+		var se *settings.SettingError
 		if errors.As(err, &se) && se.Path() != "" {
 			errs = append(errs, bad(se.Path(), "%s", se.Msg))
 		} else {

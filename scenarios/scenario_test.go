@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 
 	// The catalogue names these locks and nemeses: register them.
 	_ "github.com/lockchaos/lockchaos/locks"
@@ -99,7 +100,7 @@ func TestParseFillsTheRun(t *testing.T) {
 	}
 	c := s.Config
 	if s.Name != "x" || c.Lock != "token-lua" || c.TTL != 300*time.Millisecond || c.Hold != 600*time.Millisecond ||
-		c.Duration != 6*time.Second || c.Clients != runner.DefaultClients || c.Keys != runner.DefaultKeys || c.Seed != DefaultSeed ||
+		c.Duration != 6*time.Second || c.Clients != settings.DefaultClients || c.Keys != settings.DefaultKeys || c.Seed != DefaultSeed ||
 		strings.Join(c.Nemeses, ",") != "pause-client" || c.NemesisOptions["pause-client"]["duration"] != "3ttl" {
 		t.Errorf("config %+v", c)
 	}
@@ -207,7 +208,7 @@ func TestScenarioOfAMissingLockIsSkippedNotAnError(t *testing.T) {
 		if got := s.Unavailable(); got != tc.want {
 			t.Errorf("Unavailable() = %q, want %q", got, tc.want)
 		}
-		cells, err := Plan(PlanOptions{Catalogue: []Scenario{s}})
+		cells, err := Plan(PlanOptions{Catalogue: []Scenario{s}, Validate: runner.Validate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,7 +237,7 @@ func TestGridExpectsEveryCellThatRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := Plan(PlanOptions{Grid: &g, Catalogue: []Scenario{}})
+	cells, err := Plan(PlanOptions{Grid: &g, Catalogue: []Scenario{}, Validate: runner.Validate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 func TestParseShard(t *testing.T) {
@@ -141,7 +141,7 @@ func sameSet(a, b []string) bool {
 
 // fakeRun decides each cell's verdict from its name, as a real run's
 // would be decided by its lock and faults.
-func fakeRun(_ context.Context, cfg runner.Config) (checker.Result, error) {
+func fakeRun(_ context.Context, cfg settings.Run) (checker.Result, error) {
 	name := filepath.Base(cfg.Out)
 	switch {
 	case strings.HasSuffix(name, "3"), strings.HasSuffix(name, "latency"):

@@ -15,7 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -23,7 +23,7 @@ import (
 // (faults.nemeses[i].steps), the fields of schedule.json's steps: the quiet
 // time before it (gap, read by option.ParseSpan) and its target choices. A
 // scenario whose nemeses list their steps takes exactly those steps, as
-// `lockchaos run --replay` does (runner.Config.Replay), instead of drawing
+// `lockchaos run --replay` does (settings.Run.Replay), instead of drawing
 // its own: that is how `lockchaos shrink` writes a minimal counterexample.
 type fileStep struct {
 	Gap    Duration `yaml:"gap"`
@@ -37,7 +37,7 @@ type fileStep struct {
 // run takes (nil when none lists any), and reports through bad each step
 // whose target is not in the run. When one nemesis lists its steps, every
 // one must: a run cannot take some nemeses' steps and draw the others'.
-func (f fileScenario) replay(cfg runner.Config, bad func(field, msg string)) *rundir.Schedule {
+func (f fileScenario) replay(cfg settings.Run, bad func(field, msg string)) *rundir.Schedule {
 	listed := slices.ContainsFunc(f.Faults.Nemeses, func(n fileNemesis) bool { return n.Steps != nil })
 	if !listed {
 		return nil
@@ -97,7 +97,7 @@ type Written struct {
 	Comment string
 	// Config is the run; its Replay, when set, becomes each nemesis's
 	// steps.
-	Config runner.Config
+	Config settings.Run
 }
 
 // Render writes w as a scenario file that `lockchaos run --scenario`

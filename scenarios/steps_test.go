@@ -37,7 +37,7 @@ duration: 5s
 `
 
 // TestScenarioStepsSetTheReplay: a nemesis's steps become the run's
-// schedule (runner.Config.Replay), numbered from 1, gaps read as spans,
+// schedule (settings.Run.Replay), numbered from 1, gaps read as spans,
 // a missing key the first.
 func TestScenarioStepsSetTheReplay(t *testing.T) {
 	s, err := Parse("x.yaml", []byte(withSteps))

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Variant changes the workload of a grid cell or a scenario, as the flags
@@ -40,7 +40,7 @@ func (v Variant) apply(f fileScenario) fileScenario {
 
 // Variant returns the run of the grid cell lock × nem (NoFault for none)
 // with v applied.
-func (g Grid) Variant(lock, nem string, v Variant) (runner.Config, error) {
+func (g Grid) Variant(lock, nem string, v Variant) (settings.Run, error) {
 	cfg, errs := v.apply(g.file(lock, nem)).config(g.File, nil)
 	return cfg, errors.Join(errs...)
 }
@@ -50,7 +50,7 @@ func (g Grid) Variant(lock, nem string, v Variant) (runner.Config, error) {
 // NoFault drops them, a nemesis name replaces them with that one alone,
 // with the scenario's options for it if it names it, else the grid's. A
 // lock other than the scenario's takes the grid's options for it.
-func (s Scenario) Variant(g Grid, lock, nem string, v Variant) (runner.Config, error) {
+func (s Scenario) Variant(g Grid, lock, nem string, v Variant) (settings.Run, error) {
 	f := s.file
 	if lock != "" && lock != f.Lock.Name {
 		f.Lock = fileLock{Name: lock, Options: g.locks[lock].Options}

@@ -6,7 +6,7 @@
 // minimal run itself (minimal/). `lockchaos shrink` and `lockchaos chaos
 // --shrink` call it; docs/shrink.md describes it.
 //
-// Every candidate is a real run (runner.Run with the candidate's fault
+// Every candidate is a real run (Options.Run, runner.Run, with the candidate's fault
 // schedule as Config.Replay), taken again up to Options.Tries times, and
 // kept when one of them violates: a violation found in a run is real, a
 // run without one proves little, since the same faults land at slightly
@@ -27,10 +27,11 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -75,6 +76,8 @@ type Options struct {
 	// AfterRun, when set, is called with the minimal run's folder once it
 	// is in place: the CLI renders its report.html there.
 	AfterRun func(dir string) error
+	// Run performs one run (runner.Run); required.
+	Run grid.RunFunc
 }
 
 // DirFor is where a shrink of the run in dir goes unless told otherwise:
@@ -172,13 +175,13 @@ type Verify struct {
 // order within each nemesis (the steps keep their numbers from the
 // original schedule, which the faults of a run record as FaultWindow.Step).
 type candidate struct {
-	cfg   runner.Config
+	cfg   settings.Run
 	steps []nemesis.Step
 }
 
 // config is the candidate as a run in out: the nemeses that have no step
 // left are dropped with their options, the others take exactly their steps.
-func (c candidate) config(out string) runner.Config {
+func (c candidate) config(out string) settings.Run {
 	cfg := c.cfg
 	cfg.Out, cfg.Force, cfg.Progress = out, false, nil
 	sched := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
@@ -232,12 +235,15 @@ type shrinker struct {
 
 // Shrink searches for the smallest configuration of the run in dir that
 // still violates, and writes it to o.Out (see the package comment). The
-// error is a runner.UsageError when dir or o is wrong, ErrNotReproduced
+// error is a settings.UsageError when dir or o is wrong, ErrNotReproduced
 // (wrapped) when the original did not violate again, and another error
 // when runs could not be set up or files not written. The report is
 // returned with every error but a usage error.
 func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	start := time.Now()
+	if o.Run == nil {
+		panic("shrink.Shrink: Options.Run is nil (pass runner.Run)")
+	}
 	if o.Tries <= 0 {
 		o.Tries = DefaultTries
 	}
@@ -255,7 +261,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 			return nil, usage("%s is not a run folder of this version of lockchaos: %v (one holds config.json, schedule.json, result.json and history.jsonl)", dir, err)
 		}
 	}
-	cfg, err := runner.LoadReplay(dir)
+	cfg, err := settings.LoadReplay(dir)
 	if err != nil {
 		return nil, usage("%s", strings.Replace(err.Error(), "--replay ", "", 1))
 	}
@@ -351,9 +357,9 @@ func (s *shrinker) test(c candidate, what string) bool {
 			break
 		}
 		dir := filepath.Join(s.work, fmt.Sprintf("c%03d-%d", s.n, i))
-		res, err := runner.Run(s.ctx, c.config(dir))
+		res, err := s.o.Run(s.ctx, c.config(dir))
 		a.Runs++
-		var ue runner.UsageError
+		var ue settings.UsageError
 		if errors.As(err, &ue) {
 			// The candidate cannot run at all (a nemesis that needs more
 			// clients): no other try would.
@@ -636,7 +642,7 @@ func (s *shrinker) finish() error {
 	}
 	// Checked again in its place, so that its result names the folder
 	// (the command that replays it).
-	res, err := runner.CheckDir(minDir, 0)
+	res, err := rundir.Check(minDir, 0)
 	if err != nil {
 		return err
 	}
@@ -662,7 +668,7 @@ func (s *shrinker) finish() error {
 
 // writeScenario writes the minimal configuration cfg as a scenario file,
 // saying what res (a run of it) shows.
-func (s *shrinker) writeScenario(path string, cfg runner.Config, res checker.Result, ttl float64) error {
+func (s *shrinker) writeScenario(path string, cfg settings.Run, res checker.Result, ttl float64) error {
 	abs, _ := filepath.Abs(s.src)
 	y, err := scenarios.Render(scenarios.Written{
 		Shows:  "minimal counterexample: " + checker.Explain(res, ttl),
@@ -693,7 +699,7 @@ func (s *shrinker) verify(path string) (*Verify, string, error) {
 	for i := 1; i <= s.o.Tries && s.ctx.Err() == nil; i++ {
 		cfg := sc.RunConfig(false)
 		cfg.Out = filepath.Join(s.o.Out, VerifyDir, fmt.Sprintf("run-%d", i))
-		res, err := runner.Run(s.ctx, cfg)
+		res, err := s.o.Run(s.ctx, cfg)
 		v.Runs++
 		rel, _ := filepath.Rel(s.o.Out, cfg.Out)
 		v.Dirs = append(v.Dirs, rel)
@@ -773,7 +779,7 @@ func claim(out string, force bool) error {
 }
 
 func usage(format string, args ...any) error {
-	return runner.UsageError{Err: fmt.Errorf(format, args...)}
+	return settings.UsageError{Err: fmt.Errorf(format, args...)}
 }
 
 // countEvents counts the lines of a run's history.

@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Runs start their workers by re-executing this test binary.
@@ -24,7 +25,7 @@ func TestRenewKeepsLongHoldsSafe(t *testing.T) {
 		t.Run(lock, func(t *testing.T) {
 			// Redlock's and redsync's node timeout is 5% of the TTL: 25 ms
 			// here, which a busy machine still meets (10 ms did not, always).
-			c := runner.Config{
+			c := settings.Run{
 				Lock: lock, Clients: 3, Keys: 1, TTL: 500 * ms, Hold: 1000 * ms, Duration: 3 * time.Second,
 				Think: 10 * ms, Seed: 5, Renew: true, Out: t.TempDir(),
 			}
@@ -56,14 +57,14 @@ func TestRenewAndReentryNeedALockThatCan(t *testing.T) {
 		{"token-lua", false, 0.5, "--reentry 0.5: lock token-lua is not reentrant"},
 		{"reentrant-watchdog", false, 1.5, "--reentry 1.5: want a probability"},
 	} {
-		err := runner.Validate(runner.Config{Lock: tc.lock, Renew: tc.renew, Reentry: tc.reentry,
+		err := runner.Validate(settings.Run{Lock: tc.lock, Renew: tc.renew, Reentry: tc.reentry,
 			Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"})
-		var ue runner.UsageError
+		var ue settings.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s renew=%v reentry=%v: %v, want a usage error containing %q", tc.lock, tc.renew, tc.reentry, err, tc.want)
 		}
 	}
-	if err := runner.Validate(runner.Config{Lock: "redlock", Renew: true, Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"}); err != nil {
+	if err := runner.Validate(settings.Run{Lock: "redlock", Renew: true, Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"}); err != nil {
 		t.Errorf("redlock --renew: %v", err)
 	}
 }

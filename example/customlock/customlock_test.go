@@ -7,8 +7,8 @@ import (
 	"github.com/lockchaos/lockchaos-example/customlock"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // The runner's workers re-execute this test binary, which imports
@@ -25,7 +25,7 @@ func TestALockRegisteredOutsideRunsThroughTheRunner(t *testing.T) {
 		want    checker.Verdict
 	}{{"none", checker.Safe}, {"pause-client", checker.Violation}} {
 		t.Run(tc.nemesis, func(t *testing.T) {
-			res, _ := runtest.Run(t, runner.Config{
+			res, _ := runtest.Run(t, settings.Run{
 				Lock: customlock.Name, Nemeses: []string{tc.nemesis}, Clients: 3, Keys: 1,
 				TTL: 300 * ms, Hold: 40 * ms, Duration: 2500 * ms, Think: 10 * ms, Seed: 3, Out: t.TempDir(),
 			})

@@ -23,7 +23,9 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/procs"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -42,8 +44,8 @@ const ms = time.Millisecond
 // Config is a short run of lock under nemeses: four clients on one key,
 // 300 ms leases, 60 ms holds, 10 ms think time, 3 s, seed 7, written to a
 // folder of the test's own.
-func Config(t testing.TB, lock string, nemeses ...string) runner.Config {
-	return runner.Config{
+func Config(t testing.TB, lock string, nemeses ...string) settings.Run {
+	return settings.Run{
 		Lock: lock, Nemeses: nemeses, Clients: 4, Keys: 1,
 		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 7,
 		Out: t.TempDir(),
@@ -52,7 +54,7 @@ func Config(t testing.TB, lock string, nemeses ...string) runner.Config {
 
 // FaultConfig is Config with options given as "name.key=value": name is the
 // lock (a lock option) or a nemesis (one of its options).
-func FaultConfig(t testing.TB, lock string, nemeses []string, opts ...string) runner.Config {
+func FaultConfig(t testing.TB, lock string, nemeses []string, opts ...string) settings.Run {
 	t.Helper()
 	c := Config(t, lock, nemeses...)
 	c.Duration = 3 * time.Second
@@ -77,7 +79,7 @@ func FaultConfig(t testing.TB, lock string, nemeses []string, opts ...string) ru
 // while the run is no evidence either way (checker.Result.NoEvidence), as
 // the matrix does: a stall of the machine made its only overlaps, or none
 // of its faults landed. c.Out ends as the last run's folder.
-func RunEvidence(t testing.TB, c *runner.Config) (checker.Result, error) {
+func RunEvidence(t testing.TB, c *settings.Run) (checker.Result, error) {
 	t.Helper()
 	res, err := runner.Run(context.Background(), *c)
 	for attempt := 2; err == nil && res.NoEvidence() != "" && attempt <= 3; attempt++ {
@@ -91,20 +93,20 @@ func RunEvidence(t testing.TB, c *runner.Config) (checker.Result, error) {
 // RunChecked performs c (RunEvidence) and checks what every run must
 // satisfy: it completes without error, its stored history re-checks to the
 // same result, and nothing it started is left running.
-func RunChecked(t testing.TB, c runner.Config) checker.Result {
+func RunChecked(t testing.TB, c settings.Run) checker.Result {
 	t.Helper()
 	return runChecked(t, &c)
 }
 
 // runChecked is RunChecked; c.Out ends as the last run's folder.
-func runChecked(t testing.TB, c *runner.Config) checker.Result {
+func runChecked(t testing.TB, c *settings.Run) checker.Result {
 	t.Helper()
 	before := len(procs.Children("redis-"))
 	res, err := RunEvidence(t, c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	again, err := runner.CheckDir(c.Out, 0)
+	again, err := rundir.Check(c.Out, 0)
 	if err != nil {
 		t.Fatalf("re-check: %v", err)
 	}
@@ -125,7 +127,7 @@ func runChecked(t testing.TB, c *runner.Config) checker.Result {
 // result; no redis-server it started is left running), and besides that
 // the history is whole and no client touched the resource after it
 // recorded losing its lock.
-func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
+func Run(t testing.TB, c settings.Run) (checker.Result, []history.Event) {
 	t.Helper()
 	res := runChecked(t, &c)
 	events := events(t, c.Out)
@@ -143,7 +145,7 @@ func Run(t testing.TB, c runner.Config) (checker.Result, []history.Event) {
 // redis-server or redis-sentinel of ours left running. (It counts only
 // this process's children: other runs on the machine start and stop their
 // own.) c.Out ends as the last run's folder.
-func RunFaults(t testing.TB, c *runner.Config) (checker.Result, []history.Event) {
+func RunFaults(t testing.TB, c *settings.Run) (checker.Result, []history.Event) {
 	t.Helper()
 	res, err := RunEvidence(t, c)
 	if err != nil {
@@ -153,7 +155,7 @@ func RunFaults(t testing.TB, c *runner.Config) (checker.Result, []history.Event)
 	for _, f := range res.Faults {
 		t.Logf("fault %d %s: landed %v, lease %q: %s", f.ID, f.Name, f.Landed, f.Lease, f.Effect)
 	}
-	if again, err := runner.CheckDir(c.Out, 0); err != nil || again.Verdict != res.Verdict {
+	if again, err := rundir.Check(c.Out, 0); err != nil || again.Verdict != res.Verdict {
 		t.Errorf("re-checking the stored history: %v, verdict %s vs %s", err, again.Verdict, res.Verdict)
 	}
 	if left := procs.Children("redis-"); len(left) > 0 {
@@ -193,7 +195,7 @@ func events(t testing.TB, dir string) []history.Event {
 // from the lock (ok, or not acquired) after the first fault healed: its
 // links, and the node behind them, work again. The run must last long
 // enough for the fault to heal before the workers stop.
-func AnsweredAfterFirstFault(t testing.TB, c runner.Config, events []history.Event) {
+func AnsweredAfterFirstFault(t testing.TB, c settings.Run, events []history.Event) {
 	t.Helper()
 	var end, stopped int64
 	for _, e := range events {
@@ -251,7 +253,7 @@ func NeedClockShim(t testing.TB) {
 
 // SentinelsSawTheFailover checks the sentinels' logs kept in the run's
 // directory: each one saw the primary switch.
-func SentinelsSawTheFailover(t testing.TB, c runner.Config) {
+func SentinelsSawTheFailover(t testing.TB, c settings.Run) {
 	t.Helper()
 	for k := 0; k < c.Sentinels; k++ {
 		path := filepath.Join(c.Out, "sentinels", fmt.Sprintf("sentinel%d.log", k))

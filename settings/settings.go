@@ -1,13 +1,13 @@
-// Package runner is the coordinator of one run: it starts the nodes, the
-// proxies and the worker processes, lets the nemeses loose, records the
-// history, stops everything in order, and checks what happened.
-package runner
+// Package settings is the schema of a run: every setting a user gives (as a
+// flag of `lockchaos run` or in a scenario file), its default, its range
+// and its name either way. The runner, the matrix, compare and shrink take
+// a Run; none of them restates it.
+package settings
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"time"
@@ -17,10 +17,10 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
-// Config is one run. Each setting's tags name it as a flag of `lockchaos
+// Run is one run's settings. Each setting's tags name it as a flag of `lockchaos
 // run` (flag) and as its path in a scenario file (file), so that an error
 // about it (SettingError) can name it either way.
-type Config struct {
+type Run struct {
 	Lock string `flag:"lock" file:"lock.name"`
 	// LockFile is an adapter lock's manifest (lock.yaml), LockCmd the
 	// command line of a quick adapter (store redis, one node): Lock is
@@ -102,7 +102,7 @@ type Config struct {
 // of giving them (flags, scenario files); the ones for which 0 means
 // something (hold, think) apply where the setting was not given at all.
 // Those that follow from the TTL (retry, op timeout, fault interval) are
-// filled in by withDefaults. The seed has no default here: `lockchaos run`
+// filled in by WithDefaults. The seed has no default here: `lockchaos run`
 // picks one and prints it, a scenario file fixes one (scenarios.DefaultSeed)
 // so that the matrix is the same from run to run.
 const (
@@ -132,12 +132,13 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
-func usage(format string, args ...any) error {
+// Usage is a UsageError saying what to fix.
+func Usage(format string, args ...any) error {
 	return UsageError{Err: fmt.Errorf(format, args...)}
 }
 
 // SettingError is a bad value of one of the run's settings. Setting is the
-// Config field's name; Error names it as a flag ("--clients 300: want 1 to
+// Run field's name; Error names it as a flag ("--clients 300: want 1 to
 // 256"), and a scenario file by its path and line (Path).
 type SettingError struct {
 	Setting string
@@ -150,9 +151,9 @@ func (e *SettingError) Error() string { return "--" + settingTag(e.Setting, "fla
 func (e *SettingError) Path() string { return settingTag(e.Setting, "file") }
 
 func settingTag(field, tag string) string {
-	f, ok := reflect.TypeFor[Config]().FieldByName(field)
+	f, ok := reflect.TypeFor[Run]().FieldByName(field)
 	if !ok {
-		panic("runner: no setting " + field)
+		panic("settings: no setting " + field)
 	}
 	return f.Tag.Get(tag)
 }
@@ -161,24 +162,24 @@ func bad(setting, format string, args ...any) error {
 	return UsageError{Err: &SettingError{Setting: setting, Msg: fmt.Sprintf(format, args...)}}
 }
 
-// withDefaults fills zero values and checks ranges.
-func (c Config) withDefaults() (Config, error) {
+// WithDefaults fills zero values and checks ranges.
+func (c Run) WithDefaults() (Run, error) {
 	var errs []error
 	if c.LockFile != "" || c.LockCmd != "" {
-		if spec, err := lookupLock(c); err != nil {
+		if spec, err := c.LockSpec(); err != nil {
 			errs = append(errs, UsageError{Err: err})
 		} else {
 			c.Lock = spec.Name
 		}
 	} else if c.Lock == "" {
-		errs = append(errs, usage("--lock is required (see `lockchaos list`)"))
+		errs = append(errs, Usage("--lock is required (see `lockchaos list`)"))
 	}
 	if c.Out == "" {
-		errs = append(errs, usage("--out DIR is required: where the history and result go"))
+		errs = append(errs, Usage("--out DIR is required: where the history and result go"))
 	}
 	errs = append(errs, c.rangeErrors()...)
 	if c.Direct && len(c.Nemeses) > 0 && !(len(c.Nemeses) == 1 && c.Nemeses[0] == "none") {
-		errs = append(errs, usage("direct connections (no proxies) are for benchmarks only: no nemesis can run"))
+		errs = append(errs, Usage("direct connections (no proxies) are for benchmarks only: no nemesis can run"))
 	}
 	if c.Backend == "" {
 		c.Backend = "local"
@@ -207,7 +208,7 @@ func (c Config) withDefaults() (Config, error) {
 
 // rangeErrors checks each setting's value on its own and against the
 // others: the one place where the run's ranges are written.
-func (c Config) rangeErrors() []error {
+func (c Run) rangeErrors() []error {
 	var errs []error
 	if c.Clients < 1 || c.Clients > 256 {
 		errs = append(errs, bad("Clients", "%d: want 1 to 256", c.Clients))
@@ -269,24 +270,12 @@ func orLocal(backend string) string {
 // CheckSettings checks the settings' values and ranges as Run would,
 // without looking up the lock or the nemeses: the errors are UsageErrors
 // wrapping a SettingError for each bad setting.
-func CheckSettings(cfg Config) error { return errors.Join(cfg.rangeErrors()...) }
-
-// Validate checks cfg as Run would, without starting anything: names,
-// options and ranges. The error is a UsageError saying what to fix, for
-// instance that a nemesis does not apply to this lock or topology.
-func Validate(cfg Config) error {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return err
-	}
-	_, err = resolve(cfg)
-	return err
-}
+func CheckSettings(cfg Run) error { return errors.Join(cfg.rangeErrors()...) }
 
 // checkLockCapabilities refuses --renew for a lock that cannot renew and
 // --reentry for one that is not reentrant. An unknown lock or bad options
 // are left to resolve, which names them.
-func checkLockCapabilities(c Config) error {
+func checkLockCapabilities(c Run) error {
 	if !c.Renew && c.Reentry == 0 {
 		return nil
 	}
@@ -298,7 +287,7 @@ func checkLockCapabilities(c Config) error {
 		return bad("Reentry", "%v: lock %s is not reentrant (reentrant locks: %s)", c.Reentry, spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
 	}
 	if c.Renew {
-		l, err := newForCheck(spec, c.LockOptions, c.TTL)
+		l, err := spec.Probe(c.LockOptions, c.TTL)
 		if err != nil {
 			return nil
 		}
@@ -310,22 +299,54 @@ func checkLockCapabilities(c Config) error {
 	return nil
 }
 
-// newForCheck builds a locker without nodes, only to look at what it can do.
-func newForCheck(spec locks.Spec, given map[string]string, ttl time.Duration) (locks.Locker, error) {
-	opts, _, err := spec.Decode(given, ttl)
-	if err != nil {
-		return nil, err
-	}
-	return spec.New(locks.Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
-}
-
 // lockNames lists the registered locks (with default options) that pass ok.
 func lockNames(ok func(locks.Spec, locks.Locker) bool, ttl time.Duration) string {
 	var names []string
 	for _, s := range locks.All() {
-		if l, err := newForCheck(s, nil, ttl); err == nil && ok(s, l) {
+		if l, err := s.Probe(nil, ttl); err == nil && ok(s, l) {
 			names = append(names, s.Name)
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// LockSpec finds the run's lock: a registered one by name, or the adapter
+// of --lock-file or --lock-cmd.
+func (c Run) LockSpec() (locks.Spec, error) {
+	var s locks.Spec
+	var err error
+	switch {
+	case c.LockFile != "":
+		s, err = locks.RegisterFile(c.LockFile)
+	case c.LockCmd != "":
+		var m *locks.Manifest
+		if m, err = locks.QuickManifest(c.LockCmd, "."); err == nil {
+			s = m.Spec()
+		}
+	default:
+		return locks.Lookup(c.Lock)
+	}
+	if err == nil && c.Lock != "" && c.Lock != s.Name {
+		err = fmt.Errorf("--lock %s and the adapter's name %s differ: give one of them", c.Lock, s.Name)
+	}
+	return s, err
+}
+
+// CheckStore refuses, for a lock of a store other than Redis, the
+// settings that shape Redis servers only: replicas, sentinels and
+// persistence. Each store has its own replication and durability, which
+// its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
+// and standby).
+func (cfg Run) CheckStore(spec locks.Spec) error {
+	var errs []error
+	if cfg.Replicas > 0 {
+		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.StoreName()))
+	}
+	if cfg.Sentinels > 0 {
+		errs = append(errs, bad("Sentinels", "%d: lock %s keeps its state in %s; sentinels watch Redis primaries: drop --sentinels", cfg.Sentinels, spec.Name, spec.StoreName()))
+	}
+	if p, _ := ParsePersistence(cfg.Persistence); p != "none" {
+		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.StoreName()))
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,83 @@
+package settings
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+func valid() Run {
+	return Run{Lock: "token-lua", Out: "out", Clients: DefaultClients, Keys: DefaultKeys, TTL: DefaultTTL, Hold: DefaultHold, Duration: DefaultDuration}
+}
+
+// A bad value is named as a flag and as a scenario file's path, and is a
+// usage error (the user fixes it).
+func TestABadSettingIsNamedAsAFlagAndAsAPath(t *testing.T) {
+	r := valid()
+	r.Clients = 300
+	err := CheckSettings(r)
+	var se *SettingError
+	var ue UsageError
+	if !errors.As(err, &se) || !errors.As(err, &ue) {
+		t.Fatalf("%v: want a usage error wrapping a SettingError", err)
+	}
+	if err.Error() != "--clients 300: want 1 to 256" || se.Path() != "workload.clients" {
+		t.Errorf("%q at %q; want --clients 300: want 1 to 256 at workload.clients", err, se.Path())
+	}
+	r = valid()
+	r.Sentinels = 3
+	if err := CheckSettings(r); err == nil || !strings.Contains(err.Error(), "--sentinels 3 without replicas") {
+		t.Errorf("sentinels without replicas: %v", err)
+	}
+}
+
+// The defaults that follow from the TTL are filled in one place; "none"
+// is no nemesis; a run needs a lock and a folder.
+func TestDefaultsFollowTheTTL(t *testing.T) {
+	r := valid()
+	r.TTL = 2 * time.Second
+	r.Nemeses = []string{"none"}
+	got, err := r.WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OpTimeout != 2*time.Second || got.FaultInterval != 4*time.Second || got.Retry != 200*time.Millisecond ||
+		got.Backend != "local" || got.Persistence != "none" || len(got.Nemeses) != 0 {
+		t.Errorf("defaults %+v; want op timeout = TTL, fault interval = 2 TTL, retry = TTL/10, local, no persistence, no nemesis", got)
+	}
+	_, err = Run{Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second}.WithDefaults()
+	if err == nil || !strings.Contains(err.Error(), "--lock is required") || !strings.Contains(err.Error(), "--out DIR is required") {
+		t.Errorf("no lock, no folder: %v", err)
+	}
+}
+
+// Redis's replicas, sentinels and persistence are refused for a lock of
+// another store, by name.
+func TestRedisSettingsAreRefusedForAnotherStore(t *testing.T) {
+	spec, err := locks.Lookup("etcd-mutex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := valid()
+	r.Replicas, r.Persistence = 1, "always"
+	err = r.CheckStore(spec)
+	if err == nil || !strings.Contains(err.Error(), "--replicas 1") || !strings.Contains(err.Error(), "--persistence always") {
+		t.Errorf("etcd-mutex with replicas and AOF: %v", err)
+	}
+	r = valid()
+	if err := r.CheckStore(spec); err != nil {
+		t.Errorf("etcd-mutex with Redis's settings left alone: %v", err)
+	}
+}
+
+// A folder that holds no run cannot be replayed, and the error says what
+// one holds.
+func TestReplayNeedsARunFolder(t *testing.T) {
+	_, err := LoadReplay(t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "config.json and schedule.json") {
+		t.Errorf("replay of an empty folder: %v", err)
+	}
+}
