@@ -87,6 +87,9 @@ func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 	if len(g.Replicas()) == 0 {
 		return pre.partial("replication cut", nil), fmt.Errorf("failover of lock node %d: it has no replicas (--replicas)", i)
 	}
+	if pre.letGo(env) {
+		return pre.cutOnly(), nil
+	}
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())
 	killed := history.Now()
 	if err := oldNode.Signal(syscall.SIGKILL); err != nil {

@@ -98,6 +98,9 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if len(g.Replicas()) == 0 {
 		return pre.partial("replication cut", nil), fmt.Errorf("failover-sentinel of lock node %d: it has no replicas", i)
 	}
+	if pre.letGo(env) {
+		return pre.cutOnly(), nil
+	}
 	old, oldNode := g.Primary()
 	f.done.Store(true)
 	target := fmt.Sprintf("lock node %d: primary %s killed", i, oldNode.Name())

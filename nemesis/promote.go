@@ -48,6 +48,22 @@ func (p *prepared) cutOnly() *Fault {
 	return f
 }
 
+// letGo says, just before the kill, whether the aimed holder has let go
+// already. On a busy machine the preparation (waiting out a stale key on
+// the replicas, reading their offsets) can outlast the stretch that keeps
+// the holder inside, and a kill then strikes whatever hold came next: one
+// the fault never aimed at, which may sit on a bare majority by chance
+// (seen in make chaos beside CPU hogs: node-redlock+failover, a violation
+// under a failover that did not land). Then the failover does not happen:
+// the fault is the cut alone, and p.missed says why.
+func (p *prepared) letGo(env Env) bool {
+	if _, held := holdingOf(env, p.a.Client, p.a.Key, p.a.Invoked); held {
+		return false
+	}
+	p.missed = fmt.Sprintf("client %d let go of %s before the kill (preparing the failover outlasted its hold)", p.a.Client, p.a.Key)
+	return true
+}
+
 // partial is the fault as far as it went: the cut (if any) and whatever
 // then undoes the rest. A nil prepared (nothing done yet) gives nil.
 func (p *prepared) partial(target string, rest func(context.Context) error) *Fault {
