@@ -674,6 +674,7 @@ func (v view) perfs() []perf {
 func (v view) throughputPlot() (template.HTML, string) {
 	var p svgPlot
 	ps := v.perfs()
+	differ := v.settingsNote() != ""
 	var none, avg []string
 	peakH, peakL := 0.0, 0.0
 	for _, x := range ps {
@@ -741,7 +742,7 @@ func (v view) throughputPlot() (template.HTML, string) {
 		p.f(`<rect class="holds-bar" x="%.1f" y="%.1f" width="%.1f" height="12" fill="%s"%s><title>%s</title></rect>`,
 			x0, yy-16, math.Max(xh(x.holds)-x0, 1), v.color[x.lock], attrs, esc(fmt.Sprintf("%s: %.1f holds/s, %s", x.lock, x.holds, src(x))))
 		value := fmt.Sprintf("%.1f/s", x.holds)
-		if v.settingsNote() != "" {
+		if differ {
 			value += " (" + v.settingsOf(x.lock) + ")"
 		}
 		p.text(xh(x.holds)+4, yy-6, "start", "#212529", value, ` class="value"`)

@@ -259,12 +259,17 @@ func randomToken(owner string, r *rand.Rand) string {
 	return fmt.Sprintf("%s:%016x", owner, r.Uint64())
 }
 
-// Probe builds a locker without nodes, with the given options, only to
-// look at what it can do (the interfaces it implements).
-func (s Spec) Probe(given map[string]string, ttl time.Duration) (Locker, error) {
-	opts, _, err := s.Decode(given, ttl)
+// Probe decodes the given options and builds a locker without nodes, only
+// to look at what it can do (the interfaces it implements); used are the
+// option values, defaults included. New must not do I/O: called without
+// nodes, it validates the options.
+func (s Spec) Probe(given map[string]string, ttl time.Duration) (l Locker, used map[string]string, err error) {
+	opts, used, err := s.Decode(given, ttl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s.New(Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
+	if l, err = s.New(Config{TTL: ttl, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))}); err != nil {
+		return nil, nil, fmt.Errorf("lock %s: %w", s.Name, err)
+	}
+	return l, used, nil
 }

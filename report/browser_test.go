@@ -207,19 +207,10 @@ func rgb(hex string) string {
 // that failed, at 1280 and at 800 px, and commits the screenshots under
 // docs/ (docs/report-lanes.png, docs/report-800px.png).
 func TestRunPageLanesInBrowser(t *testing.T) {
-	dir := t.TempDir()
-	lanes().write(t, dir)
-	page, err := WriteRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	page, html := writePage(t, lanes())
 	// A probe writes what the browser laid out into the DOM: the smallest
 	// rendered size of any SVG text of the page (its font size times the
 	// SVG's scale), and the box of every fault bar of the full timeline.
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
 	probe := `<script>
 let least = 1e9;
 for (const svg of document.querySelectorAll("svg")) {
@@ -231,8 +222,8 @@ document.body.setAttribute("data-min-font", least.toFixed(2));
 for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r.getBoundingClientRect();
   r.setAttribute("data-box", [b.left, b.top, b.width, b.height].map(v => v.toFixed(1)).join(",")); }
 </script></body>`
-	probed := filepath.Join(dir, "report.probe.html")
-	if err := os.WriteFile(probed, bytes.Replace(b, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
+	probed := filepath.Join(filepath.Dir(page), "report.probe.html")
+	if err := os.WriteFile(probed, []byte(strings.Replace(html, "</body>", probe, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dom := browser.Browse(t, probed, "--dump-dom")

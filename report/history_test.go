@@ -85,6 +85,30 @@ func (h *hb) write(t *testing.T, dir string) checker.Result {
 	return res
 }
 
+// writePage stores h in a new run folder, checks it and renders its page:
+// the page's path and its HTML.
+func writePage(t *testing.T, h *hb) (page, html string) {
+	t.Helper()
+	dir := t.TempDir()
+	h.write(t, dir)
+	page, err := WriteRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page, string(b)
+}
+
+// pageOf is the HTML of h's page (writePage).
+func pageOf(t *testing.T, h *hb) string {
+	t.Helper()
+	_, html := writePage(t, h)
+	return html
+}
+
 // pausedPastTTL is the textbook violation: client 2 acquires, is paused
 // for 1.2 s (past its 500 ms TTL) from t=3.1 s; client 4 acquires the
 // expired lock and holds it for 300 ms; client 2 wakes up, writes, and its

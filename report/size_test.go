@@ -1,7 +1,6 @@
 package report
 
 import (
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,21 +26,6 @@ func busy() *hb {
 	return h
 }
 
-func renderPage(t *testing.T, h *hb) string {
-	t.Helper()
-	dir := t.TempDir()
-	h.write(t, dir)
-	page, err := WriteRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func count(el map[string]string) int {
 	n, _ := strconv.Atoi(el["data-count"])
 	return n
@@ -50,7 +34,7 @@ func count(el map[string]string) int {
 // Refusals a few milliseconds apart on one lane are one mark whose tooltip
 // counts them; one far from them is its own mark; no refusal is lost.
 func TestNeighbouringRefusalsAreOneMark(t *testing.T) {
-	dom := renderPage(t, busy())
+	dom := pageOf(t, busy())
 	i := strings.Index(dom, `id="timeline"`)
 	full := dom[i : i+strings.Index(dom[i:], "</svg>")]
 	marks := browser.Elements(full, "rect", func(a map[string]string) bool { return a["class"] == "acq-fail" })
@@ -84,7 +68,7 @@ func TestLatencyPlotIsBoundedAndKeepsTheRareOutcomes(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		h.attempt(0, 600+float64(i)*50, 3, history.Info)
 	}
-	dom := renderPage(t, h)
+	dom := pageOf(t, h)
 	points := browser.Elements(dom, "circle", func(a map[string]string) bool { return strings.HasPrefix(a["class"], "lat-point") })
 	if len(points) > plMaxPoints {
 		t.Errorf("%d points, want at most %d", len(points), plMaxPoints)
@@ -112,7 +96,7 @@ func TestLatencyPlotIsBoundedAndKeepsTheRareOutcomes(t *testing.T) {
 // The next-steps box: a violation offers shrink and the replay command; lost
 // updates point to the fenced lock of the store; a safe run offers seeds.
 func TestNextStepsSayWhatToDo(t *testing.T) {
-	dom := renderPage(t, pausedPastTTL())
+	dom := pageOf(t, pausedPastTTL())
 	for _, want := range []string{`id="next-steps"`, `id="next-shrink"`, "lockchaos shrink ", `id="next-fence"`,
 		"lockchaos compare --locks token-lua,fenced --nemeses pause-client"} {
 		if !strings.Contains(dom, want) {
@@ -167,7 +151,7 @@ func TestPairsAreGroupedByIncident(t *testing.T) {
 		h.hold(3+i%3, 3600+float64(i)*200, 3750+float64(i)*200, int64(6+i), history.OK)
 	}
 	h.end(5500, 10)
-	dom := renderPage(t, h)
+	dom := pageOf(t, h)
 	heads := browser.Elements(dom, "tr", func(a map[string]string) bool { return a["class"] == "pairs-incident" })
 	rows := browser.Elements(dom, "tr", func(a map[string]string) bool { return a["class"] == "overlap-row" })
 	more := browser.Elements(dom, "tr", func(a map[string]string) bool { return a["class"] == "more-pairs" })

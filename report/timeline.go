@@ -333,7 +333,7 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 	// markGap units of each other are one mark spanning them, its tooltip
 	// counting them: a client refused every few milliseconds for a second
 	// is one grey stretch, not a thousand ticks.
-	for _, run := range r.markRuns(d, lane, x, from, to) {
+	for _, run := range markRuns(d, lane, x, from, to) {
 		y := laneY(run.client) + tlLane - 3
 		title := esc(run.title())
 		if run.unknown {
@@ -407,7 +407,7 @@ func (m markRun) title() string {
 // markRuns gathers the refused and unknown acquires completed in [from,
 // to] into the marks drawn on the client lanes: per lane and kind, marks
 // closer than markGap are one.
-func (r *Run) markRuns(d detail, lane map[int]int, x func(float64) float64, from, to float64) []markRun {
+func markRuns(d detail, lane map[int]int, x func(float64) float64, from, to float64) []markRun {
 	var as []checker.Attempt
 	for _, a := range d.attempts {
 		if _, ok := lane[a.Client]; ok && a.Outcome != checker.AttemptOK && a.DoneMs >= from && a.DoneMs <= to {

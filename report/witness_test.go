@@ -12,22 +12,10 @@ import (
 // TestRunPageShowsTheWitness: a violation's page tells its first overlap's
 // story (checker.Witness); a safe run's has no such section.
 func TestRunPageShowsTheWitness(t *testing.T) {
-	dir := t.TempDir()
-	pausedPastTTL().write(t, dir)
-	page, err := WriteRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(page)
-	if !strings.Contains(string(b), `<h2 id="witness">Witness</h2>`) || !strings.Contains(string(b), "pause-client (client 2)") {
+	if html := pageOf(t, pausedPastTTL()); !strings.Contains(html, `<h2 id="witness">Witness</h2>`) || !strings.Contains(html, "pause-client (client 2)") {
 		t.Errorf("the page has no witness naming the pause")
 	}
-	dir = t.TempDir()
-	quiet().write(t, dir)
-	if page, err = WriteRun(dir); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(page); strings.Contains(string(b), `id="witness"`) {
+	if strings.Contains(pageOf(t, quiet()), `id="witness"`) {
 		t.Errorf("a safe run's page has a witness")
 	}
 }

@@ -93,6 +93,9 @@ func Run(ctx context.Context, cfg settings.Run) (checker.Result, error) {
 // and what they make of it, and the nemeses with their plans.
 type resolved struct {
 	lock locks.Spec
+	// probe is the lock built without nodes (locks.Spec.Probe): what it
+	// can do.
+	probe locks.Locker
 	// lockUsed are the lock's option values, defaults included, for the
 	// record.
 	lockUsed map[string]string
@@ -126,16 +129,11 @@ func resolve(cfg settings.Run) (resolved, error) {
 		return rs, settings.UsageError{Err: err}
 	}
 	rs.lock = spec
-	opts, used, err := spec.Decode(cfg.LockOptions, cfg.TTL)
+	l, used, err := spec.Probe(cfg.LockOptions, cfg.TTL)
 	if err != nil {
 		return rs, settings.UsageError{Err: err}
 	}
-	rs.lockUsed = used
-	// New must not do I/O: called here without nodes, it validates options.
-	l, err := spec.New(locks.Config{TTL: cfg.TTL, Owner: "check", Options: opts, Rand: rand.New(rand.NewPCG(1, 1))})
-	if err != nil {
-		return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
-	}
+	rs.probe, rs.lockUsed = l, used
 	rs.lease = cfg.TTL
 	if le, ok := l.(locks.Leaser); ok {
 		rs.lease = le.Lease()

@@ -349,11 +349,7 @@ func (r *run) currentLockNodes() []cluster.Node {
 // does not compile is a usage error now, not a run in which nothing was
 // ever held.
 func (r *run) preflight(ctx context.Context, rs resolved) error {
-	l, err := rs.lock.Probe(r.cfg.LockOptions, r.cfg.TTL)
-	if err != nil {
-		return err
-	}
-	p, ok := l.(locks.Preflighter)
+	p, ok := rs.probe.(locks.Preflighter)
 	if !ok || rs.lock.StoreName() != cluster.StoreRedis {
 		return nil
 	}

@@ -1,7 +1,7 @@
 // Package settings is the schema of a run: every setting a user gives (as a
 // flag of `lockchaos run` or in a scenario file), its default, its range
 // and its name either way. The runner, the matrix, compare and shrink take
-// a Run; none of them restates it.
+// a Run.
 package settings
 
 import (
@@ -287,7 +287,7 @@ func checkLockCapabilities(c Run) error {
 		return bad("Reentry", "%v: lock %s is not reentrant (reentrant locks: %s)", c.Reentry, spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
 	}
 	if c.Renew {
-		l, err := spec.Probe(c.LockOptions, c.TTL)
+		l, _, err := spec.Probe(c.LockOptions, c.TTL)
 		if err != nil {
 			return nil
 		}
@@ -303,7 +303,7 @@ func checkLockCapabilities(c Run) error {
 func lockNames(ok func(locks.Spec, locks.Locker) bool, ttl time.Duration) string {
 	var names []string
 	for _, s := range locks.All() {
-		if l, err := s.Probe(nil, ttl); err == nil && ok(s, l) {
+		if l, _, err := s.Probe(nil, ttl); err == nil && ok(s, l) {
 			names = append(names, s.Name)
 		}
 	}
