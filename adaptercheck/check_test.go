@@ -1,6 +1,7 @@
 package adaptercheck
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"path/filepath"
@@ -48,6 +49,35 @@ func TestTheExampleAdapterPasses(t *testing.T) {
 	}
 }
 
+// A lock that refuses a free key a few times before its grant (a lock on
+// several nodes whose nodes answer late) passes, and the check says what
+// it saw; one that never grants fails (stingy.yaml, below).
+func TestARefusedFreeKeyIsTriedAgain(t *testing.T) {
+	m, err := locks.ReadManifest("testdata/shy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	steps, err := Check(context.Background(), m, t.TempDir(), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		if s.Err != nil {
+			t.Errorf("step %q failed: %v", s.Name, s.Err)
+		}
+	}
+	for _, want := range []string{
+		"note  client 0's acquire of the free key check:a was refused 2 times, then answered granted",
+		// Client 1's first acquire was of check:a, which client 0 held.
+		"note  client 1's acquire of the free key check:b was refused once, then answered granted",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the check's output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // Each deliberately broken adapter fails the step that finds its defect,
 // with a message that names it.
 func TestBrokenAdaptersAreNamed(t *testing.T) {
@@ -59,6 +89,7 @@ func TestBrokenAdaptersAreNamed(t *testing.T) {
 		{"mute.yaml", "unknown (never granted) when its nodes are unreachable", "no answer within timeout_ms"},
 		{"prose.yaml", "acquire, then a second client refused", `not a JSON message with a type: "OK, granted"`},
 		{"prose.yaml", "every line is a protocol message", "not a JSON message"},
+		{"stingy.yaml", "acquire, then a second client refused", "client 0's acquire of a free key: want granted, got refused"},
 		{"stale-fence.yaml", "fencing tokens increase", "a fence must increase with every grant of the key"},
 	} {
 		steps := run(t, filepath.Join("testdata", tc.file))
