@@ -53,6 +53,8 @@ Usage:
                   [--out DIR] | --rerun DIR                        violation, throughput, availability (CSV, HTML)
   lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
                                                                    (DIR2/minimal.yaml), its witness, its run
+  lockchaos audit --lock NAME [--seeds K] [--claims F1,F2]         a lock's whole safety record: every fault, a minimal
+                  [--budget 15m] [--out DIR]                       witness of each that breaks it, its claims held to
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
@@ -67,6 +69,7 @@ Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
 differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
 (lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced, 3, 4.
+audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
 
 Run 'lockchaos help run' for the flags of run.
 `
@@ -82,6 +85,7 @@ func init() {
 		"compare":    cmdCompare,
 		"merge":      cmdMerge,
 		"shrink":     cmdShrink,
+		"audit":      cmdAudit,
 		"check":      cmdCheck,
 		"report":     cmdReport,
 		"clean":      cmdClean,

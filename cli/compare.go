@@ -45,7 +45,7 @@ func cmdCompare(args []string) int {
 	fs := newFlags("compare")
 	spec := compare.Spec{}
 	lockList := fs.String("locks", "", "comma-separated `LOCKS` to compare (lockchaos list), or all")
-	nemList := fs.String("nemeses", DefaultCompareNemeses, "comma-separated `FAULTS` (none for the column without faults)")
+	nemList := fs.String("nemeses", DefaultCompareNemeses, "comma-separated `FAULTS` (none for the column without faults); NEMESIS:KEY=VALUE sets an option on top of the grid's, e.g. pause-client:phase=acquire, crash-restart:persistence=always")
 	fs.IntVar(&spec.Seeds, "seeds", 20, "seeds per cell at most")
 	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed; seed k of a cell is SEED+k")
 	fs.BoolVar(&spec.StopOnViolation, "stop-on-violation", false, "end each run soon after its first violation (detection and time to it stay; throughput and availability are then over the shorter run)")
@@ -177,7 +177,7 @@ func planCompare(spec *compare.Spec, lockList, nemList string) ([]compare.Cell, 
 		return nil, errors.New("--clients and --keys: want a positive number, or 0 for the grid's")
 	}
 	v.Clients, v.Keys = spec.Clients, spec.Keys
-	spec.Locks, spec.Nemeses = splitList(lockList), splitList(nemList)
+	spec.Locks, spec.Nemeses = splitList(lockList), splitFaults(nemList)
 	if lockList == "all" {
 		spec.Locks, _ = scenarios.GridAxes()
 	}
@@ -197,6 +197,21 @@ func planCompare(spec *compare.Spec, lockList, nemList string) ([]compare.Cell, 
 		sc = &s
 	}
 	return compare.Plan(*spec, g, sc, v, runner.Validate), nil
+}
+
+// splitFaults splits a list of fault columns: a piece KEY=VALUE after a
+// NEMESIS:KEY=VALUE is another option of that column
+// (crash-restart:persistence=always,delay=1.5ttl is one column).
+func splitFaults(s string) []string {
+	var out []string
+	for _, x := range splitList(s) {
+		if n := len(out); n > 0 && strings.Contains(out[n-1], ":") && strings.Contains(x, "=") && !strings.Contains(x, ":") {
+			out[n-1] += "," + x
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
 }
 
 func splitList(s string) []string {

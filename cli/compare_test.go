@@ -96,6 +96,8 @@ func TestCompareRefusesBadInputNamingTheFlag(t *testing.T) {
 		{[]string{"--locks", "token-lua", "--hold", "300"}, "--hold 300: "},
 		{[]string{"--nemeses", "none"}, "--locks: give at least one lock"},
 		{[]string{"--locks", "token-lua,token-lua"}, "listed twice"},
+		// One column with two options: the second is checked as its own.
+		{[]string{"--locks", "token-lua", "--nemeses", "none,crash-restart:persistence=always,dela=1.5ttl"}, `--nemeses: crash-restart has no option "dela"`},
 		{[]string{"--rerun", "/nonexistent"}, "--rerun: "},
 	} {
 		_, stderr, code := lockchaos(t, append([]string{"compare", "--out", t.TempDir()}, c.args...)...)

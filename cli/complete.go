@@ -103,9 +103,9 @@ func completions(before []string, cur string) []string {
 	switch flagBefore {
 	case "lock":
 		return withPrefix(spaced(locks.Names()), cur)
-	case "nemesis", "nemeses":
+	case "nemesis", "nemeses", "claims":
 		return commaList(append([]string{"none"}, nemesis.Names()...), cur)
-	case "locks":
+	case "locks", "refs":
 		return commaList(locks.Names(), cur)
 	case "scenario":
 		return withPrefix(spaced(scenarios.CatalogueNames()), cur)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lockchaos/lockchaos/audit"
+
 	htmlreport "github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -14,11 +16,14 @@ import (
 const reportUsage = `Usage: lockchaos report DIR
 
 Renders the HTML of a stored run (DIR holds history.jsonl) or of a whole
-matrix (DIR holds summary.json) again, from the files alone.
+matrix (DIR holds summary.json) again, from the files alone; for an audit
+(DIR holds audit.json), its audit.md, audit.html and audit.json, summed up
+again from its runs.
 `
 
-// cmdReport renders the HTML of a stored run (DIR holds history.jsonl) or of
-// a whole matrix (DIR holds summary.json) again, from the files alone.
+// cmdReport renders the HTML of a stored run (DIR holds history.jsonl), of
+// a whole matrix (DIR holds summary.json) or of an audit again, from the
+// files alone.
 func cmdReport(args []string) int {
 	fs := newFlags("report")
 	if code, ok := parse(fs, reportUsage, args); !ok {
@@ -29,6 +34,9 @@ func cmdReport(args []string) int {
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
+	if _, err := os.Stat(filepath.Join(dir, audit.JSONFile)); err == nil {
+		return reportAudit(dir)
+	}
 	if _, err := os.Stat(filepath.Join(dir, scenarios.SummaryFile)); err == nil {
 		sum, err := scenarios.ReadSummary(dir)
 		if err != nil {
@@ -85,4 +93,25 @@ func writeRunReport(dir string) (string, error) {
 
 func writeIndex(dir string, sum scenarios.Summary) (string, error) {
 	return htmlreport.WriteIndex(dir, sum)
+}
+
+// reportAudit sums the audit in dir up again, with the grid's expectations
+// as this build has them, and renders its pages.
+func reportAudit(dir string) int {
+	old, err := audit.Read(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos report:", err)
+		return ExitSetup
+	}
+	g, err := scenarios.LoadGrid()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos report:", err)
+		return ExitSetup
+	}
+	if _, err := audit.Rerender(dir, g.Expect[old.Spec.Lock]); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos report:", err)
+		return ExitSetup
+	}
+	fmt.Println(filepath.Join(dir, audit.HTMLFile))
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
@@ -79,15 +80,18 @@ func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Varian
 		for _, n := range spec.Nemeses {
 			c := Cell{Lock: l, Nemesis: n}
 			var cfg settings.Run
-			var err error
-			if s != nil {
-				nem := n
-				if n == ScenarioFaults {
-					nem = ""
+			f, err := scenarios.ParseFault(n)
+			if err == nil {
+				v := v
+				v.Fault = &f
+				switch {
+				case s != nil && n == ScenarioFaults:
+					cfg, err = s.Variant(g, l, "", v)
+				case s != nil:
+					cfg, err = s.Variant(g, l, f.Nemesis, v)
+				default:
+					cfg, err = g.Variant(l, f.Nemesis, v)
 				}
-				cfg, err = s.Variant(g, l, nem, v)
-			} else {
-				cfg, err = g.Variant(l, n, v)
 			}
 			cfg.Seed = spec.FirstSeed
 			cfg.Backend, cfg.Image = orString(spec.Backend, cfg.Backend), orString(spec.Image, cfg.Image)
@@ -142,7 +146,17 @@ func (s Spec) Validate() error {
 		if n == scenarios.NoFault || (n == ScenarioFaults && s.Scenario != "") {
 			continue
 		}
-		if _, err := nemesis.Lookup(n); err != nil {
+		f, err := scenarios.ParseFault(n)
+		var spec nemesis.Spec
+		if err == nil {
+			spec, err = nemesis.Lookup(f.Nemesis)
+		}
+		if err == nil {
+			// An option misspelt is the user's to fix, not a cell that
+			// does not apply (which is what the runner would make of it).
+			_, err = spec.Build(f.Options, time.Second)
+		}
+		if err != nil {
 			errs = append(errs, "--nemeses: "+err.Error())
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
 )
 
@@ -163,5 +164,55 @@ func TestCSVHasTheColumnsAndLeavesMissingFiguresEmpty(t *testing.T) {
 	}
 	if r := recs[3]; r[col["status"]] != "n/a" || r[col["seeds"]] != "" || r[col["detection_rate"]] != "" {
 		t.Errorf("n/a row: %v", r)
+	}
+}
+
+// A fault column NEMESIS:KEY=VALUE runs the grid's cell of that nemesis
+// with the options set on top of the grid's (the others kept) and the key
+// persistence as the lock nodes' persistence; a misspelt option or a bad
+// value is the user's to fix, named before anything runs.
+func TestFaultColumnsSetTheirOptionsOnTheGrids(t *testing.T) {
+	g, err := scenarios.LoadGrid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Locks: []string{"token-lua"}, Nemeses: []string{"pause-client", "pause-client:phase=acquire", "crash-restart:persistence=always,delay=1.5ttl"},
+		Seeds: 1, MinSeeds: 1, Parallel: 1}
+	if err := spec.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells := Plan(spec, g, nil, scenarios.Variant{}, func(settings.Run) error { return nil })
+	if len(cells) != 3 {
+		t.Fatalf("%d cells, want 3", len(cells))
+	}
+	plain, acquire, crash := cells[0].Config, cells[1].Config, cells[2].Config
+	for _, c := range cells {
+		if c.Skip != "" {
+			t.Errorf("%s: %s %s", c.Name(), c.Skip, c.Why)
+		}
+	}
+	if got := acquire.NemesisOptions["pause-client"]; got["phase"] != "acquire" || got["duration"] != plain.NemesisOptions["pause-client"]["duration"] || got["duration"] == "" {
+		t.Errorf("pause-client:phase=acquire options %v; want phase=acquire and the grid's duration %q", got, plain.NemesisOptions["pause-client"]["duration"])
+	}
+	if plain.NemesisOptions["pause-client"]["phase"] != "" {
+		t.Errorf("the plain column took the variant's phase: %v", plain.NemesisOptions["pause-client"])
+	}
+	if crash.Persistence != "always" || crash.NemesisOptions["crash-restart"]["delay"] != "1.5ttl" || crash.NemesisOptions["crash-restart"]["votes"] != "spare" {
+		t.Errorf("crash-restart:persistence=always,delay=1.5ttl: persistence %q, options %v; want always, delay 1.5ttl and the grid's votes=spare", crash.Persistence, crash.NemesisOptions["crash-restart"])
+	}
+	if got := cells[1].Name(); got != "token-lua+pause-client:phase=acquire" {
+		t.Errorf("cell name %q", got)
+	}
+	for nem, says := range map[string]string{
+		"pause-client:phse=acquire":     `pause-client has no option "phse" (did you mean phase?)`,
+		"crash-restart:persistence=aof": `persistence "aof": want none, everysec or always`,
+		"pause-client:":                 "want NEMESIS:KEY=VALUE",
+		"pause-client:phase":            `"phase" is not KEY=VALUE`,
+		"pause-clinet:phase=acquire":    "pause-clinet",
+	} {
+		spec.Nemeses = []string{nem}
+		if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("--nemeses %s: %v; want it to say %q", nem, err, says)
+		}
 	}
 }

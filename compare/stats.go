@@ -54,6 +54,9 @@ type Run struct {
 	WorkloadS       float64 `json:"workload_s"`
 	LostUpdates     int     `json:"lost_updates"`
 	StaleAccepted   int     `json:"stale_accepted"`
+	// Resource is what the protected resource showed (damaged, intact,
+	// fenced or unknown).
+	Resource checker.ResourceState `json:"resource,omitempty"`
 }
 
 // runOf sums up one run's result; ttl is its TTL.
@@ -83,6 +86,7 @@ func runOf(res checker.Result, err error, ttlMs float64) Run {
 	r.Holds = res.Mutex.Holds
 	r.WorkloadS = res.WorkloadMs / 1e3
 	r.LostUpdates, r.StaleAccepted = res.Resource.LostUpdates, res.Resource.StaleAccepted
+	r.Resource = res.Resource.State
 	return r
 }
 

@@ -42,6 +42,9 @@ type Manifest struct {
 	// LeaseOption names a duration option that, when set, is the lease
 	// instead of the run's TTL.
 	LeaseOption string `yaml:"lease_option"`
+	// Claims are the faults (nemesis names, or none) the library says its
+	// lock survives: `lockchaos audit` fails when one of them breaks it.
+	Claims []string `yaml:"claims"`
 	// Requires lists commands that must be on PATH to build and run it.
 	Requires []string `yaml:"requires"`
 	// Build is run in Dir by `lockchaos adapter build` (make adapters);

@@ -2,7 +2,10 @@ package scenarios
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/settings"
@@ -17,6 +20,51 @@ type Variant struct {
 	// TTL, Hold and Duration replace the file's when set (option.Span's
 	// zero value leaves them); TTL must be a plain duration.
 	TTL, Hold, Duration *option.Span
+	// Fault sets options of the cell's one nemesis on top of the file's,
+	// and its persistence (a fault column such as
+	// pause-client:phase=acquire); nil leaves them.
+	Fault *Fault
+}
+
+// Fault is a fault column with settings of its own, written
+// NEMESIS:KEY=VALUE,KEY=VALUE: the nemesis's options set on top of the
+// grid's (pause-client:phase=acquire), and the key persistence sets the
+// lock nodes' persistence (crash-restart:persistence=always). A plain
+// NEMESIS is the grid's column itself.
+type Fault struct {
+	Nemesis     string
+	Options     map[string]string
+	Persistence string
+}
+
+// ParseFault reads a fault column (Fault).
+func ParseFault(s string) (Fault, error) {
+	name, rest, has := strings.Cut(s, ":")
+	f := Fault{Nemesis: name}
+	if !has {
+		return f, nil
+	}
+	if rest == "" {
+		return f, fmt.Errorf("%q: want NEMESIS:KEY=VALUE[,KEY=VALUE], e.g. pause-client:phase=acquire", s)
+	}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return f, fmt.Errorf("%q: %q is not KEY=VALUE (want NEMESIS:KEY=VALUE[,KEY=VALUE], e.g. pause-client:phase=acquire)", s, kv)
+		}
+		if k == "persistence" {
+			if _, err := settings.ParsePersistence(v); err != nil {
+				return f, fmt.Errorf("%q: persistence %w", s, err)
+			}
+			f.Persistence = v
+			continue
+		}
+		if f.Options == nil {
+			f.Options = map[string]string{}
+		}
+		f.Options[k] = v
+	}
+	return f, nil
 }
 
 func (v Variant) apply(f fileScenario) fileScenario {
@@ -34,6 +82,24 @@ func (v Variant) apply(f fileScenario) fileScenario {
 	}
 	if v.Duration != nil {
 		f.Duration = Duration{span: *v.Duration, set: true}
+	}
+	if v.Fault != nil {
+		if v.Fault.Persistence != "" {
+			f.Topology.Persistence = v.Fault.Persistence
+		}
+		nems := slices.Clone(f.Faults.Nemeses)
+		for i, n := range nems {
+			if n.Name != v.Fault.Nemesis || len(v.Fault.Options) == 0 {
+				continue
+			}
+			opts := maps.Clone(n.Options)
+			if opts == nil {
+				opts = map[string]string{}
+			}
+			maps.Copy(opts, v.Fault.Options)
+			nems[i].Options = opts
+		}
+		f.Faults.Nemeses = nems
 	}
 	return f
 }

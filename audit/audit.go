@@ -1,0 +1,530 @@
+// Package audit gives one lock's whole safety record: every fault of the
+// grid that applies to the lock, over several seeds (a comparison,
+// package compare), beside reference locks of the same store; for every
+// fault that broke it, a minimal witness (package shrink); for every fault
+// it survived, how often the fault landed and what it cost in
+// availability. A lock's claims (the faults it says it survives) turn the
+// audit into a test a library's CI can run. It is what `lockchaos audit`
+// does; compare's result.json summaries and shrink's reports are its only
+// input, so every figure comes from recorded histories.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/grid"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/shrink"
+)
+
+// Spec is an audit as asked: saved in audit.json.
+type Spec struct {
+	Lock string `json:"lock"`
+	// Refs are the reference locks run beside it (the yardstick).
+	Refs    []string `json:"refs"`
+	Nemeses []string `json:"nemeses"`
+	// Claims are the faults the lock claims to survive: the audit fails
+	// when one of them broke it, or when none of its seeds was evidence.
+	Claims    []string `json:"claims"`
+	Seeds     int      `json:"seeds"`
+	FirstSeed int64    `json:"first_seed"`
+	MinSeeds  int      `json:"min_seeds"`
+	Parallel  int      `json:"parallel"`
+	// Budget bounds the whole audit (0: none); ShrinkBudget each shrink.
+	Budget       time.Duration `json:"budget_ns"`
+	ShrinkBudget time.Duration `json:"shrink_budget_ns"`
+	ShrinkTries  int           `json:"shrink_tries"`
+}
+
+// Defaults of the options.
+const (
+	DefaultSeeds        = 5
+	DefaultShrinkBudget = time.Minute
+	DefaultShrinkTries  = 2
+	// CompareShare is the part of a --budget the runs get; the shrinks
+	// share the rest.
+	CompareShare = 0.7
+)
+
+// references are the yardsticks run beside a lock of each store: the
+// plain lock everyone starts from, and a fenced lock whose token comes from
+// a consensus store (Kleppmann: a fence must come from consensus), which
+// shows whether fencing would have kept the data safe under each fault.
+var references = map[string][]string{
+	"":          {"token-lua", "etcd-mutex-fenced"},
+	"redis":     {"token-lua", "etcd-mutex-fenced"},
+	"etcd":      {"etcd-mutex", "etcd-mutex-fenced"},
+	"zookeeper": {"zk-lock", "zk-lock-fenced"},
+	"postgres":  {"pg-advisory", "etcd-mutex-fenced"},
+}
+
+// References are the reference locks of lock's store, without lock itself.
+func References(lock locks.Spec) []string {
+	var out []string
+	for _, r := range references[lock.Store] {
+		if r != lock.Name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Status of a fault class for the audited lock (Class.Status).
+const (
+	Broken     = "broken"      // at least one seed violated
+	Held       = "held"        // every seed that was evidence was safe, and some were
+	NoEvidence = "no evidence" // no seed was evidence either way
+	NotRun     = "not run"     // the budget or an interrupt left it out
+	NA         = "n/a"         // the fault does not apply to the lock
+	Error      = "error"       // the cell could not be set up
+)
+
+// Class is one fault (a nemesis, or none) and what it did to the lock.
+type Class struct {
+	Nemesis string `json:"nemesis"`
+	Status  string `json:"status"`
+	Why     string `json:"why,omitempty"`
+	Claimed bool   `json:"claimed"`
+	// Seeds ran, of which Violations violated and Safe were safe;
+	// Detection is Violations/(Violations+Safe) with its 95 % Wilson
+	// interval (nil without evidence).
+	Seeds      int      `json:"seeds"`
+	Violations int      `json:"violations"`
+	Safe       int      `json:"safe"`
+	Detection  *float64 `json:"detection,omitempty"`
+	CILow      *float64 `json:"ci_low,omitempty"`
+	CIHigh     *float64 `json:"ci_high,omitempty"`
+	// TTFVMedianTTL: median time from the fault to the first overlap, in
+	// TTLs, over the violating seeds.
+	TTFVMedianTTL *float64 `json:"ttfv_median_ttl,omitempty"`
+	LostUpdates   int      `json:"lost_updates"`
+	// FaultsLanded counts the faults that landed over every seed (a fault
+	// that did not land says nothing).
+	FaultsLanded int `json:"faults_landed"`
+	// Availability: the share of acquires granted while a fault was
+	// active, and outside faults (nil without any such acquire).
+	GrantedDuring  *float64 `json:"granted_during,omitempty"`
+	GrantedOutside *float64 `json:"granted_outside,omitempty"`
+	// Fencing (broken classes) says whether a fenced lock's resource
+	// stayed intact under the same fault (the reference FencedBy, in every seed that ran):
+	// "saved" (fencing would have kept the data), "damaged" (not even
+	// fencing did), "" (no fenced reference ran this fault).
+	Fencing  string `json:"fencing,omitempty"`
+	FencedBy string `json:"fenced_by,omitempty"`
+	// Expected is the catalogue's verdict for the lock under this fault
+	// (scenarios/grid.yaml), "" where it has none.
+	Expected string `json:"expected,omitempty"`
+	// Witness is the shrunk violation (broken classes).
+	Witness *Witness `json:"witness,omitempty"`
+	// Cell is the comparison's folder of this class's runs.
+	Cell string `json:"cell"`
+	// Refs are the reference locks under the same fault.
+	Refs []Ref `json:"refs"`
+}
+
+// Ref is a reference lock's figures under one fault.
+type Ref struct {
+	Lock       string   `json:"lock"`
+	Status     string   `json:"status"`
+	Seeds      int      `json:"seeds"`
+	Violations int      `json:"violations"`
+	Safe       int      `json:"safe"`
+	Detection  *float64 `json:"detection,omitempty"`
+	// Fenced: the lock gives out fencing tokens. Resource: every seed's
+	// resource intact or fenced ("intact"), some damaged ("damaged"), or
+	// unknown ("").
+	Fenced        bool     `json:"fenced"`
+	Resource      string   `json:"resource,omitempty"`
+	GrantedDuring *float64 `json:"granted_during,omitempty"`
+}
+
+// Witness is the minimal violation of a broken class.
+type Witness struct {
+	// Run is the violating run that was shrunk (relative to the audit's
+	// folder); Dir the shrink's folder.
+	Run string `json:"run"`
+	Dir string `json:"dir"`
+	// Shrunk says whether a minimal scenario was written; Why, if not.
+	Shrunk   bool   `json:"shrunk"`
+	Why      string `json:"why,omitempty"`
+	Minimal  string `json:"minimal,omitempty"` // e.g. "1 fault, 2 clients, 1 key, hold 50ms, 2.1s"
+	Scenario string `json:"scenario,omitempty"`
+	Story    string `json:"story,omitempty"`
+	Report   string `json:"report,omitempty"`
+	// Verified counts the re-runs of the minimal scenario that violated.
+	Verified string `json:"verified,omitempty"`
+	// Command reproduces it.
+	Command string `json:"command"`
+}
+
+// Audit is what audit.json holds.
+type Audit struct {
+	Schema      int     `json:"schema"`
+	Version     string  `json:"version"`
+	Started     string  `json:"started"`
+	Seconds     float64 `json:"seconds"`
+	Interrupted bool    `json:"interrupted"`
+	Spec        Spec    `json:"spec"`
+	Description string  `json:"description"`
+	Store       string  `json:"store"`
+	Classes     []Class `json:"classes"`
+	// LeftOut says what the budget left out.
+	LeftOut []string `json:"left_out,omitempty"`
+	// ClaimsBroken and ClaimsUnverified name the claims that failed.
+	ClaimsBroken     []string `json:"claims_broken"`
+	ClaimsUnverified []string `json:"claims_unverified"`
+	Command          string   `json:"command"`
+}
+
+// Schema is the version of audit.json's layout.
+const Schema = 1
+
+// Files an audit writes in its folder (beside the comparison's).
+const (
+	JSONFile     = "audit.json"
+	MarkdownFile = "audit.md"
+	HTMLFile     = "audit.html"
+	WitnessDir   = "witness"
+)
+
+// Validate says what is wrong with spec, naming the flag to fix; claims
+// must name faults of the audit that apply to the lock (na lists those
+// that do not, with why).
+func (s Spec) Validate() error {
+	var errs []string
+	if _, err := locks.Lookup(s.Lock); err != nil {
+		errs = append(errs, "--lock: "+err.Error())
+	}
+	if s.Seeds < 1 {
+		errs = append(errs, fmt.Sprintf("--seeds %d: want at least 1", s.Seeds))
+	}
+	if s.ShrinkBudget <= 0 {
+		errs = append(errs, fmt.Sprintf("--shrink-budget %v: want a positive duration such as 1m", s.ShrinkBudget))
+	}
+	if s.Budget < 0 {
+		errs = append(errs, fmt.Sprintf("--budget %v: want a positive duration such as 15m, or 0 for none", s.Budget))
+	}
+	for _, c := range s.Claims {
+		if !slices.Contains(s.Nemeses, c) {
+			errs = append(errs, fmt.Sprintf("--claims %s: not among the faults audited (%s)", c, strings.Join(s.Nemeses, ",")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Options tune Run.
+type Options struct {
+	// Out is the audit's folder: the comparison's runs, compare.json and
+	// index.html, the witnesses and the audit's own files.
+	Out      string
+	Force    bool
+	Progress io.Writer
+	// AfterRun renders a finished run's report (the CLI's); may be nil.
+	AfterRun func(dir string) error
+	// Run performs one run (runner.Run); required.
+	Run grid.RunFunc
+	// Expect is the catalogue's expectation of each fault for the lock
+	// (scenarios.Grid.Expect[lock]), shown beside what the audit found.
+	Expect map[string]checker.Verdict
+}
+
+// Run runs the planned cells (compare.Plan of the lock and its references
+// against the nemeses), shrinks a violating run of every fault that broke
+// the lock, and sums it all up.
+func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit, compare.Comparison) {
+	start := time.Now()
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	cspec := compare.Spec{Locks: append([]string{spec.Lock}, spec.Refs...), Nemeses: spec.Nemeses, Seeds: spec.Seeds,
+		FirstSeed: spec.FirstSeed, EarlyStop: true, MinSeeds: spec.MinSeeds, Parallel: spec.Parallel}
+	runCtx, cancel := ctx, func() {}
+	if spec.Budget > 0 {
+		runCtx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(float64(spec.Budget)*CompareShare)))
+	}
+	fmt.Fprintf(progress, "audit %s: %d faults × %d locks (the lock and its references), up to %d seeds each\n",
+		spec.Lock, len(spec.Nemeses), len(cspec.Locks), spec.Seeds)
+	cmp := compare.Execute(runCtx, cspec, cells, compare.Options{Out: o.Out, Force: o.Force, Progress: progress, AfterRun: o.AfterRun, Run: o.Run})
+	cancel()
+	a := Summarize(spec, cmp, o.Expect)
+	a.Started = start.Format(time.RFC3339)
+	if ctx.Err() == nil && runCtx.Err() != nil {
+		a.LeftOut = append(a.LeftOut, fmt.Sprintf("the runs reached %.0f%% of the --budget %v and stopped: %s", 100*CompareShare, spec.Budget, seedsRun(cmp)))
+	}
+	cmp.Interrupted = ctx.Err() != nil
+	a.Interrupted = ctx.Err() != nil
+
+	// Shrink one violating run of each broken class, Parallel at a time.
+	var broken []int
+	for i, c := range a.Classes {
+		if c.Status == Broken {
+			broken = append(broken, i)
+		}
+	}
+	shrinkBudget := spec.ShrinkBudget
+	if spec.Budget > 0 && len(broken) > 0 {
+		left := time.Until(start.Add(spec.Budget))
+		waves := (len(broken) + spec.Parallel - 1) / max(spec.Parallel, 1)
+		if per := left / time.Duration(waves); per < shrinkBudget {
+			shrinkBudget = max(per, 0)
+			a.LeftOut = append(a.LeftOut, fmt.Sprintf("each shrink had %v of its %v (the --budget's rest): a witness may be less than minimal", shrinkBudget.Round(time.Second), spec.ShrinkBudget))
+		}
+	}
+	next := 0
+	grid.Pool(ctx, spec.Parallel, func() (int, bool) {
+		if next >= len(broken) || shrinkBudget <= 0 {
+			return 0, false
+		}
+		next++
+		return broken[next-1], true
+	}, func(i int) {
+		c := &a.Classes[i]
+		c.Witness = witness(ctx, c, cmp, spec, shrinkBudget, o, progress)
+	})
+	for _, i := range broken {
+		if a.Classes[i].Witness == nil {
+			a.Classes[i].Witness = &Witness{Run: firstViolation(cmp, spec.Lock, a.Classes[i].Nemesis), Why: "not shrunk: the budget ran out or the audit was interrupted"}
+			a.Classes[i].Witness.Command = "lockchaos shrink " + rundir.ShellQuote(filepath.Join(o.Out, a.Classes[i].Witness.Run))
+		}
+	}
+	a.Interrupted = ctx.Err() != nil
+	a.Seconds = time.Since(start).Seconds()
+	return a, cmp
+}
+
+// seedsRun says how far each cell got.
+func seedsRun(cmp compare.Comparison) string {
+	lo, hi := -1, 0
+	for _, r := range cmp.Rows {
+		if r.Status != compare.StatusRan || r.StoppedEarly {
+			continue
+		}
+		if lo < 0 || r.Seeds < lo {
+			lo = r.Seeds
+		}
+		hi = max(hi, r.Seeds)
+	}
+	if lo < 0 {
+		return "no cell ran"
+	}
+	return fmt.Sprintf("the cells ran %d to %d of their %d seeds", lo, hi, cmp.Spec.Seeds)
+}
+
+// firstViolation is the folder (relative to the audit's) of the lowest
+// violating seed of lock under nemesis.
+func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
+	for _, r := range cmp.Rows {
+		if r.Lock != lock || r.Nemesis != nemesis {
+			continue
+		}
+		for _, x := range r.Runs {
+			if x.Outcome == compare.OutcomeViolation {
+				return x.Dir
+			}
+		}
+	}
+	return ""
+}
+
+// witness shrinks the first violating run of class c.
+func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
+	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, c.Nemesis))}
+	src := filepath.Join(o.Out, w.Run)
+	w.Command = "lockchaos shrink " + rundir.ShellQuote(src)
+	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))
+	rep, err := shrink.Shrink(ctx, src, shrink.Options{Out: filepath.Join(o.Out, w.Dir), Force: o.Force, Tries: spec.ShrinkTries,
+		Budget: budget, AfterRun: o.AfterRun, Run: o.Run})
+	switch {
+	case errors.Is(err, shrink.ErrNotReproduced):
+		w.Why = fmt.Sprintf("the violation did not happen again in %d tries of the same seed and faults (a rare interleaving): its run is the witness", spec.ShrinkTries)
+		return w
+	case err != nil:
+		w.Why = "shrink: " + err.Error()
+		return w
+	}
+	w.Shrunk = true
+	w.Minimal = rep.Minimal.String()
+	w.Scenario = filepath.ToSlash(filepath.Join(w.Dir, rep.Scenario))
+	w.Story = filepath.ToSlash(filepath.Join(w.Dir, shrink.WitnessFile))
+	w.Report = filepath.ToSlash(filepath.Join(w.Dir, shrink.MinimalDir, "report.html"))
+	if rep.Verify != nil {
+		w.Verified = fmt.Sprintf("%d of %d", rep.Verify.Violated, rep.Verify.Runs)
+	}
+	if rep.Stopped != "" {
+		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
+	}
+	w.Command = "lockchaos run --scenario " + rundir.ShellQuote(filepath.Join(o.Out, w.Scenario))
+	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
+	return w
+}
+
+// Summarize sums the comparison up per fault class of the audited lock,
+// with its references beside it, and checks the claims; expect is the
+// catalogue's expectation of each fault for the lock (nil for none).
+func Summarize(spec Spec, cmp compare.Comparison, expect map[string]checker.Verdict) Audit {
+	l, _ := locks.Lookup(spec.Lock)
+	a := Audit{Schema: Schema, Version: rundir.Version(), Spec: spec, Description: l.Description, Store: orRedis(l.Store),
+		ClaimsBroken: []string{}, ClaimsUnverified: []string{}}
+	rows := map[[2]string]compare.Row{}
+	for _, r := range cmp.Rows {
+		rows[[2]string{r.Lock, r.Nemesis}] = r
+	}
+	for _, n := range spec.Nemeses {
+		r, ok := rows[[2]string{spec.Lock, n}]
+		if !ok {
+			continue
+		}
+		c := classOf(r)
+		c.Claimed = slices.Contains(spec.Claims, n)
+		c.Expected = string(expect[n])
+		for _, ref := range spec.Refs {
+			rr, ok := rows[[2]string{ref, n}]
+			if !ok {
+				continue
+			}
+			x := refOf(rr)
+			c.Refs = append(c.Refs, x)
+			if c.Status == Broken && c.Fencing == "" && x.Fenced && rr.Status == compare.StatusRan && x.Resource != "" {
+				c.FencedBy = ref
+				c.Fencing = map[string]string{"intact": "saved", "damaged": "damaged"}[x.Resource]
+			}
+		}
+		if c.Claimed {
+			switch c.Status {
+			case Broken:
+				a.ClaimsBroken = append(a.ClaimsBroken, n)
+			case Held:
+			default:
+				a.ClaimsUnverified = append(a.ClaimsUnverified, n)
+			}
+		}
+		a.Classes = append(a.Classes, c)
+	}
+	return a
+}
+
+func orRedis(store string) string {
+	if store == "" {
+		return "redis"
+	}
+	return store
+}
+
+// fencedLock says whether the lock gives out fencing tokens.
+func fencedLock(name string) bool {
+	l, err := locks.Lookup(name)
+	return err == nil && strings.Contains(strings.ToLower(l.Description), "fencing token")
+}
+
+// classOf sums up the audited lock's row under one fault.
+func classOf(r compare.Row) Class {
+	c := Class{Nemesis: r.Nemesis, Why: r.Why, Cell: r.Dir, Seeds: r.Seeds, Violations: r.Violations, Safe: r.Safe,
+		Detection: r.DetectionRate, CILow: r.CILow, CIHigh: r.CIHigh, TTFVMedianTTL: r.TTFVMedianTTL, LostUpdates: r.LostUpdatesTotal, Refs: []Ref{}}
+	switch {
+	case r.Status == compare.SkipNA:
+		c.Status = NA
+	case r.Status == compare.SkipError:
+		c.Status = Error
+	case r.Seeds == 0:
+		c.Status, c.Why = NotRun, "no seed ran (the budget, or an interrupt)"
+	case r.Violations > 0:
+		c.Status = Broken
+	case r.Safe > 0:
+		c.Status = Held
+	default:
+		c.Status = NoEvidence
+		if len(r.Runs) > 0 {
+			c.Why = r.Runs[0].Why
+		}
+	}
+	var during, duringOK, outside, outsideOK int
+	for _, x := range r.Runs {
+		c.FaultsLanded += x.Landed
+		during, duringOK = during+x.FaultAcquires, duringOK+x.FaultAcquiresOK
+		outside, outsideOK = outside+x.Acquires-x.FaultAcquires, outsideOK+x.AcquiresOK-x.FaultAcquiresOK
+	}
+	c.GrantedDuring, c.GrantedOutside = share(duringOK, during), share(outsideOK, outside)
+	return c
+}
+
+// refOf sums up a reference lock's row under one fault.
+func refOf(r compare.Row) Ref {
+	c := classOf(r)
+	x := Ref{Lock: r.Lock, Status: c.Status, Fenced: fencedLock(r.Lock), Seeds: r.Seeds, Violations: r.Violations, Safe: r.Safe, Detection: r.DetectionRate, GrantedDuring: c.GrantedDuring}
+	damaged, known := 0, 0
+	for _, run := range r.Runs {
+		switch run.Resource {
+		case checker.ResourceDamaged:
+			damaged++
+			known++
+		case checker.ResourceIntact, checker.ResourceFenced:
+			known++
+		}
+	}
+	switch {
+	case damaged > 0:
+		x.Resource = "damaged"
+	case known > 0:
+		x.Resource = "intact"
+	}
+	return x
+}
+
+func share(a, b int) *float64 {
+	if b == 0 {
+		return nil
+	}
+	v := float64(a) / float64(b)
+	return &v
+}
+
+// Nemeses are the faults an audit runs by default: the grid's columns
+// (none first), each with the grid's settings, then the faults' main
+// variants (Variants). A variant that does not apply to the lock is n/a,
+// as a column is.
+func Nemeses(lock locks.Spec) []string {
+	_, n := scenarios.GridAxes()
+	n = append(n, variants...)
+	if lock.Quorum {
+		n = append(n, quorumVariants...)
+	}
+	return n
+}
+
+// variants are the faults' main variants beside the grid's columns (whose
+// settings they keep but for the options named): a pause while the
+// acquire's answer is on its way, a restart with AOF fsynced on every
+// write and a restart delayed past the TTL (antirez's two answers to a
+// node that forgets), a failover that cuts only the replica it promotes
+// or none, a partition that isolates the holder instead of a node.
+var variants = []string{
+	"pause-client:phase=acquire",
+	"crash-restart:persistence=always",
+	"crash-restart:delay=1.5ttl",
+	"failover:cut=promoted",
+	"failover:cut=none",
+	"partition:shape=client",
+}
+
+// quorumVariants hit a hold with a bare majority, where the grid's columns
+// hit one with a vote to spare: one node forgetting breaks the former.
+var quorumVariants = []string{
+	"crash-restart:votes=bare",
+	"clock-jump:votes=bare",
+	"failover:votes=bare",
+}

@@ -1,0 +1,128 @@
+package audit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+// row builds a comparison row of lock under nemesis from its runs' outcomes.
+func row(lock, nemesis string, runs ...compare.Run) compare.Row {
+	r := compare.Row{Lock: lock, Nemesis: nemesis, Status: compare.StatusRan, Seeds: len(runs), Runs: runs, Dir: lock + "+" + nemesis}
+	for i := range r.Runs {
+		r.Runs[i].Seed = int64(i + 1)
+		r.Runs[i].Dir = r.Dir + "/seed" + string(rune('1'+i))
+		switch r.Runs[i].Outcome {
+		case compare.OutcomeViolation:
+			r.Violations++
+			r.LostUpdatesTotal += r.Runs[i].LostUpdates
+		case compare.OutcomeSafe:
+			r.Safe++
+		}
+	}
+	if n := r.Violations + r.Safe; n > 0 {
+		p := float64(r.Violations) / float64(n)
+		lo, hi := compare.Wilson(r.Violations, n)
+		r.DetectionRate, r.CILow, r.CIHigh = &p, &lo, &hi
+	}
+	return r
+}
+
+func run(outcome string, landed int, res checker.ResourceState) compare.Run {
+	return compare.Run{Outcome: outcome, Landed: landed, Resource: res, Acquires: 100, AcquiresOK: 50, FaultAcquires: 20, FaultAcquiresOK: 2, LostUpdates: 3}
+}
+
+// The audit sums the comparison up per fault of the audited lock: broken
+// where a seed violated (however many did not), held only where every
+// seed that was evidence was safe, and neither where none was evidence; a
+// claim broken or unverified is named; fencing is judged from the fenced
+// reference's resource under the same fault.
+func TestSummarizeJudgesEachFaultFromItsSeeds(t *testing.T) {
+	spec := Spec{Lock: "set-nx-px", Refs: []string{"token-lua", "etcd-mutex-fenced"},
+		Nemeses: []string{"none", "pause-client", "crash-restart", "clock-jump", "failover-sentinel"},
+		Claims:  []string{"crash-restart", "pause-client", "clock-jump"}, Seeds: 3, MinSeeds: 2}
+	na := compare.Row{Lock: "set-nx-px", Nemesis: "failover-sentinel", Status: compare.SkipNA, Why: "needs redis-sentinel", Runs: []compare.Run{}}
+	cmp := compare.Comparison{Rows: []compare.Row{
+		row("set-nx-px", "none", run(compare.OutcomeSafe, 0, checker.ResourceIntact), run(compare.OutcomeSafe, 0, checker.ResourceIntact)),
+		row("set-nx-px", "pause-client", run(compare.OutcomeSafe, 1, checker.ResourceIntact), run(compare.OutcomeViolation, 1, checker.ResourceDamaged)),
+		row("set-nx-px", "crash-restart", run(compare.OutcomeSafe, 1, checker.ResourceIntact), run(compare.OutcomeSafe, 2, checker.ResourceIntact)),
+		row("set-nx-px", "clock-jump", run(compare.OutcomeNoEvidence, 0, checker.ResourceIntact)),
+		na,
+		row("etcd-mutex-fenced", "pause-client", run(compare.OutcomeViolation, 1, checker.ResourceFenced), run(compare.OutcomeViolation, 1, checker.ResourceIntact)),
+		row("token-lua", "pause-client", run(compare.OutcomeViolation, 1, checker.ResourceDamaged)),
+	}}
+	a := Summarize(spec, cmp, map[string]checker.Verdict{"none": checker.Safe, "pause-client": checker.Violation, "crash-restart": checker.Violation})
+	want := map[string]string{"none": Held, "pause-client": Broken, "crash-restart": Held, "clock-jump": NoEvidence, "failover-sentinel": NA}
+	if len(a.Classes) != len(want) {
+		t.Fatalf("%d classes, want %d: %+v", len(a.Classes), len(want), a.Classes)
+	}
+	by := map[string]Class{}
+	for _, c := range a.Classes {
+		by[c.Nemesis] = c
+		if c.Status != want[c.Nemesis] {
+			t.Errorf("%s: status %q, want %q", c.Nemesis, c.Status, want[c.Nemesis])
+		}
+	}
+	if got := strings.Join(a.ClaimsBroken, ","); got != "pause-client" {
+		t.Errorf("claims broken %q, want pause-client", got)
+	}
+	if got := strings.Join(a.ClaimsUnverified, ","); got != "clock-jump" {
+		t.Errorf("claims unverified %q, want clock-jump (no seed was evidence)", got)
+	}
+	pc := by["pause-client"]
+	if pc.Fencing != "saved" || pc.FencedBy != "etcd-mutex-fenced" {
+		t.Errorf("pause-client fencing %q by %q, want saved by etcd-mutex-fenced (its resource stayed intact)", pc.Fencing, pc.FencedBy)
+	}
+	if by["none"].Fencing != "" {
+		t.Errorf("fencing judged for a fault that did not break the lock: %q", by["none"].Fencing)
+	}
+	if pc.FaultsLanded != 2 || pc.LostUpdates != 3 {
+		t.Errorf("pause-client: %d faults landed, %d lost updates; want 2 and 3", pc.FaultsLanded, pc.LostUpdates)
+	}
+	// 2 of 20 acquires granted during faults, 48 of 80 outside, per seed.
+	if pc.GrantedDuring == nil || *pc.GrantedDuring != 0.1 || pc.GrantedOutside == nil || *pc.GrantedOutside != 0.6 {
+		t.Errorf("pause-client granted during %v outside %v, want 0.1 and 0.6", pc.GrantedDuring, pc.GrantedOutside)
+	}
+	md := a.Markdown()
+	for _, s := range []string{
+		"| pause-client | **broken 1/2** (claimed) | violation |",
+		"| crash-restart | held 0/2 (claimed) | violation ≠ |",
+		"**Differs from the catalogue**: under crash-restart the catalogue expects violation, and the audit found it held in 2 of 2 seeds.",
+		"- **pause-client** broke it in 1 of 2 seeds",
+		"fencing would have saved the data (`etcd-mutex-fenced`'s resource stayed intact under the same fault)",
+		"broken 2/2, data intact", // the fenced reference's own verdict
+		"- **crash-restart**: safe in 2 of 2 seeds, 3 faults landed",
+		"- **clock-jump**: no evidence",
+		"- **failover-sentinel**: n/a: needs redis-sentinel",
+		"**Broken**: `pause-client`",
+		"**Not verified** (no seed was evidence): `clock-jump`",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("audit.md lacks %q:\n%s", s, md)
+		}
+	}
+}
+
+// The references of a lock are its store's yardsticks, never the lock
+// itself, and each is a registered lock.
+func TestReferencesAreLocksOfTheStore(t *testing.T) {
+	for store, refs := range references {
+		for _, r := range refs {
+			if _, err := locks.Lookup(r); err != nil {
+				t.Errorf("store %q: reference %s: %v", store, r, err)
+			}
+		}
+		if !fencedLock(refs[len(refs)-1]) {
+			t.Errorf("store %q: the last reference %s gives out no fencing token (its description does not say so)", store, refs[len(refs)-1])
+		}
+	}
+	tl, _ := locks.Lookup("token-lua")
+	for _, r := range References(tl) {
+		if r == "token-lua" {
+			t.Error("token-lua is its own reference")
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/audit"
+	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/runner"
+	"github.com/lockchaos/lockchaos/scenarios"
+)
+
+// Exit status of audit.
+const (
+	ExitClaimsHeld   = 0 // every claim held (or none was made)
+	ExitClaimsBroken = 1 // a claimed fault broke the lock, or no seed of it was evidence
+)
+
+const auditUsage = `Usage: lockchaos audit --lock NAME [--seeds K] [--claims F1,F2] [--budget 15m] [--out DIR]
+
+A lock's whole safety record in one command. It runs the lock against every
+fault of the grid that applies to its store (scenarios/grid.yaml: the
+fault's settings there) and the faults' main variants (a pause during the
+acquire, a restart with AOF always or delayed past the TTL, a failover that
+cuts one replica or none, the holder partitioned; for a quorum lock, faults
+that hit a bare majority), K seeds each, stopping a fault that broke it once
+--min-seeds seeds ran; beside it, reference locks of the same store under
+the same faults (for Redis: token-lua, and etcd-mutex-fenced, a fenced lock
+whose token comes from a consensus store). For every fault that broke the
+lock it shrinks one violating run to a minimal witness (lockchaos shrink);
+for every fault it survived it counts the faults that landed and the
+acquires granted during and outside them.
+
+It writes DIR/audit.md (a table and a sentence per broken fault, with the
+command that reproduces each: a page to paste into a README),
+DIR/audit.html, DIR/audit.json, the comparison it ran (DIR/index.html,
+compare.json, the runs) and DIR/witness/FAULT/.
+
+Claims (--claims, or the adapter manifest's claims:) are the faults the
+lock says it survives. The audit exits 1 when one of them broke it, naming
+the witness, or when no seed of it was evidence either way: a library's CI
+can hold the library to its README.
+
+Exit status: 0 every claim held (or none made), 1 a claim broke or could
+not be verified, 2 interrupted, 3 usage error, 4 a cell could not be set
+up or the results could not be written.
+`
+
+func cmdAudit(args []string) int {
+	fs := newFlags("audit")
+	spec := audit.Spec{}
+	fs.StringVar(&spec.Lock, "lock", "", "the lock to audit, a `NAME` (lockchaos list locks)")
+	nemList := fs.String("nemeses", "all", "the `FAULTS` to run, each a nemesis or NEMESIS:KEY=VALUE[,KEY=VALUE] (all: every column of the grid, none included, and the faults' main variants)")
+	refList := fs.String("refs", "default", "reference `LOCKS` run beside it (default: the store's; none for none)")
+	claimList := fs.String("claims", "", "the `FAULTS` the lock claims to survive (default: its manifest's claims)")
+	fs.IntVar(&spec.Seeds, "seeds", audit.DefaultSeeds, "seeds per fault at most")
+	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed")
+	fs.IntVar(&spec.MinSeeds, "min-seeds", 3, "seeds a fault that broke the lock runs before it stops")
+	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs (and shrinks) at once")
+	fs.IntVar(&spec.ShrinkTries, "shrink-tries", audit.DefaultShrinkTries, "runs of each shrink candidate")
+	var spans spanFlags
+	spans.DurationVar(fs, &spec.Budget, "budget", 0, "bound on the whole audit (0: none): the runs get 70 %, the shrinks the rest, and audit.md says what was left out")
+	spans.DurationVar(fs, &spec.ShrinkBudget, "shrink-budget", audit.DefaultShrinkBudget, "time for each shrink's search")
+	out := fs.String("out", "", "output directory (default results/audit-<time>)")
+	force := fs.Bool("force", false, "let --out replace the audit it holds")
+	if code, ok := parse(fs, auditUsage, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "lockchaos audit: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	if spec.Lock == "" {
+		fmt.Fprintln(os.Stderr, "lockchaos audit: --lock: name the lock to audit (lockchaos list locks)")
+		return ExitUsage
+	}
+	l, err := locks.Lookup(spec.Lock)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit: --lock:", err)
+		return ExitUsage
+	}
+	spec.Nemeses = splitFaults(*nemList)
+	if *nemList == "all" {
+		spec.Nemeses = audit.Nemeses(l)
+	}
+	switch *refList {
+	case "default":
+		spec.Refs = audit.References(l)
+	case "none":
+		spec.Refs = []string{}
+	default:
+		spec.Refs = splitList(*refList)
+	}
+	spec.Claims = splitFaults(*claimList)
+	if *claimList == "" && l.Adapter != nil {
+		spec.Claims = l.Adapter.Claims
+	}
+	if err := spec.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
+		return ExitUsage
+	}
+	cspec := compare.Spec{Locks: append([]string{spec.Lock}, spec.Refs...), Nemeses: spec.Nemeses, Seeds: spec.Seeds,
+		FirstSeed: spec.FirstSeed, EarlyStop: true, MinSeeds: spec.MinSeeds, Parallel: spec.Parallel}
+	if err := cspec.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit:", strings.NewReplacer("--locks", "--lock/--refs").Replace(err.Error()))
+		return ExitUsage
+	}
+	g, err := scenarios.LoadGrid()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
+		return ExitSetup
+	}
+	cells := compare.Plan(cspec, g, nil, scenarios.Variant{}, runner.Validate)
+	for _, c := range cells {
+		if c.Lock == spec.Lock && c.Skip != "" {
+			for _, claim := range spec.Claims {
+				if claim == c.Nemesis {
+					fmt.Fprintf(os.Stderr, "lockchaos audit: --claims %s: the fault cannot run against %s (%s): %s\n", claim, spec.Lock, c.Skip, firstLine(c.Why))
+					return ExitUsage
+				}
+			}
+		}
+	}
+	*out = outFolder(*out, "audit")
+	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
+		return code
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run, Expect: g.Expect[spec.Lock],
+		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }})
+	a.Command = auditCommand(spec, *claimList != "", *out)
+	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
+	var writeErrs []error
+	if err := cmp.Write(*out); err != nil {
+		writeErrs = append(writeErrs, err)
+	}
+	if _, err := compare.WriteIndex(*out, cmp); err != nil {
+		writeErrs = append(writeErrs, err)
+	}
+	if err := a.Write(*out); err != nil {
+		writeErrs = append(writeErrs, err)
+	}
+	printAudit(a, *out)
+	switch {
+	case len(writeErrs) > 0:
+		fmt.Fprintf(os.Stderr, "lockchaos audit: %v\n", errors.Join(writeErrs...))
+		return ExitSetup
+	case a.Interrupted:
+		return ExitMatrixIncomplete
+	case len(a.ClaimsBroken) > 0 || len(a.ClaimsUnverified) > 0:
+		return ExitClaimsBroken
+	}
+	return ExitClaimsHeld
+}
+
+// auditCommand is the command line that repeats the audit.
+func auditCommand(s audit.Spec, claims bool, out string) string {
+	c := fmt.Sprintf("lockchaos audit --lock %s --seeds %d --seed %d --nemeses %s --refs %s", s.Lock, s.Seeds, s.FirstSeed,
+		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
+	if claims {
+		c += " --claims " + strings.Join(s.Claims, ",")
+	}
+	if s.Budget > 0 {
+		c += " --budget " + s.Budget.String()
+	}
+	return c + " --out " + rundir.ShellQuote(out)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// printAudit prints a line per fault, then the claims.
+func printAudit(a audit.Audit, out string) {
+	fmt.Printf("\naudit of %s (%s), %d faults, up to %d seeds each, %s\n", a.Spec.Lock, a.Store, len(a.Classes), a.Spec.Seeds,
+		(time.Duration(a.Seconds) * time.Second).Round(time.Second))
+	for _, c := range a.Classes {
+		line := fmt.Sprintf("  %-18s %-12s", c.Nemesis, c.Status)
+		switch c.Status {
+		case audit.Broken, audit.Held:
+			line += fmt.Sprintf(" %d of %d seeds violated", c.Violations, c.Violations+c.Safe)
+		default:
+			line += " " + firstLine(c.Why)
+		}
+		if w := c.Witness; w != nil {
+			line += "; reproduce: " + w.Command
+		}
+		fmt.Println(line)
+	}
+	for _, c := range a.Classes {
+		if c.Claimed && c.Status == audit.Broken {
+			fmt.Printf("CLAIM BROKEN: %s broke %s (witness: %s)\n", c.Nemesis, a.Spec.Lock, witnessPath(out, c.Witness))
+		}
+	}
+	for _, n := range a.ClaimsUnverified {
+		fmt.Printf("CLAIM NOT VERIFIED: no seed of %s was evidence either way\n", n)
+	}
+	fmt.Printf("audit.md, audit.html, audit.json and the runs: %s\n", out)
+}
+
+func witnessPath(out string, w *audit.Witness) string {
+	switch {
+	case w == nil:
+		return "none"
+	case w.Story != "":
+		return filepath.Join(out, w.Story)
+	}
+	return filepath.Join(out, w.Run)
+}
