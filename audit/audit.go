@@ -226,20 +226,21 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// Options tune Run.
+// Options tune Run: the comparison's (its folder is the audit's: the runs,
+// compare.json and index.html, the witnesses and the audit's own files),
+// and the catalogue's expectations.
 type Options struct {
-	// Out is the audit's folder: the comparison's runs, compare.json and
-	// index.html, the witnesses and the audit's own files.
-	Out      string
-	Force    bool
-	Progress io.Writer
-	// AfterRun renders a finished run's report (the CLI's); may be nil.
-	AfterRun func(dir string) error
-	// Run performs one run (runner.Run); required.
-	Run grid.RunFunc
+	compare.Options
 	// Expect is the catalogue's expectation of each fault for the lock
 	// (scenarios.Grid.Expect[lock]), shown beside what the audit found.
 	Expect map[string]checker.Verdict
+}
+
+// Compare is the comparison an audit runs: the lock and its references
+// against its faults, stopping a cell that broke once MinSeeds ran.
+func (s Spec) Compare() compare.Spec {
+	return compare.Spec{Locks: append([]string{s.Lock}, s.Refs...), Nemeses: s.Nemeses, Seeds: s.Seeds,
+		FirstSeed: s.FirstSeed, EarlyStop: true, MinSeeds: s.MinSeeds, Parallel: s.Parallel}
 }
 
 // Run runs the planned cells (compare.Plan of the lock and its references
@@ -251,15 +252,16 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 	if progress == nil {
 		progress = io.Discard
 	}
-	cspec := compare.Spec{Locks: append([]string{spec.Lock}, spec.Refs...), Nemeses: spec.Nemeses, Seeds: spec.Seeds,
-		FirstSeed: spec.FirstSeed, EarlyStop: true, MinSeeds: spec.MinSeeds, Parallel: spec.Parallel}
+	cspec := spec.Compare()
 	runCtx, cancel := ctx, func() {}
 	if spec.Budget > 0 {
 		runCtx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(float64(spec.Budget)*CompareShare)))
 	}
 	fmt.Fprintf(progress, "audit %s: %d faults × %d locks (the lock and its references), up to %d seeds each\n",
 		spec.Lock, len(spec.Nemeses), len(cspec.Locks), spec.Seeds)
-	cmp := compare.Execute(runCtx, cspec, cells, compare.Options{Out: o.Out, Force: o.Force, Progress: progress, AfterRun: o.AfterRun, Run: o.Run})
+	co := o.Options
+	co.Progress = progress
+	cmp := compare.Execute(runCtx, cspec, cells, co)
 	cancel()
 	a := Summarize(spec, cmp, o.Expect)
 	a.Started = start.Format(time.RFC3339)
@@ -343,7 +345,7 @@ func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
 
 // witness shrinks the first violating run of class c.
 func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
-	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, c.Nemesis))}
+	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, scenarios.FaultDir(c.Nemesis)))}
 	src := filepath.Join(o.Out, w.Run)
 	w.Command = "lockchaos shrink " + rundir.ShellQuote(src)
 	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))

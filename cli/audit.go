@@ -57,7 +57,7 @@ func cmdAudit(args []string) int {
 	spec := audit.Spec{}
 	fs.StringVar(&spec.Lock, "lock", "", "the lock to audit, a `NAME` (lockchaos list locks)")
 	nemList := fs.String("nemeses", "all", "the `FAULTS` to run, each a nemesis or NEMESIS:KEY=VALUE[,KEY=VALUE] (all: every column of the grid, none included, and the faults' main variants)")
-	refList := fs.String("refs", "default", "reference `LOCKS` run beside it (default: the store's; none for none)")
+	refList := fs.String("refs", "", "reference `LOCKS` run beside it, or none (default: the store's, for Redis token-lua,etcd-mutex-fenced)")
 	claimList := fs.String("claims", "", "the `FAULTS` the lock claims to survive (default: its manifest's claims)")
 	fs.IntVar(&spec.Seeds, "seeds", audit.DefaultSeeds, "seeds per fault at most")
 	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed")
@@ -90,7 +90,7 @@ func cmdAudit(args []string) int {
 		spec.Nemeses = audit.Nemeses(l)
 	}
 	switch *refList {
-	case "default":
+	case "":
 		spec.Refs = audit.References(l)
 	case "none":
 		spec.Refs = []string{}
@@ -105,8 +105,7 @@ func cmdAudit(args []string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
 		return ExitUsage
 	}
-	cspec := compare.Spec{Locks: append([]string{spec.Lock}, spec.Refs...), Nemeses: spec.Nemeses, Seeds: spec.Seeds,
-		FirstSeed: spec.FirstSeed, EarlyStop: true, MinSeeds: spec.MinSeeds, Parallel: spec.Parallel}
+	cspec := spec.Compare()
 	if err := cspec.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos audit:", strings.NewReplacer("--locks", "--lock/--refs").Replace(err.Error()))
 		return ExitUsage
@@ -127,14 +126,24 @@ func cmdAudit(args []string) int {
 			}
 		}
 	}
+	var na []string
+	for _, c := range cells {
+		if c.Lock == spec.Lock && c.Skip != "" {
+			na = append(na, c.Nemesis)
+		}
+	}
+	if len(na) > 0 {
+		fmt.Fprintf(os.Stderr, "lockchaos audit: %d of %d faults apply to %s; not %s (audit.md says why)\n", len(spec.Nemeses)-len(na), len(spec.Nemeses), spec.Lock, strings.Join(na, ", "))
+	}
 	*out = outFolder(*out, "audit")
 	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
 		return code
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run, Expect: g.Expect[spec.Lock],
-		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }})
+	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Expect: g.Expect[spec.Lock], Options: compare.Options{
+		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
+		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }}})
 	a.Command = auditCommand(spec, *claimList != "", *out)
 	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
 	var writeErrs []error
@@ -154,7 +163,16 @@ func cmdAudit(args []string) int {
 		return ExitSetup
 	case a.Interrupted:
 		return ExitMatrixIncomplete
-	case len(a.ClaimsBroken) > 0 || len(a.ClaimsUnverified) > 0:
+	case len(a.ClaimsBroken) > 0:
+		return ExitClaimsBroken
+	}
+	for _, c := range a.Classes {
+		if c.Status == audit.Error {
+			fmt.Fprintf(os.Stderr, "lockchaos audit: %s could not run against %s: %s\n", c.Nemesis, spec.Lock, firstLine(c.Why))
+			return ExitSetup
+		}
+	}
+	if len(a.ClaimsUnverified) > 0 {
 		return ExitClaimsBroken
 	}
 	return ExitClaimsHeld

@@ -62,8 +62,9 @@ type Cell struct {
 	Why  string `json:"why,omitempty"`
 }
 
-// Name is the cell's name and folder: LOCK+NEMESIS, as in the grid.
-func (c Cell) Name() string { return scenarios.GridName(c.Lock, c.Nemesis) }
+// Name is the cell's name and folder: LOCK+NEMESIS, as in the grid (a
+// fault column with options: LOCK+NEMESIS.KEY=VALUE, scenarios.FaultDir).
+func (c Cell) Name() string { return scenarios.GridName(c.Lock, scenarios.FaultDir(c.Nemesis)) }
 
 // Skip reasons (Cell.Skip, Row.Status).
 const (

@@ -200,7 +200,7 @@ func TestFaultColumnsSetTheirOptionsOnTheGrids(t *testing.T) {
 	if crash.Persistence != "always" || crash.NemesisOptions["crash-restart"]["delay"] != "1.5ttl" || crash.NemesisOptions["crash-restart"]["votes"] != "spare" {
 		t.Errorf("crash-restart:persistence=always,delay=1.5ttl: persistence %q, options %v; want always, delay 1.5ttl and the grid's votes=spare", crash.Persistence, crash.NemesisOptions["crash-restart"])
 	}
-	if got := cells[1].Name(); got != "token-lua+pause-client:phase=acquire" {
+	if got := cells[1].Name(); got != "token-lua+pause-client.phase=acquire" {
 		t.Errorf("cell name %q", got)
 	}
 	for nem, says := range map[string]string{

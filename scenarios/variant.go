@@ -37,6 +37,10 @@ type Fault struct {
 	Persistence string
 }
 
+// FaultDir is the folder name of a fault column: NEMESIS.KEY=VALUE, as
+// --opt spells an option (a colon is no file name on every system).
+func FaultDir(column string) string { return strings.Replace(column, ":", ".", 1) }
+
 // ParseFault reads a fault column (Fault).
 func ParseFault(s string) (Fault, error) {
 	name, rest, has := strings.Cut(s, ":")
