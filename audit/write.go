@@ -292,7 +292,7 @@ var page = template.Must(template.New("audit").Funcs(template.FuncMap{
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Audit of {{.Spec.Lock}}</title>
 <style>
-body{font:14px/1.45 system-ui,sans-serif;margin:24px;max-width:1200px;color:#222}
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;max-width:1400px;color:#222}td code{word-break:break-all;font-size:12px}
 table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.broken{background:#fde2e1}.held{background:#e3f4e1}.na{color:#888}code{background:#f4f4f4;padding:1px 3px}
 </style></head><body>
