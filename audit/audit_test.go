@@ -1,12 +1,15 @@
 package audit
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // row builds a comparison row of lock under nemesis from its runs' outcomes.
@@ -124,5 +127,48 @@ func TestReferencesAreLocksOfTheStore(t *testing.T) {
 		if r == "token-lua" {
 			t.Error("token-lua is its own reference")
 		}
+	}
+}
+
+// A --budget ends the runs when their share of it is spent: every fault
+// has as many seeds as the others (they advance seed by seed together),
+// and the audit says what it left out; nothing is called interrupted.
+// The runs are stand-ins (this is the scheduling, not a lock).
+func TestBudgetEndsTheRunsEvenlyAndSaysSo(t *testing.T) {
+	run := func(ctx context.Context, cfg settings.Run) (checker.Result, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+		return checker.Result{Verdict: checker.Safe, Nemesis: cfg.Nemeses, Evidence: checker.Evidence{Faults: 1, Landed: 1, Overlaps: map[string]int{}},
+			Acquire: checker.AcquireStats{Attempted: 10, OK: 5}}, nil
+	}
+	spec := Spec{Lock: "token-lua", Refs: []string{"etcd-mutex-fenced"}, Nemeses: []string{"pause-client", "partition"},
+		Seeds: 1000, FirstSeed: 1, MinSeeds: 3, Parallel: 1, Budget: time.Second, ShrinkBudget: time.Minute, ShrinkTries: 1}
+	var cells []compare.Cell
+	for _, l := range []string{"token-lua", "etcd-mutex-fenced"} {
+		for _, n := range spec.Nemeses {
+			cells = append(cells, compare.Cell{Lock: l, Nemesis: n, Config: settings.Run{Lock: l, Nemeses: []string{n}, TTL: 300 * time.Millisecond, Seed: 1}})
+		}
+	}
+	a, cmp := Run(context.Background(), spec, cells, Options{Options: compare.Options{Out: t.TempDir(), Run: run}})
+	if a.Interrupted || cmp.Interrupted {
+		t.Error("a budget spent is not an interrupt")
+	}
+	if len(a.LeftOut) != 1 || !strings.Contains(a.LeftOut[0], "--budget 1s") {
+		t.Errorf("left out %q: want the budget named", a.LeftOut)
+	}
+	lo, hi := 1000, 0
+	for _, r := range cmp.Rows {
+		lo, hi = min(lo, r.Seeds), max(hi, r.Seeds)
+	}
+	if lo < 1 || hi-lo > 1 || hi >= 1000 {
+		t.Errorf("the cells ran %d to %d of 1000 seeds: want every cell some, within one of the others, none all", lo, hi)
+	}
+	if c := a.Classes[0]; c.Status != Held || c.Safe != c.Seeds {
+		t.Errorf("pause-client: %+v, want held over the seeds that ran", c)
+	}
+	if !strings.Contains(a.Markdown(), "**Left out**: the runs reached 70% of the --budget 1s and stopped") {
+		t.Errorf("audit.md does not say what the budget left out:\n%s", a.Markdown())
 	}
 }
