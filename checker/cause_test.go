@@ -250,3 +250,55 @@ func TestNoFaultLandedIsInconclusive(t *testing.T) {
 		t.Errorf("overlap: %s: %s", r.Verdict, r.Summary)
 	}
 }
+
+// A fault that took a lease away opened a race only if the holder could
+// still be inside when the lease ran out: a holder that left before (its
+// lock told it, as a Redlock whose validity ran out tells it, or it
+// released) settled it, and a safe run is evidence. The history can tell
+// only for a lease of known length under a fault that cannot end a lease
+// early; everywhere else a safe run in which nobody came for the key stays
+// no evidence.
+func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
+	lostLease := &history.Effect{Landed: true, Lease: history.LeaseLost, Note: "the holder stayed past its lease"}
+	// The grant's acquire is invoked at t=9; the lease is 100 ms: it can
+	// run out on a node from t=109 on.
+	run := func(action history.Action, keepsAlive bool, end func(h *hist) *hist) Result {
+		h := new(hist).start()
+		h.events[0].Run.TTLms, h.events[0].Run.KeepsAlive = 100, keepsAlive
+		h.acquire(0, k0, 9, 10)
+		f := &history.Fault{ID: 1, Name: "a fault", Action: action, Target: "worker", Aim: &history.Aim{Client: 0, Key: k0, Since: ms(10)}}
+		h.add(history.Event{Time: ms(12), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+		end(h)
+		h.add(history.Event{Time: ms(300), Kind: history.FaultEnd, Client: history.NoClient, Fault: f, Effect: lostLease})
+		return Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	}
+	lostAt := func(t float64) func(h *hist) *hist { return func(h *hist) *hist { return h.lost(0, k0, t) } }
+	for _, tc := range []struct {
+		name       string
+		r          Result
+		leftInTime bool
+	}{
+		{"told at 80 ms, under a slow hold", run(history.ActionSlow, false, lostAt(80)), true},
+		{"told at 80 ms, under a network fault", run(history.ActionNetwork, false, lostAt(80)), true},
+		{"released at 50 ms, the answer not_held", run(history.ActionNetwork, false, func(h *hist) *hist { return h.releaseNotHeld(0, k0, 50, 200) }), true},
+		{"told at 150 ms, after the lease could have run out", run(history.ActionSlow, false, lostAt(150)), false},
+		{"told at 80 ms, under a clock fault (a node's lease may end early)", run(history.ActionClock, false, lostAt(80)), false},
+		{"told at 80 ms, under a crash (a node may forget at once)", run(history.ActionCrash, false, lostAt(80)), false},
+		{"told at 80 ms, the fault's kind not recorded (an older history)", run("", false, lostAt(80)), false},
+		{"told at 80 ms, a lease kept alive (its end unknown)", run(history.ActionSlow, true, lostAt(80)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := tc.r.Faults[0]
+			if !f.Landed || f.Lease != history.LeaseLost || f.LeftInTime != tc.leftInTime {
+				t.Fatalf("landed %v, lease %q, left in time %v; want landed, lost, %v (%s)", f.Landed, f.Lease, f.LeftInTime, tc.leftInTime, tc.r.Summary)
+			}
+			why := tc.r.RaceNotRun()
+			if tc.r.Verdict != Safe || (why == "") != tc.leftInTime {
+				t.Errorf("verdict %s, race not run %q; want safe, and no evidence unless the holder left in time", tc.r.Verdict, why)
+			}
+			if tc.leftInTime && tc.r.NoEvidence() != "" {
+				t.Errorf("no evidence: %s", tc.r.NoEvidence())
+			}
+		})
+	}
+}

@@ -127,6 +127,9 @@ func evidence(faults []FaultWindow, byCause map[string]int, byLanded int) Eviden
 		switch f.Lease {
 		case history.LeaseLost:
 			e.LeasesLost++
+			if f.LeftInTime {
+				e.LeasesLostLeftInTime++
+			}
 		case history.LeaseKept:
 			e.LeasesKept++
 		case history.LeaseUnknown:

@@ -109,6 +109,23 @@ func judge(r *faultRecord, tl timeline) {
 	default:
 		w.Lease = history.LeaseUnknown
 	}
+	w.LeftInTime = w.Lease == history.LeaseLost && leftInTime(aimed, f, tl)
+}
+
+// leftInTime says whether the aimed hold ended before its lease could have
+// run out on the lock's nodes (FaultWindow.LeftInTime): before the invoke
+// of its latest grant plus the lease, when nobody else held the key during
+// it, under a fault that cannot end a lease early.
+func leftInTime(aimed *hold, f *history.Fault, tl timeline) bool {
+	if aimed.overlapped || tl.lease <= 0 || f == nil || aimed.how == EndOpen {
+		return false
+	}
+	switch f.Action {
+	case history.ActionPause, history.ActionNetwork, history.ActionSlow, history.ActionKill:
+	default: // a crash, a failover or a clock can end a lease early; older histories do not say
+		return false
+	}
+	return aimed.end <= aimed.granted+tl.lease
 }
 
 // faultsBefore returns the IDs of the faults that can explain an overlap

@@ -87,9 +87,12 @@ type Evidence struct {
 	Landed int `json:"landed"`
 	// LeasesLost, LeasesKept and LeasesUnknown count the landed faults by
 	// what became of the lease they hit.
-	LeasesLost    int `json:"leases_lost"`
-	LeasesKept    int `json:"leases_kept"`
-	LeasesUnknown int `json:"leases_unknown"`
+	// LeasesLostLeftInTime are the lost ones whose holder left in time
+	// (FaultWindow.LeftInTime).
+	LeasesLost           int `json:"leases_lost"`
+	LeasesLostLeftInTime int `json:"leases_lost_left_in_time,omitempty"`
+	LeasesKept           int `json:"leases_kept"`
+	LeasesUnknown        int `json:"leases_unknown"`
 	// Overlaps counts every overlapping pair of holds by cause (fault,
 	// stall, none: see Overlap.Cause). LandedFaultOverlaps are those of
 	// Overlaps["fault"] that a fault which landed caused: the rest came
@@ -362,6 +365,16 @@ type FaultWindow struct {
 	// Lease is what became of the lease it hit: lost, kept or unknown; ""
 	// when it did not land or hit no particular lease.
 	Lease string `json:"lease,omitempty"`
+	// LeftInTime: the lease was lost, but its holder had left its critical
+	// section (its lock told it the lease was lost, or it released, or it
+	// died) before the lease could have run out on the lock's nodes, so no
+	// second client could have acquired the key under it: the race the fault
+	// opened was settled by the lock, and a safe run is evidence
+	// (Result.RaceNotRun). The history can tell only of a lease it knows the
+	// length of (not one kept alive) and a fault that leaves the nodes'
+	// memory and clocks alone (not a crash, a failover or a clock fault,
+	// which can end the lease early).
+	LeftInTime bool `json:"left_in_time,omitempty"`
 	// Effect says in words what the fault did.
 	Effect string `json:"effect,omitempty"`
 }
@@ -396,12 +409,16 @@ func (r Result) NoEvidence() string {
 // RaceNotRun says, of a safe run in which a fault took a live lease away
 // but no other client acquired the key before its holder was let go, that
 // the race the fault opened was not run to its end: the lock lost the lease
-// all the same, so "safe" is no evidence that it protects one. "" otherwise.
+// all the same, so "safe" is no evidence that it protects one. A lease
+// whose holder left before it could have run out (FaultWindow.LeftInTime:
+// a Redlock whose validity ran out told its holder) opened no race: the
+// lock settled it. "" otherwise.
 func (r Result) RaceNotRun() string {
-	if r.Verdict != Safe || r.Evidence.LeasesLost == 0 {
+	open := r.Evidence.LeasesLost - r.Evidence.LeasesLostLeftInTime
+	if r.Verdict != Safe || open <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", r.Evidence.LeasesLost, r.Evidence.Faults)
+	return fmt.Sprintf("%d of %d faults took a live lease away, but no other client acquired the key before its holder moved on", open, r.Evidence.Faults)
 }
 
 // ResultSchema is the version of result.json's layout (Result.Schema).
@@ -410,7 +427,10 @@ func (r Result) RaceNotRun() string {
 // 3 added errors, evidence.missed, mutex.past_lease and stalls.worst_node,
 // and renamed evidence.fault_overlaps to evidence.landed_fault_overlaps; a
 // run that asked for faults and in which none landed became inconclusive.
-const ResultSchema = 3
+//
+// 4 added faults[].left_in_time and evidence.leases_lost_left_in_time: a
+// lease lost after its holder left opened no race (Result.RaceNotRun).
+const ResultSchema = 4
 
 // Reproduce is how to make the run again: written into result.json by the
 // runner that made it (nil when a history was only checked).
