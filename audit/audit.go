@@ -301,7 +301,7 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 	for _, i := range broken {
 		if a.Classes[i].Witness == nil {
 			a.Classes[i].Witness = &Witness{Run: firstViolation(cmp, spec.Lock, a.Classes[i].Nemesis), Why: "not shrunk: the budget ran out or the audit was interrupted"}
-			a.Classes[i].Witness.Command = "lockchaos shrink " + rundir.ShellQuote(filepath.Join(o.Out, a.Classes[i].Witness.Run))
+			a.Classes[i].Witness.Command = replay(filepath.Join(o.Out, a.Classes[i].Witness.Run))
 		}
 	}
 	a.Interrupted = ctx.Err() != nil
@@ -327,6 +327,12 @@ func seedsRun(cmp compare.Comparison) string {
 	return fmt.Sprintf("the cells ran %d to %d of their %d seeds", lo, hi, cmp.Spec.Seeds)
 }
 
+// replay is the command that runs the violating run in dir again, fault
+// for fault (when no minimal scenario was written).
+func replay(dir string) string {
+	return "lockchaos run --replay " + rundir.ShellQuote(dir) + " --out " + rundir.ShellQuote(dir+"-replay")
+}
+
 // firstViolation is the folder (relative to the audit's) of the lowest
 // violating seed of lock under nemesis.
 func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
@@ -347,7 +353,7 @@ func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
 func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
 	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, scenarios.FaultDir(c.Nemesis)))}
 	src := filepath.Join(o.Out, w.Run)
-	w.Command = "lockchaos shrink " + rundir.ShellQuote(src)
+	w.Command = replay(src)
 	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))
 	rep, err := shrink.Shrink(ctx, src, shrink.Options{Out: filepath.Join(o.Out, w.Dir), Force: o.Force, Tries: spec.ShrinkTries,
 		Budget: budget, AfterRun: o.AfterRun, Run: o.Run})
