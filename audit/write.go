@@ -193,11 +193,11 @@ func (a Audit) Markdown() string {
 		}
 		n++
 		if c.Nemesis == "none" {
-			p("- **no fault**: safe in %d of %d seeds; %s of acquires granted.\n", c.Safe, c.Safe, pct(c.GrantedOutside))
+			p("- **no fault**: safe in %d of %d seeds; %s of acquires granted.\n", c.Safe, c.Seeds, pct(c.GrantedOutside))
 			continue
 		}
 		p("- **%s**: safe in %d of %d seeds, %d faults landed; %s of acquires granted during faults, %s outside them.\n",
-			c.Nemesis, c.Safe, c.Safe, c.FaultsLanded, pct(c.GrantedDuring), pct(c.GrantedOutside))
+			c.Nemesis, c.Safe, c.Seeds, c.FaultsLanded, pct(c.GrantedDuring), pct(c.GrantedOutside))
 	}
 	if n == 0 {
 		p("Nothing: every fault that ran broke it, or gave no evidence.\n")
