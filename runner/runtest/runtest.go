@@ -48,8 +48,28 @@ func Config(t testing.TB, lock string, nemeses ...string) settings.Run {
 	return settings.Run{
 		Lock: lock, Nemeses: nemeses, Clients: 4, Keys: 1,
 		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 7,
-		Out: t.TempDir(),
+		Out: RunDir(t),
 	}
+}
+
+// RunDir is a folder for one run of the test t: removed when t passes, and
+// kept, its path logged, when t fails, for the run is the evidence of why
+// (a failure under load is rarely seen twice).
+func RunDir(t testing.TB) string {
+	t.Helper()
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	dir, err := os.MkdirTemp("", "lockchaos-test-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run is kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // FaultConfig is Config with options given as "name.key=value": name is the
@@ -84,7 +104,7 @@ func RunEvidence(t testing.TB, c *settings.Run) (checker.Result, error) {
 	res, err := runner.Run(context.Background(), *c)
 	for attempt := 2; err == nil && res.NoEvidence() != "" && attempt <= 3; attempt++ {
 		t.Logf("no evidence (%s): %s; running it again", res.NoEvidence(), res.Summary)
-		c.Out = t.TempDir()
+		c.Out = RunDir(t)
 		res, err = runner.Run(context.Background(), *c)
 	}
 	return res, err
