@@ -168,8 +168,21 @@ func (e *zkEnsemble) Close() error { return nil }
 
 // Leader asks every member its mode (srvr). A leader cut off from its
 // followers still says "leader" until it notices, so when two answer
-// leader, the one whose last zxid is highest (the newest epoch) wins.
+// leader, the one whose last zxid is highest (the newest epoch) wins. When
+// none answered leader because reads timed out (a JVM in a container on a
+// loaded machine can take more than the second each read gets), it asks
+// again, three times in all, within ctx: a slow answer is not "no leader".
 func (e *zkEnsemble) Leader(ctx context.Context) (int, error) {
+	for attempt := 1; ; attempt++ {
+		i, timedOut, err := e.leader(ctx)
+		if err == nil || !timedOut || attempt == 3 || ctx.Err() != nil {
+			return i, err
+		}
+	}
+}
+
+// leader is one round of Leader; timedOut says some member's read timed out.
+func (e *zkEnsemble) leader(ctx context.Context) (best int, timedOut bool, err error) {
 	type answer struct {
 		mode string
 		zxid int64
@@ -186,10 +199,13 @@ func (e *zkEnsemble) Leader(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
-	best, errs := -1, []string(nil)
+	best = -1
+	var errs []string
 	for i, a := range answers {
 		switch {
 		case a.err != nil:
+			var ne net.Error
+			timedOut = timedOut || errors.Is(a.err, context.DeadlineExceeded) || (errors.As(a.err, &ne) && ne.Timeout())
 			errs = append(errs, fmt.Sprintf("%s: %v", e.members[i].name, a.err))
 		case a.mode == "leader" || a.mode == "standalone":
 			if best < 0 || a.zxid > answers[best].zxid {
@@ -200,9 +216,9 @@ func (e *zkEnsemble) Leader(ctx context.Context) (int, error) {
 		}
 	}
 	if best < 0 {
-		return -1, fmt.Errorf("no zookeeper server leads (%s)", strings.Join(errs, "; "))
+		return -1, timedOut, fmt.Errorf("no zookeeper server leads (%s)", strings.Join(errs, "; "))
 	}
-	return best, nil
+	return best, false, nil
 }
 
 // FailOver kills the leader (SIGKILL) and waits until the others elected
