@@ -135,7 +135,12 @@ func stepClients(t *testing.T, dir, name string) []int {
 // client in the queue, which got the lock at that release, still holds it
 // (holds last 1.5 TTL, and four clients keep the queue full). With shorter
 // holds the next client could be done before the late waiter entered, and
-// whether anyone held then was luck.
+// whether anyone held then was luck. The fault lasts 6 TTL: the waiter can
+// queue behind three holds (4.5 TTL), and its turn must come while its
+// links are slow — with 3 TTL, on a loaded machine, both faults of a run
+// ended a few milliseconds before the waiter's turn, which it then heard
+// of at once, and its watchdog's lost came before the next holder's grant
+// (make test beside the CPU hogs, 2026-11-26).
 func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T) {
 	for _, tc := range []struct {
 		lock string
@@ -146,7 +151,7 @@ func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T
 	} {
 		t.Run(tc.lock, func(t *testing.T) {
 			c := runtest.FaultConfig(t, tc.lock, []string{"latency"}, "latency.when=wait", "latency.links=client=1",
-				"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=3ttl")
+				"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=6ttl")
 			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 1500*ms, 8*time.Second, 10*time.Second
 			res, _ := runtest.RunFaults(t, &c)
 			runtest.Verdict(t, res, tc.want)
