@@ -94,11 +94,27 @@ func TestOverlapCauses(t *testing.T) {
 			h: new(hist).start().hold(1, k0, 1, 4).write(1, k0, 2, 3, history.OK, 1, 0).hold(1, k0, 5, 8).write(1, k0, 6, 7, history.OK, 2, 0).
 				hold(0, k0, 10, 305).write(0, k0, 20, 280, history.OK, 3, 0).hold(1, k0, 290, 320).write(1, k0, 295, 296, history.OK, 4, 0),
 			cause:   CauseStall,
-			summary: "client 0's write of the protected counter took 260 ms with no fault active (the run's typical: 1.0 ms): the harness's own resource node answered late",
+			summary: "client 0's write of the protected counter took 260 ms (the run's typical: 1.0 ms): the harness's own resource node, which no fault touches, answered late",
 		},
 		{
-			name: "a slow resource op under a fault is no stall",
+			name: "a slow resource op beside a fault on the lock is still the harness's",
+			// A fault on the lock's nodes or links (a paused lock node, a
+			// slow link) does not reach the resource: a 300 ms read that
+			// answered after 2.3 s beside pause-node, the reader's lease
+			// run out meanwhile, was once called the lock's own failure.
 			h: new(hist).start().fault(1, "latency", nil, 15, 400).hold(1, k0, 1, 4).write(1, k0, 2, 3, history.OK, 1, 0).hold(1, k0, 5, 8).write(1, k0, 6, 7, history.OK, 2, 0).
+				hold(0, k0, 10, 305).write(0, k0, 20, 280, history.OK, 3, 0).hold(1, k0, 290, 320).write(1, k0, 295, 296, history.OK, 4, 0),
+			cause:   CauseStall,
+			faults:  1,
+			summary: "client 0's write of the protected counter took 260 ms",
+		},
+		{
+			name: "a slow resource op of a client a fault stopped is the fault's",
+			h: new(hist).start().add(history.Event{Time: ms(15), Kind: history.FaultStart, Client: history.NoClient,
+				Fault: &history.Fault{ID: 1, Name: "pause-client", Clients: []int{0}, Stopped: []int{0}}}).
+				add(history.Event{Time: ms(282), Kind: history.FaultEnd, Client: history.NoClient,
+					Fault: &history.Fault{ID: 1, Name: "pause-client", Clients: []int{0}, Stopped: []int{0}}}).
+				hold(1, k0, 1, 4).write(1, k0, 2, 3, history.OK, 1, 0).hold(1, k0, 5, 8).write(1, k0, 6, 7, history.OK, 2, 0).
 				hold(0, k0, 10, 305).write(0, k0, 20, 280, history.OK, 3, 0).hold(1, k0, 290, 320).write(1, k0, 295, 296, history.OK, 4, 0),
 			cause:  CauseFault,
 			faults: 1,

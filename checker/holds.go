@@ -262,8 +262,6 @@ func (rp *replayer) add(e history.Event) {
 			if e.Node != "" {
 				s.client = history.NoClient
 				s.why = fmt.Sprintf("lock node %s was ready to run but waited %s for a CPU", e.Node, Millis(float64(e.StallNs)/1e6))
-			} else if e.Message != "" {
-				s.why = fmt.Sprintf("client %d could not run for %s (%s)", e.Client, Millis(float64(e.StallNs)/1e6), e.Message)
 			}
 			tr.stalls = append(tr.stalls, s)
 		}

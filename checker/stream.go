@@ -584,7 +584,7 @@ func (s *Stream) Result() Result {
 		landed[f.ID] = f.Landed
 	}
 	typicalRes := s.resLat.median()
-	tr.stalls = append(tr.stalls, slowResource(s.slow, typicalRes, spans)...)
+	tr.stalls = append(tr.stalls, slowResource(s.slow, typicalRes)...)
 	slices.SortStableFunc(tr.stalls, func(a, b stall) int { return cmp.Compare(a.start, b.start) })
 	count, byCause, byLanded, overlaps, incidents := sweep(pairs, spans, tr.stalls, landed, tl)
 	s.checkDur += time.Since(began)

@@ -230,13 +230,8 @@ func (w *worker) emitThen(e history.Event) int64 {
 // emitThenLocked stamps e with the current time, appends it to pending and
 // returns the time.
 func (w *worker) emitThenLocked(e history.Event) int64 {
-	return w.appendLocked(e, history.Now())
-}
-
-// appendLocked adds e, stamped with time t, to what is pending.
-func (w *worker) appendLocked(e history.Event, t int64) int64 {
 	e.Client = w.cfg.Client
-	e.Time = t
+	e.Time = history.Now()
 	w.pending = append(e.AppendJSON(w.pending), '\n')
 	return e.Time
 }
@@ -514,19 +509,19 @@ func (w *worker) markLostLocked(h *heldLock, why string) {
 // emitHeld emits the invoke of a resource operation only while the client
 // still believes it holds h: not after it learned the lease was lost, and
 // not past the lease's deadline (which it records as the moment it learned
-// that). It reports whether the operation may go ahead, and the time of
-// its invoke.
-func (w *worker) emitHeld(h *heldLock, e history.Event) (int64, bool) {
+// that). It reports whether the operation may go ahead.
+func (w *worker) emitHeld(h *heldLock, e history.Event) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h.lost {
-		return 0, false
+		return false
 	}
 	if d := h.lease.Deadline; d != 0 && history.Now() > d {
 		w.markLostLocked(h, "lease validity ran out before the "+e.F)
-		return 0, false
+		return false
 	}
-	return w.emitLocked(e), true
+	w.emitLocked(e)
+	return true
 }
 
 // critical is the read-modify-write on the resource. A fenced lease presents
@@ -534,12 +529,10 @@ func (w *worker) emitHeld(h *heldLock, e history.Event) (int64, bool) {
 // critical section without a write.
 func (w *worker) critical(ctx context.Context, h *heldLock) {
 	key, fence := h.key, w.current(h).Fence
-	invoked, ok := w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Read, Key: key, Fence: fence})
-	if !ok {
+	if !w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Read, Key: key, Fence: fence}) {
 		return
 	}
 	v, err := w.res.Read(ctx, key, fence)
-	w.resourceLate(key, "read", invoked)
 	switch {
 	case errors.Is(err, errStale):
 		w.emit(history.Event{Kind: history.Fail, F: history.Read, Key: key, Fence: fence, Error: "stale-fence"})
@@ -552,12 +545,12 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 	// follows is the write's invoke, or a stall, a stretch or (having
 	// learned the lease is gone) a lost, all written at once, before any
 	// request or wait; the zero timer below is no wait on anything outside.
-	done := history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence}
+	ok := history.Event{Kind: history.OK, F: history.Read, Key: key, Value: history.Int64(v), Fence: fence}
 	var read int64
 	if w.cfg.Hold <= 0 {
-		read = w.emitThen(done)
+		read = w.emitThen(ok)
 	} else {
-		read = w.emit(done)
+		read = w.emit(ok)
 	}
 	t := time.NewTimer(w.cfg.Hold)
 	select {
@@ -580,12 +573,10 @@ func (w *worker) critical(ctx context.Context, h *heldLock) {
 }
 
 func (w *worker) write(ctx context.Context, h *heldLock, key string, v, fence int64) {
-	invoked, ok := w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence})
-	if !ok {
+	if !w.emitHeld(h, history.Event{Kind: history.Invoke, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence}) {
 		return
 	}
 	err := w.res.Write(ctx, key, v, fence)
-	w.resourceLate(key, "write", invoked)
 	// The write's completion may wait for the next event: critical returns
 	// to holdThen, which emits an inner release's invoke or flushes before
 	// it waits for the watchdogs, then emits the release's invoke, before
@@ -599,24 +590,6 @@ func (w *worker) write(ctx context.Context, h *heldLock, key string, v, fence in
 	default:
 		w.emitThen(history.Event{Kind: history.Info, F: history.Write, Key: key, Value: history.Int64(v), Fence: fence, Error: err.Error()})
 	}
-}
-
-// resourceLate records a stall of the client when its operation op on the
-// resource, invoked at invoked, took at least a stall's threshold. The
-// resource is the harness's own node, which no fault touches and which
-// answers in well under a millisecond: the time was the harness holding the
-// client inside its critical section (a starved server, a dial that timed
-// out), not the lock's doing, and a hold it carried past its lease must be
-// blamed on the harness, never on the lock.
-func (w *worker) resourceLate(key, op string, invoked int64) {
-	if history.Now()-invoked < StallThreshold(w.cfg.TTL).Nanoseconds() {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := history.Now() // the stall reaches to its own stamp
-	w.appendLocked(history.Event{Kind: history.Stall, Key: key, StallNs: now - invoked, Message: "its " + op + " of the resource took that long"}, now)
-	w.flushLocked()
 }
 
 // release gives lease back. With h (the outermost release of a hold), its

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,15 +92,8 @@ func untilUnstalled(t *testing.T, attempt func() (ev *events, failure string)) {
 // resource node, both real; lockRdb reaches the lock node directly.
 func testWorker(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *redis.Client) {
 	t.Helper()
-	w, ev, lockRdb, _ = testWorkerNodes(t, cfg)
-	return w, ev, lockRdb
-}
-
-// testWorkerNodes is testWorker, also giving the resource's node.
-func testWorkerNodes(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *redis.Client, resNode cluster.Node) {
-	t.Helper()
 	lockNode, lockRdb := startNode(t)
-	resNode, _ = startNode(t)
+	resNode, _ := startNode(t)
 	cfg.LockAddrs, cfg.ResourceAddr = []string{lockNode.Addr()}, resNode.Addr()
 	cfg.Keys, cfg.Owner, cfg.Seed = 1, "client-0", 1
 	if cfg.OpTimeout == 0 {
@@ -142,7 +134,7 @@ func testWorkerNodes(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *
 		<-done
 		pr.Close()
 	})
-	return w, ev, lockRdb, resNode
+	return w, ev, lockRdb
 }
 
 // holdOnce runs one acquire and, if it succeeds, one hold.
@@ -377,49 +369,6 @@ func TestFencedReadRejectsAnOlderToken(t *testing.T) {
 	if v, err := r.Read(ctx, key, 0); err != nil || v != 1 {
 		t.Errorf("unfenced read: %d, %v", v, err)
 	}
-}
-
-// The resource is the harness's own node: when an operation on it keeps a
-// holder inside (here its server is stopped for a while, as a starved
-// process or a dial that timed out would), the worker records a stall that
-// covers the wait, so that an overlap it caused is blamed on the harness
-// (and the run is no evidence), never on the lock.
-func TestASlowResourceIsAStallOfTheHarness(t *testing.T) {
-	w, ev, _, resNode := testWorkerNodes(t, Config{Lock: "set-nx-px", TTL: 300 * ms, Hold: 20 * ms, OpTimeout: 5 * time.Second})
-	lease, invoked, ok := w.acquire(context.Background(), KeyName(0))
-	if !ok {
-		t.Fatal("the first acquire failed")
-	}
-	stopped := history.Now()
-	if err := resNode.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	var resumed int64
-	go func() {
-		time.Sleep(400 * ms)
-		resumed = history.Now()
-		resNode.Signal(syscall.SIGCONT)
-	}()
-	w.hold(context.Background(), lease, invoked)
-	if resumed == 0 {
-		t.Fatal("the hold ended while the resource's server was stopped")
-	}
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	var read int64 // the read's invoke, made while the server was stopped
-	var got []string
-	for _, e := range ev.all {
-		switch {
-		case e.Kind == history.Invoke && e.F == history.Read:
-			read = e.Time
-		case e.Kind == history.Stall:
-			got = append(got, fmt.Sprintf("[%d, %d] %q", e.Time-e.StallNs-stopped, e.Time-stopped, e.Message))
-			if read > 0 && e.Message == "its read of the resource took that long" && e.Time-e.StallNs <= read && e.Time >= resumed {
-				return
-			}
-		}
-	}
-	t.Fatalf("no stall covers the read (invoked at %d ns) to the server's resume (%d ns, both from the stop): %s", read-stopped, resumed-stopped, got)
 }
 
 // A hold already under way when the stretch was taken is not the one a
