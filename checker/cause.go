@@ -35,8 +35,13 @@ const (
 // is the lock's own time (a session opened on the first acquire, a JVM
 // warming up, a retry): "slower than typical" alone never blames the
 // machine.
-func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall) (cause string, faults []int, st *StallNote) {
+func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []keptSpan) (cause string, faults []int, st *StallNote) {
 	faults = faultsBefore(spans, a.invoked, s)
+	// A hold that a fault kept inside (a stretch it waited in) ended when
+	// the fault let it go: no stall before that can have made it longer,
+	// nor, with its grant long past, shortened its lease — the fault, which
+	// measured what became of the lease, explains the overlap.
+	floor := keptUntil(kept, a)
 	var parts [][2]int64
 	var worst stall
 	for _, x := range stalls {
@@ -49,6 +54,7 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall) (cause st
 		default:
 			continue
 		}
+		from = max(from, floor)
 		lo, hi := max(x.start, from), min(x.end, to)
 		if lo >= hi {
 			continue
@@ -85,6 +91,26 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall) (cause st
 		return CauseNone, faults, st
 	}
 	return CauseNone, faults, nil
+}
+
+// keptUntil is when a fault let hold a go after keeping it inside its
+// critical section (a kept span of its client that held it: begun before
+// it ended, ended when or after it began); 0 when none kept it.
+func keptUntil(kept []keptSpan, a *hold) int64 {
+	var until int64
+	for _, k := range kept {
+		if k.client != a.client || k.end == -1 || k.start > a.end {
+			continue
+		}
+		end := k.end
+		if end == 0 { // never let go: the run ended first
+			end = a.end
+		}
+		if end >= a.start {
+			until = max(until, end)
+		}
+	}
+	return until
 }
 
 // stoppedDuring returns the parts of [lo, hi] during which a fault stopped

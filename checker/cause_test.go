@@ -120,6 +120,46 @@ func TestOverlapCauses(t *testing.T) {
 			faults: 1,
 		},
 		{
+			name: "a stall while a fault kept the holder inside is the fault's",
+			// A failover keeps client 0 inside (a stretch) until client 1
+			// takes the key on the promoted node, then lets it go: its
+			// process's stall while it waited there delayed nothing (its
+			// JVM adapter waiting for a CPU beside the hogs made every
+			// Redisson failover cell inconclusive).
+			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
+				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+				stall(0, 12, 60).
+				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
+				stall(0, 80, 250).
+				add(history.Event{Time: ms(300), Kind: history.Stretch, Client: 0, Message: "off"}).
+				hold(0, k0, 10, 305).hold(1, k0, 290, 320),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "a stretch that kept no hold waiting spares no stall",
+			// The request was taken, but the hold ended on its own before
+			// it reached the end of its work: the stall may have delayed it.
+			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
+				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+				stall(0, 15, 300).
+				add(history.Event{Time: ms(306), Kind: history.Stretch, Client: 0, Message: "off"}).
+				hold(0, k0, 10, 305).hold(1, k0, 280, 320),
+			cause:  CauseStall,
+			faults: 1,
+		},
+		{
+			name: "a stall after the fault let the holder go is still the harness's",
+			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
+				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
+				add(history.Event{Time: ms(291), Kind: history.Stretch, Client: 0, Message: "off"}).
+				stall(0, 200, 305).
+				hold(0, k0, 10, 305).hold(1, k0, 300, 320),
+			cause:  CauseStall,
+			faults: 1,
+		},
+		{
 			name:  "another client's stall is not the earlier holder's",
 			h:     new(hist).start().stall(1, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
 			cause: CauseNone,

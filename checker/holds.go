@@ -79,12 +79,24 @@ type trace struct {
 	// stalls are the times a process of the run could not run (a worker's,
 	// or the coordinator's with client -1), in time order.
 	stalls []stall
+	// kept are the times a fault kept a client inside its critical section
+	// on purpose (a stretch that made a hold wait, from its "on" to its
+	// "off"; an end of 0: never let go, -1: no hold waited yet), in time
+	// order.
+	kept []keptSpan
 	// workloadNs is how long the workload ran, from the run-end.
 	workloadNs int64
 	// errors are the lock's errors by kind (info completions).
 	errors errorLog
 	// missed are the nemeses' steps that became no fault.
 	missed []history.Event
+}
+
+// keptSpan is one [start, end] during which a fault kept client waiting
+// at the end of its critical section (history.Stretch).
+type keptSpan struct {
+	client     int
+	start, end int64
 }
 
 // stall is one [start, end] during which a process could not run, or
@@ -251,7 +263,37 @@ func (rp *replayer) add(e history.Event) {
 			tr.runEndErrors = append(tr.runEndErrors, e.Error)
 		}
 		return
-	case history.FaultStart, history.FaultEnd, history.Probe, history.Stretch:
+	case history.Stretch:
+		// A hold a fault keeps inside waits there on purpose: what its
+		// process did meanwhile cannot have delayed its release.
+		// From the stretch's "on" (the request taken) to its "off", once
+		// a hold reached the end of its work and waited ("holding"): its
+		// release then came when the fault let it go, whatever the process
+		// did before.
+		switch e.Message {
+		case "on":
+			tr.kept = append(tr.kept, keptSpan{client: e.Client, start: e.Time, end: -1})
+		case "holding":
+			for i := len(tr.kept) - 1; i >= 0; i-- {
+				if k := &tr.kept[i]; k.client == e.Client && k.end == -1 {
+					k.end = 0 // open: the hold waits
+					break
+				}
+			}
+		case "off":
+			for i := len(tr.kept) - 1; i >= 0; i-- {
+				if k := &tr.kept[i]; k.client == e.Client && k.end <= 0 {
+					if k.end == 0 {
+						k.end = e.Time
+					} else {
+						tr.kept = slices.Delete(tr.kept, i, i+1) // no hold waited
+					}
+					break
+				}
+			}
+		}
+		return
+	case history.FaultStart, history.FaultEnd, history.Probe:
 		return
 	case history.FaultMissed:
 		tr.missed = append(tr.missed, e)

@@ -586,7 +586,7 @@ func (s *Stream) Result() Result {
 	typicalRes := s.resLat.median()
 	tr.stalls = append(tr.stalls, slowResource(s.slow, typicalRes)...)
 	slices.SortStableFunc(tr.stalls, func(a, b stall) int { return cmp.Compare(a.start, b.start) })
-	count, byCause, byLanded, overlaps, incidents := sweep(pairs, spans, tr.stalls, landed, tl)
+	count, byCause, byLanded, overlaps, incidents := sweep(pairs, spans, tr.stalls, tr.kept, landed, tl)
 	s.checkDur += time.Since(began)
 
 	resource, resourceGaps := s.resourceResult()

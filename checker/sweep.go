@@ -18,7 +18,7 @@ import (
 //
 // Every overlap also joins its key's incident (incidents, in order of
 // start): overlaps of one key that touch in time.
-func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
+func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, keptSpans []keptSpan, landed map[int]bool, tl timeline) (count int, byCause map[string]int, byLanded int, overlaps []Overlap, incidents []incident) {
 	byCause = map[string]int{}
 	type found struct {
 		start int64
@@ -42,7 +42,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, landed map[int]
 		}
 		count++
 		end := min(a.end, b.end)
-		cause, causes, st := attribute(a, b.start, end, faults, holderStalls)
+		cause, causes, st := attribute(a, b.start, end, faults, holderStalls, keptSpans)
 		if cause == CauseNone {
 			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
 				cause, causes, st = r.cause, r.faults, r.note(a.client)
