@@ -58,7 +58,10 @@ func TestInstalledBinaryRunsLuaAndClockFaults(t *testing.T) {
 	out := filepath.Join(dir, "run")
 	stdout, stderr, code := lockchaosIn(t, dir, env, "run", "--lock", "lua", "--opt", "lua.file=builtin:token.lua",
 		"--nemesis", "clock-jump", "--ttl", "300ms", "--hold", "60ms", "--duration", "3s", "--seed", "1", "--out", out)
-	if code != ExitViolation || !strings.Contains(stdout, "caused by fault clock-jump") {
+	// The headline tells the first overlap; beside CPU hogs a stall of the
+	// harness can come first, and the jump's overlap is counted after it.
+	byFault := regexp.MustCompile(`overlaps by cause: fault [1-9]`)
+	if code != ExitViolation || !strings.Contains(stdout, "caused by fault clock-jump") && !byFault.MatchString(stdout) {
 		t.Errorf("exit %d, want a violation caused by the clock jump\n%s\n%s", code, stdout, stderr)
 	}
 	if libs, _ := filepath.Glob(filepath.Join(cache, "lockchaos", "clockshim-*.so")); len(libs) != 1 {
