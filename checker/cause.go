@@ -38,10 +38,15 @@ const (
 func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []keptSpan) (cause string, faults []int, st *StallNote) {
 	faults = faultsBefore(spans, a.invoked, s)
 	// A hold that a fault kept inside (a stretch it waited in) ended when
-	// the fault let it go: no stall before that can have made it longer,
-	// nor, with its grant long past, shortened its lease — the fault, which
-	// measured what became of the lease, explains the overlap.
-	floor := keptUntil(kept, a)
+	// the fault let it go: no stall before that made it longer. When that
+	// fault also took its lease away, as its nemesis measured (a promoted
+	// replica without the key), no stall shortened the lease either: the
+	// fault explains the overlap. (A lease lost otherwise — a watchdog
+	// that could not run while the hold was kept — stays a stall's.)
+	var floor int64
+	if slices.ContainsFunc(spans, func(f faultSpan) bool { return f.lost == a }) {
+		floor = keptUntil(kept, a)
+	}
 	var parts [][2]int64
 	var worst stall
 	for _, x := range stalls {

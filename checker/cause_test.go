@@ -126,7 +126,7 @@ func TestOverlapCauses(t *testing.T) {
 			// process's stall while it waited there delayed nothing (its
 			// JVM adapter waiting for a CPU beside the hogs made every
 			// Redisson failover cell inconclusive).
-			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
+			h: aimedFailover(new(hist).start(), history.LeaseLost).
 				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
 				stall(0, 12, 60).
 				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
@@ -134,6 +134,20 @@ func TestOverlapCauses(t *testing.T) {
 				add(history.Event{Time: ms(300), Kind: history.Stretch, Client: 0, Message: "off"}).
 				hold(0, k0, 10, 305).hold(1, k0, 290, 320),
 			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "a stall while a fault kept the holder inside, its lease not taken by the fault, is the harness's",
+			// The same, but the fault did not take the lease away (its
+			// nemesis saw it kept): a watchdog that could not run while
+			// the hold was kept may have lost it.
+			h: aimedFailover(new(hist).start(), history.LeaseKept).
+				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
+				stall(0, 80, 250).
+				add(history.Event{Time: ms(300), Kind: history.Stretch, Client: 0, Message: "off"}).
+				hold(0, k0, 10, 305).hold(1, k0, 290, 320),
+			cause:  CauseStall,
 			faults: 1,
 		},
 		{
@@ -357,4 +371,13 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aimedFailover adds a failover from 5 to 400 ms aimed at client 0's hold of
+// k0 that began at 10 ms, which landed with the lease fate lease.
+func aimedFailover(h *hist, lease string) *hist {
+	f := &history.Fault{ID: 1, Name: "failover", Target: "lock node 0", Clients: []int{0}, Aim: &history.Aim{Client: 0, Key: k0, Since: ms(10)}}
+	h.add(history.Event{Time: ms(5), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	return h.add(history.Event{Time: ms(400), Kind: history.FaultEnd, Client: history.NoClient, Fault: f,
+		Effect: &history.Effect{Landed: true, Lease: lease, Note: "the promoted replica did not hold the lock"}})
 }

@@ -15,6 +15,10 @@ type faultSpan struct {
 	id         int
 	start, end int64
 	stopped    []int // clients whose process it stopped
+	// lost is the hold the fault aimed at when it landed and its nemesis
+	// measured that hold's lease taken away (a node that no longer had the
+	// key), else nil.
+	lost *hold
 }
 
 // faultRecord is one fault as the history tells it, before it is judged.

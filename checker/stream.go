@@ -672,7 +672,11 @@ func (s *Stream) judgeFaults(tl timeline) ([]FaultWindow, []faultSpan) {
 		}
 		judge(f, tl)
 		windows = append(windows, f.w)
-		spans = append(spans, faultSpan{id: f.w.ID, start: f.start, end: f.end, stopped: f.fault.Stopped})
+		span := faultSpan{id: f.w.ID, start: f.start, end: f.end, stopped: f.fault.Stopped}
+		if f.w.Landed && f.effect != nil && f.effect.Lease == history.LeaseLost {
+			span.lost = f.aimed // the nemesis's own word, not the history's
+		}
+		spans = append(spans, span)
 	}
 	return windows, spans
 }
