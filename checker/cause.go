@@ -104,7 +104,7 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []ke
 func keptUntil(kept []keptSpan, a *hold) int64 {
 	var until int64
 	for _, k := range kept {
-		if k.client != a.client || k.end == -1 || k.start > a.end {
+		if k.client != a.client || !k.waited || k.start > a.end {
 			continue
 		}
 		end := k.end

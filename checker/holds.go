@@ -79,10 +79,8 @@ type trace struct {
 	// stalls are the times a process of the run could not run (a worker's,
 	// or the coordinator's with client -1), in time order.
 	stalls []stall
-	// kept are the times a fault kept a client inside its critical section
-	// on purpose (a stretch that made a hold wait, from its "on" to its
-	// "off"; an end of 0: never let go, -1: no hold waited yet), in time
-	// order.
+	// kept are the stretches of the run, in time order: the times a fault
+	// kept a client inside its critical section on purpose.
 	kept []keptSpan
 	// workloadNs is how long the workload ran, from the run-end.
 	workloadNs int64
@@ -92,11 +90,13 @@ type trace struct {
 	missed []history.Event
 }
 
-// keptSpan is one [start, end] during which a fault kept client waiting
-// at the end of its critical section (history.Stretch).
+// keptSpan is one stretch of client, [start, end] (end 0: not let go
+// before the run ended); waited says a hold reached the end of its work
+// in it and waited there to be let go.
 type keptSpan struct {
 	client     int
 	start, end int64
+	waited     bool
 }
 
 // stall is one [start, end] during which a process could not run, or
@@ -264,32 +264,28 @@ func (rp *replayer) add(e history.Event) {
 		}
 		return
 	case history.Stretch:
-		// A hold a fault keeps inside waits there on purpose: what its
-		// process did meanwhile cannot have delayed its release.
-		// From the stretch's "on" (the request taken) to its "off", once
-		// a hold reached the end of its work and waited ("holding"): its
-		// release then came when the fault let it go, whatever the process
-		// did before.
+		// A stretch keeps a hold inside on purpose, from its "on" (the
+		// request taken) to its "off"; it kept one when a hold reached the
+		// end of its work and waited there ("holding"): that hold's release
+		// came when the fault let it go, whatever its process did before.
 		switch e.Message {
 		case "on":
-			tr.kept = append(tr.kept, keptSpan{client: e.Client, start: e.Time, end: -1})
-		case "holding":
+			tr.kept = append(tr.kept, keptSpan{client: e.Client, start: e.Time})
+		case "holding", "off":
 			for i := len(tr.kept) - 1; i >= 0; i-- {
-				if k := &tr.kept[i]; k.client == e.Client && k.end == -1 {
-					k.end = 0 // open: the hold waits
-					break
+				k := &tr.kept[i]
+				if k.client != e.Client || k.end != 0 {
+					continue
 				}
-			}
-		case "off":
-			for i := len(tr.kept) - 1; i >= 0; i-- {
-				if k := &tr.kept[i]; k.client == e.Client && k.end <= 0 {
-					if k.end == 0 {
-						k.end = e.Time
-					} else {
-						tr.kept = slices.Delete(tr.kept, i, i+1) // no hold waited
-					}
-					break
+				switch {
+				case e.Message == "holding":
+					k.waited = true
+				case k.waited:
+					k.end = e.Time
+				default: // no hold waited: nothing was kept
+					tr.kept = slices.Delete(tr.kept, i, i+1)
 				}
+				break
 			}
 		}
 		return
