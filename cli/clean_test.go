@@ -210,19 +210,28 @@ func TestKilledPostgresRunLeavesNoSharedMemory(t *testing.T) {
 	for _, backend := range []string{"local", "docker"} {
 		for _, cleanup := range []string{"clean", "next-run"} {
 			t.Run(backend+"/"+cleanup, func(t *testing.T) {
-				cmd := exec.Command(bin, "run", "--lock", "pg-advisory", "--backend", backend, "--ttl", "1s", "--duration", "60s", "--out", t.TempDir())
+				out := t.TempDir()
+				cmd := exec.Command(bin, "run", "--lock", "pg-advisory", "--backend", backend, "--ttl", "1s", "--duration", "60s", "--out", out)
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
+				// Killed once the workload runs: every container is created
+				// by then. (A coordinator killed while dockerd still creates
+				// a container for it leaves one a cleanup that has already
+				// listed cannot see; the next cleanup removes it.)
 				var segs []pgSegment
-				for i := 0; i < 600 && len(segs) < 2; i++ {
+				started := func() bool {
+					b, _ := os.ReadFile(filepath.Join(out, "history.jsonl"))
+					return bytes.Contains(b, []byte(`"run-start"`))
+				}
+				for i := 0; i < 600 && (len(segs) < 2 || !started()); i++ {
 					time.Sleep(100 * time.Millisecond)
 					segs = pgSegmentsOf(t, cmd.Process.Pid)
 				}
-				if len(segs) < 2 {
+				if len(segs) < 2 || !started() {
 					_ = cmd.Process.Kill()
 					_ = cmd.Wait()
-					t.Fatalf("the members' segments were never seen (%v)", segs)
+					t.Fatalf("the members' segments (%v) and the workload's start (%v) were never both seen", segs, started())
 				}
 				killWithWatchdog(t, cmd)
 				if backend == "local" {
