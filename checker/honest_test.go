@@ -170,39 +170,6 @@ func TestOrphanKeyAtTheEnd(t *testing.T) {
 	}
 }
 
-// The witness follows the lease: a grant that came after the later
-// holder's own lease had run out (its acquire took longer than the lease)
-// is said; for a lock that keeps a session alive, the faults on that
-// client during its wait are named.
-func TestWitnessSaysAGrantCameAfterItsLease(t *testing.T) {
-	h := new(hist).start().hold(0, k0, 10, 700).acquire(1, k0, 50, 500).release(1, k0, 600, 601)
-	h.events[0].Run.TTLms = 300
-	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
-	w := strings.Join(Witness(r), "\n")
-	if !strings.Contains(w, "Client 1's acquire took 450 ms (from t=0.05 s), longer than the 300 ms lease it asked for: the lock granted a lease that had already run out") {
-		t.Errorf("witness:\n%s", w)
-	}
-	h = new(hist).start().fault(1, "latency", []int{1}, 60, 450).hold(0, k0, 10, 700).acquire(1, k0, 50, 500).release(1, k0, 600, 601)
-	h.events[0].Run.TTLms, h.events[0].Run.KeepsAlive = 300, true
-	r = Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
-	w = strings.Join(Witness(r), "\n")
-	if !strings.Contains(w, "Client 1's acquire waited 450 ms (from t=0.05 s), longer than its session's 300 ms lease: the grant was good only if its keep-alives reached the store meanwhile, and latency (client 1) acted on client 1 during the wait") {
-		t.Errorf("witness:\n%s", w)
-	}
-}
-
-// A lock without a lease is told in its own terms: no lease ran out, no
-// critical section outlived one.
-func TestWitnessOfALeaselessLockSpeaksNoLease(t *testing.T) {
-	h := new(hist).leaseless().hold(0, k0, 10, 600).hold(1, k0, 310, 620)
-	h.events[0].Run.TTLms = 100
-	r := Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
-	w := strings.Join(Witness(r), "\n")
-	if r.Verdict != Violation || strings.Contains(w, "lease") || strings.Contains(r.Summary, "lease") {
-		t.Errorf("%s: %s\nwitness:\n%s", r.Verdict, r.Summary, w)
-	}
-}
-
 // A key is unavailable only while clients try: once the last client that
 // tried is gone, nobody is kept from the key, and the span ends with its
 // last answered acquire.

@@ -76,109 +76,6 @@ type RateBucket struct {
 	Unknown int     `json:"unknown"`
 }
 
-// Rate buckets the attempts by completion into buckets of widthMs over
-// [0, spanMs].
-func Rate(attempts []Attempt, widthMs, spanMs float64) []RateBucket {
-	if widthMs <= 0 || spanMs <= 0 {
-		return nil
-	}
-	n := int(spanMs/widthMs) + 1
-	out := make([]RateBucket, n)
-	for i := range out {
-		out[i].StartMs = float64(i) * widthMs
-	}
-	for _, a := range attempts {
-		i := int(a.DoneMs / widthMs)
-		if i < 0 || i >= n {
-			continue
-		}
-		switch a.Outcome {
-		case AttemptOK:
-			out[i].OK++
-		case AttemptFailed:
-			out[i].Failed++
-		default:
-			out[i].Unknown++
-		}
-	}
-	return out
-}
-
-// NodeMark is what a fault did to one lock node, as far as its fault
-// window records it (FaultWindow.Nodes, Action, Params, Effect): what
-// happened at its start and at its end. Nothing beyond the record is
-// inferred: a failover's promotion is not timed, so its end says only that
-// the fault was over.
-type NodeMark struct {
-	Node   int            `json:"node"`
-	Fault  int            `json:"fault"`
-	Action history.Action `json:"action"`
-	FromMs float64        `json:"from_ms"`
-	// ToMs is nil when the fault never healed within the history.
-	ToMs *float64 `json:"to_ms"`
-	// Start and End say in a word or two what happened to the node then:
-	// "killed" and "restarted", "paused" and "resumed", "clock +750ms" and
-	// "clock restored".
-	Start string `json:"start"`
-	End   string `json:"end"`
-	// Text is the fault's label and what it did.
-	Text string `json:"text"`
-}
-
-// NodeMarks lists, per lock node, what the result's faults did to it, in
-// order of the faults' start.
-func NodeMarks(res Result) []NodeMark {
-	var out []NodeMark
-	for _, f := range res.Faults {
-		start, end := nodeWords(f)
-		text := f.Label()
-		if f.Effect != "" {
-			text += ": " + f.Effect
-		}
-		for _, n := range f.Nodes {
-			out = append(out, NodeMark{Node: n, Fault: f.ID, Action: f.Action, FromMs: f.StartMs, ToMs: f.EndMs, Start: start, End: end, Text: text})
-		}
-	}
-	return out
-}
-
-// nodeWords says what a fault of each action does to a node at its start
-// and at its end.
-func nodeWords(f FaultWindow) (string, string) {
-	switch f.Action {
-	case history.ActionCrash:
-		return "killed", "restarted"
-	case history.ActionFailover:
-		return "primary killed", "failover ended"
-	case history.ActionPause:
-		return "paused", "resumed"
-	case history.ActionClock:
-		by := cmpOr(f.Params["offset"], f.Params["by"], f.Params["rate"])
-		if by == "" {
-			return "clock moved", "clock restored"
-		}
-		sign := "+"
-		if d := f.Params["direction"]; d == "back" || d == "backward" || strings.HasPrefix(by, "-") {
-			sign = "−"
-		}
-		return "clock " + sign + strings.TrimPrefix(by, "-"), "clock restored"
-	case history.ActionNetwork:
-		return "links faulted", "links healed"
-	case history.ActionSlow:
-		return "slowed", "back to speed"
-	}
-	return "fault", "fault over"
-}
-
-func cmpOr(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // Where says whom a fault acted on, briefly: "client 3", "clients 1, 2",
 // "node 4", "nodes 0, 2", or its target.
 func (f FaultWindow) Where() string {
@@ -187,7 +84,10 @@ func (f FaultWindow) Where() string {
 		for i, id := range ids {
 			s[i] = fmt.Sprint(id)
 		}
-		return word(len(ids), one, many) + " " + strings.Join(s, ", ")
+		if len(ids) > 1 {
+			one = many
+		}
+		return one + " " + strings.Join(s, ", ")
 	}
 	switch {
 	case len(f.Clients) > 0:

@@ -240,7 +240,7 @@ func TestSeriesCountsAsTheChecker(t *testing.T) {
 		s.Add(e)
 	}
 	s.Finish()
-	want := checker.Rate(checker.Attempts(h.events), 500, 5000)
+	want := rate(checker.Attempts(h.events), 500, 5000)
 	holds := 0
 	for i, b := range s.Buckets {
 		if b.RateBucket != want[i] {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/checker/explain"
 )
 
 func TestExplainNamesTheClientsTheKeyAndThePausePastTheTTL(t *testing.T) {
@@ -15,7 +16,7 @@ func TestExplainNamesTheClientsTheKeyAndThePausePastTheTTL(t *testing.T) {
 	if res.Verdict != checker.Violation {
 		t.Fatalf("the hand-written history should be a violation: %s", res.Summary)
 	}
-	got := checker.Explain(res, 500)
+	got := explain.Headline(res, 500)
 	want := "Clients 2 and 4 both held lock:0 for 300 ms from t=3.60 s; client 2 was paused for 1.2 s from t=3.10 s, past its 500 ms TTL; " +
 		"client 2's release then found its lease already gone; 1 update of the protected counter was lost."
 	if got != want {
@@ -44,7 +45,7 @@ func TestExplainSafeAndDeadlockAndInconclusive(t *testing.T) {
 			Holds: [2]checker.HoldSpan{{Client: 0, StartMs: 100, EndMs: 900, End: "release-not-held"}, {Client: 3, StartMs: 700, EndMs: 1000, End: "release"}},
 		}}}}, []string{"Clients 0 and 3 both held lock:1 for 200 ms from t=0.70 s", "no fault was active: client 0 held for 800 ms, longer than the 300 ms TTL"}},
 	} {
-		got := checker.Explain(tc.res, 300)
+		got := explain.Headline(tc.res, 300)
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: %q does not say %q", tc.name, got, w)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -63,7 +64,7 @@ type Run struct {
 	// attempts are every acquire and how it ended; nodeMarks what the
 	// faults did to each lock node (both as the checker reads them).
 	attempts  []checker.Attempt
-	nodeMarks []checker.NodeMark
+	nodeMarks []nodeMark
 	// span is the run's length in ms.
 	span float64
 	// Of a long run: the windows drawn in detail, the incidents and faults
@@ -144,7 +145,7 @@ func Load(dir string) (*Run, error) {
 			r.Info = *runStart.Run
 		}
 	}
-	r.nodeMarks = checker.NodeMarks(r.Result)
+	r.nodeMarks = nodeMarks(r.Result)
 	r.span = max(r.Result.DurationMs, 1)
 	r.Bounded = !keep || r.Result.Mutex.Ops > MaxDetailOps
 	if r.Bounded && started {
@@ -297,7 +298,7 @@ type runData struct {
 	*Run
 	Title          string
 	Why            string
-	Witness        []string // checker.Witness: the first overlap's story
+	Witness        []string // explain.Witness: the first overlap's story
 	Timeline       template.HTML
 	Zooms          []zoomPanel
 	RatePlot       template.HTML
@@ -474,16 +475,16 @@ func (r *Run) inWindows(f checker.FaultWindow) bool {
 
 func (r *Run) pageData() runData {
 	res := r.Result
-	d := runData{Run: r, Why: checker.Explain(res, float64(cmp.Or(r.Info.LeaseMs, r.Info.TTLms))), Generated: time.Now().Format(time.RFC3339)}
+	d := runData{Run: r, Why: explain.Headline(res, float64(cmp.Or(r.Info.LeaseMs, r.Info.TTLms))), Generated: time.Now().Format(time.RFC3339)}
 	d.Title = fmt.Sprintf("%s — %s + %s, seed %d", res.Verdict, orNone(res.Lock), nemesisList(res.Nemesis), res.Seed)
 	span := r.span
-	d.Witness = checker.Witness(res)
+	d.Witness = explain.Witness(res)
 	all := detail{holds: r.Holds, attempts: r.attempts}
 	if r.Bounded {
 		r.boundedData(&d, span)
 	} else {
 		d.Timeline = r.timeline(all, 0, span, "timeline")
-		d.RatePlot = r.ratePlot(checker.Rate(r.attempts, bucketWidth(span), span), bucketWidth(span), span)
+		d.RatePlot = r.ratePlot(rate(r.attempts, bucketWidth(span), span), bucketWidth(span), span)
 		d.LatencyPlot = r.latencyPlot(span)
 	}
 	used := map[string]bool{}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRunPageShowsTheWitness: a violation's page tells its first overlap's
-// story (checker.Witness); a safe run's has no such section.
+// story (explain.Witness); a safe run's has no such section.
 func TestRunPageShowsTheWitness(t *testing.T) {
 	if html := pageOf(t, pausedPastTTL()); !strings.Contains(html, `<h2 id="witness">Witness</h2>`) || !strings.Contains(html, "pause-client (client 2)") {
 		t.Errorf("the page has no witness naming the pause")

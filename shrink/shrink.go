@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
@@ -671,7 +672,7 @@ func (s *shrinker) finish() error {
 func (s *shrinker) writeScenario(path string, cfg settings.Run, res checker.Result, ttl float64) error {
 	abs, _ := filepath.Abs(s.src)
 	y, err := scenarios.Render(scenarios.Written{
-		Shows:  "minimal counterexample: " + checker.Explain(res, ttl),
+		Shows:  "minimal counterexample: " + explain.Headline(res, ttl),
 		Source: fmt.Sprintf("lockchaos shrink of %s (%s + %s, seed %d)", abs, res.Lock, orDash(strings.Join(s.rep.Original.Nemeses, ",")), cfg.Seed),
 		Expect: checker.Violation,
 		Comment: fmt.Sprintf("The smallest configuration lockchaos shrink found that still violates.\nOriginal: %s.\nMinimal:  %s.\nRun it: lockchaos run --scenario %s",
@@ -724,7 +725,7 @@ func (s *shrinker) verify(path string) (*Verify, string, error) {
 }
 
 // writeWitness writes witness.md: the sizes before and after, and the
-// story of the minimal run's first overlap (checker.Witness).
+// story of the minimal run's first overlap (explain.Witness).
 func writeWitness(path string, rep *Report, res checker.Result, scen string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Witness: %s + %s\n\n", res.Lock, orDash(strings.Join(res.Nemesis, ", ")))
@@ -744,7 +745,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
 	}
 	fmt.Fprintf(&b, "\nWhat happened in the minimal run (`%s/`, its report `%s/report.html`):\n\n", MinimalDir, MinimalDir)
-	for i, l := range checker.Witness(res) {
+	for i, l := range explain.Witness(res) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, l)
 	}
 	fmt.Fprintf(&b, "\nRun it again: `lockchaos run --scenario %s`", rundir.ShellQuote(scen))

@@ -1,25 +1,30 @@
-package checker
+// Package explain tells a reader, in sentences, what a checked run shows:
+// the headline of a verdict and the witness of a violation. It reads only
+// the checker's Result, never a history: the checker decides, this package
+// words its decision for the report and for `lockchaos shrink`.
+package explain
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// Explain says in one sentence why a run reached its verdict, from its
+// Headline says in one sentence why a run reached its verdict, from its
 // result alone, for a reader (the report's headline); ttlMs is the lease
-// the run's lock used. Result.Summary is the short form. It describes each
-// fault by what it did (FaultWindow.Action), never by the nemesis's name: for a violation, who held which key
+// the run's lock used. The checker's Result.Summary is the short form. It describes each
+// fault by what it did (checker.FaultWindow.Action), never by the nemesis's name: for a violation, who held which key
 // together, for how long, and what the active faults did to whom, e.g.
 // "clients 2 and 4 both held lock:0 for 312 ms from t=3.41 s; client 2 was
 // paused for 1.20 s from t=3.10 s, past its 500 ms TTL".
-func Explain(res Result, ttlMs float64) string {
+func Headline(res checker.Result, ttlMs float64) string {
 	switch res.Verdict {
-	case Violation:
+	case checker.Violation:
 		return explainViolation(res, ttlMs)
-	case Safe:
+	case checker.Safe:
 		return explainSafe(res)
 	}
 	why := "the evidence is incomplete"
@@ -29,13 +34,13 @@ func Explain(res Result, ttlMs float64) string {
 	return "Inconclusive — no violation was found, but " + why + "."
 }
 
-func explainViolation(res Result, ttl float64) string {
+func explainViolation(res checker.Result, ttl float64) string {
 	if len(res.Mutex.Overlaps) == 0 {
 		return "No two holds overlapped in the history, but the protected resource shows the damage: " + res.Resource.Summary + "."
 	}
 	o := res.Mutex.Overlaps[0]
 	var b strings.Builder
-	fmt.Fprintf(&b, "Clients %d and %d both held %s for %s from t=%s", o.Clients[0], o.Clients[1], o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs))
+	fmt.Fprintf(&b, "Clients %d and %d both held %s for %s from t=%s", o.Clients[0], o.Clients[1], o.Key, checker.Millis(o.EndMs-o.StartMs), checker.Seconds(o.StartMs))
 	var active []string
 	for _, f := range res.Faults {
 		if slices.Contains(o.Faults, f.ID) {
@@ -47,21 +52,21 @@ func explainViolation(res Result, ttl float64) string {
 	case len(active) > 0:
 		b.WriteString("; " + strings.Join(active, "; "))
 	case ttl > 0 && first.EndMs-first.StartMs > ttl:
-		fmt.Fprintf(&b, "; no fault was active: client %d held for %s, longer than the %s TTL", first.Client, Millis(first.EndMs-first.StartMs), Millis(ttl))
+		fmt.Fprintf(&b, "; no fault was active: client %d held for %s, longer than the %s TTL", first.Client, checker.Millis(first.EndMs-first.StartMs), checker.Millis(ttl))
 	default:
 		b.WriteString("; no fault was active")
 	}
 	switch first.End {
-	case "release-not-held":
+	case checker.EndReleaseNotHeld:
 		fmt.Fprintf(&b, "; client %d's release then found its lease already gone", first.Client)
-	case "lost":
+	case checker.EndLost:
 		fmt.Fprintf(&b, "; client %d learned only afterwards that it had lost the lock", first.Client)
 	}
 	if n := res.Resource.LostUpdates; n > 0 {
 		fmt.Fprintf(&b, "; %d %s of the protected counter %s lost", n, word(n, "update", "updates"), word(n, "was", "were"))
 	}
 	if n, k := res.Mutex.OverlapCount, res.Mutex.IncidentCount; n > 1 && k > 0 {
-		fmt.Fprintf(&b, " (%d %s in all, %d overlapping pairs of holds, two or more holders for %s in total)", k, word(k, "incident", "incidents"), n, Millis(res.Mutex.CoexistMs))
+		fmt.Fprintf(&b, " (%d %s in all, %d overlapping pairs of holds, two or more holders for %s in total)", k, word(k, "incident", "incidents"), n, checker.Millis(res.Mutex.CoexistMs))
 	} else if n > 1 {
 		fmt.Fprintf(&b, " (%d overlapping pairs of holds in all)", n)
 	}
@@ -71,14 +76,14 @@ func explainViolation(res Result, ttl float64) string {
 // faultSentence says what one fault did, in the terms of the overlap it
 // explains: a pause longer than the TTL of a client that held is the
 // textbook case, and says so.
-func faultSentence(f FaultWindow, o Overlap, ttl float64) string {
+func faultSentence(f checker.FaultWindow, o checker.Overlap, ttl float64) string {
 	dur, open := 0.0, f.EndMs == nil
 	if !open {
 		dur = *f.EndMs - f.StartMs
 	}
-	span := fmt.Sprintf("for %s from t=%s", Millis(dur), Seconds(f.StartMs))
+	span := fmt.Sprintf("for %s from t=%s", checker.Millis(dur), checker.Seconds(f.StartMs))
 	if open {
-		span = fmt.Sprintf("from t=%s until the end of the run", Seconds(f.StartMs))
+		span = fmt.Sprintf("from t=%s until the end of the run", checker.Seconds(f.StartMs))
 	}
 	who := f.Target
 	if len(f.Clients) > 0 {
@@ -93,18 +98,18 @@ func faultSentence(f FaultWindow, o Overlap, ttl float64) string {
 	case len(f.Stopped) > 0: // a process stopped (SIGSTOP)
 		s := fmt.Sprintf("%s was paused %s", who, span)
 		if held && ttl > 0 && dur > ttl {
-			s += fmt.Sprintf(", past its %s TTL", Millis(ttl))
+			s += fmt.Sprintf(", past its %s TTL", checker.Millis(ttl))
 		}
 		return s
 	case f.Action == history.ActionKill && len(f.Clients) > 0:
-		return fmt.Sprintf("%s was killed at t=%s", who, Seconds(f.StartMs))
+		return fmt.Sprintf("%s was killed at t=%s", who, checker.Seconds(f.StartMs))
 	}
 	// Other faults say what they did in their target ("lock node 0: primary
 	// n0 killed, replica n0r1 promoted"); their parameters are in the report.
 	return fmt.Sprintf("fault %s was active %s", f.Label(), span)
 }
 
-func explainSafe(res Result) string {
+func explainSafe(res checker.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "No two clients held the same lock at once: %d %s checked", res.Mutex.Holds, word(res.Mutex.Holds, "hold", "holds"))
 	if res.Mutex.Porcupine != "" {

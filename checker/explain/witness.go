@@ -1,9 +1,11 @@
-package checker
+package explain
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/checker"
 )
 
 // Witness tells the story of a violation in a few lines, from its result
@@ -13,8 +15,8 @@ import (
 // lived: the lock forgot it), how long the first client went on, and how
 // long both held the key. `lockchaos shrink` writes it as witness.md and a
 // run's report shows it. Nil unless the verdict is a violation.
-func Witness(res Result) []string {
-	if res.Verdict != Violation {
+func Witness(res checker.Result) []string {
+	if res.Verdict != checker.Violation {
 		return nil
 	}
 	if len(res.Mutex.Overlaps) == 0 {
@@ -28,13 +30,13 @@ func Witness(res Result) []string {
 	a, b := o.Holds[0], o.Holds[1]
 	var lines []string
 
-	first := fmt.Sprintf("Client %d acquired %s at t=%s", a.Client, o.Key, Seconds(a.StartMs))
+	first := fmt.Sprintf("Client %d acquired %s at t=%s", a.Client, o.Key, checker.Seconds(a.StartMs))
 	if a.LeaseEndMs > 0 {
 		lease := ""
 		if ttl > 0 {
-			lease = " " + Millis(ttl)
+			lease = " " + checker.Millis(ttl)
 		}
-		first += fmt.Sprintf("; its%s lease ran out on the lock's nodes by t=%s at the latest", lease, Seconds(a.LeaseEndMs))
+		first += fmt.Sprintf("; its%s lease ran out on the lock's nodes by t=%s at the latest", lease, checker.Seconds(a.LeaseEndMs))
 	}
 	lines = append(lines, first+".")
 
@@ -58,21 +60,21 @@ func Witness(res Result) []string {
 		s := "No fault was active"
 		switch {
 		case ttl > 0 && a.EndMs-a.StartMs > ttl:
-			s += fmt.Sprintf(": client %d's critical section lasted %s, longer than the %s lease", a.Client, Millis(a.EndMs-a.StartMs), Millis(ttl))
+			s += fmt.Sprintf(": client %d's critical section lasted %s, longer than the %s lease", a.Client, checker.Millis(a.EndMs-a.StartMs), checker.Millis(ttl))
 		case o.Stall != nil:
 			s += ": " + o.Stall.Text + " (a stall of the harness)"
 		}
 		lines = append(lines, s+".")
 	}
 
-	second := fmt.Sprintf("Client %d acquired %s at t=%s", b.Client, o.Key, Seconds(b.StartMs))
+	second := fmt.Sprintf("Client %d acquired %s at t=%s", b.Client, o.Key, checker.Seconds(b.StartMs))
 	switch {
 	case a.LeaseEndMs <= 0:
 		second += fmt.Sprintf(", while client %d still held it", a.Client)
 	case b.StartMs >= a.LeaseEndMs:
-		second += fmt.Sprintf(", %s after client %d's lease had run out, while client %d still held it", Millis(b.StartMs-a.LeaseEndMs), a.Client, a.Client)
+		second += fmt.Sprintf(", %s after client %d's lease had run out, while client %d still held it", checker.Millis(b.StartMs-a.LeaseEndMs), a.Client, a.Client)
 	case a.LeaseFromMs > 0 && b.StartMs < a.LeaseFromMs:
-		second += fmt.Sprintf(", while client %d's lease should have lived %s more: the lock had forgotten it", a.Client, Millis(a.LeaseFromMs-b.StartMs))
+		second += fmt.Sprintf(", while client %d's lease should have lived %s more: the lock had forgotten it", a.Client, checker.Millis(a.LeaseFromMs-b.StartMs))
 	default:
 		second += fmt.Sprintf(", about when client %d's lease ran out, while client %d still held it", a.Client, a.Client)
 	}
@@ -81,25 +83,25 @@ func Witness(res Result) []string {
 		lines = append(lines, s)
 	}
 
-	went := fmt.Sprintf("Client %d went on in its critical section until t=%s", a.Client, Seconds(a.EndMs))
+	went := fmt.Sprintf("Client %d went on in its critical section until t=%s", a.Client, checker.Seconds(a.EndMs))
 	if a.LeaseEndMs > 0 && a.EndMs > a.LeaseEndMs {
-		went += fmt.Sprintf(", %s after its lease had run out", Millis(a.EndMs-a.LeaseEndMs))
+		went += fmt.Sprintf(", %s after its lease had run out", checker.Millis(a.EndMs-a.LeaseEndMs))
 	}
 	switch a.End {
-	case EndReleaseNotHeld:
+	case checker.EndReleaseNotHeld:
 		went += "; its release found the lease already gone"
-	case EndReleaseUnknown:
+	case checker.EndReleaseUnknown:
 		went += "; its release got no answer"
-	case EndLost:
+	case checker.EndLost:
 		went += "; only then did it learn it had lost the lock"
-	case EndExit:
+	case checker.EndExit:
 		went += ", when its process died"
-	case EndOpen:
+	case checker.EndOpen:
 		went += ", the end of the history, still holding"
 	}
 	lines = append(lines, went+".")
 
-	both := fmt.Sprintf("Both held %s for %s from t=%s", o.Key, Millis(o.EndMs-o.StartMs), Seconds(o.StartMs))
+	both := fmt.Sprintf("Both held %s for %s from t=%s", o.Key, checker.Millis(o.EndMs-o.StartMs), checker.Seconds(o.StartMs))
 	if n := res.Resource.LostUpdates; n > 0 {
 		both += fmt.Sprintf("; %d %s of the protected counter %s lost", n, word(n, "update", "updates"), word(n, "was", "were"))
 	}
@@ -116,7 +118,7 @@ func Witness(res Result) []string {
 // a session that lived only if its keep-alives got through meanwhile — the
 // faults on that client's links or process during the wait say whether
 // they could. "" otherwise.
-func grantAfterLease(res Result, o Overlap, b HoldSpan, lease float64) string {
+func grantAfterLease(res checker.Result, o checker.Overlap, b checker.HoldSpan, lease float64) string {
 	if lease <= 0 || b.AcquireMs <= 0 {
 		return ""
 	}
@@ -137,12 +139,12 @@ func grantAfterLease(res Result, o Overlap, b HoldSpan, lease float64) string {
 	}
 	if res.Settings != nil && res.Settings.KeepsAlive {
 		s := fmt.Sprintf("Client %d's acquire waited %s (from t=%s), longer than its session's %s lease: the grant was good only if its keep-alives reached the store meanwhile",
-			b.Client, Millis(waited), Seconds(invoked), Millis(lease))
+			b.Client, checker.Millis(waited), checker.Seconds(invoked), checker.Millis(lease))
 		if len(during) > 0 {
 			s += fmt.Sprintf(", and %s acted on client %d during the wait: a lock that re-checked its session after waiting would have refused", strings.Join(during, ", "), b.Client)
 		}
 		return s + "."
 	}
 	return fmt.Sprintf("Client %d's acquire took %s (from t=%s), longer than the %s lease it asked for: the lock granted a lease that had already run out, where a check of the time the acquire took would have refused it.",
-		b.Client, Millis(waited), Seconds(invoked), Millis(lease))
+		b.Client, checker.Millis(waited), checker.Seconds(invoked), checker.Millis(lease))
 }

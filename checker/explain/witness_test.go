@@ -1,9 +1,10 @@
-package checker
+package explain
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -11,22 +12,22 @@ import (
 // result's first overlap, its fault and its lease end.
 func TestWitnessTellsThePauseStory(t *testing.T) {
 	end := 1530.0
-	res := Result{
-		Verdict:  Violation,
+	res := checker.Result{
+		Verdict:  checker.Violation,
 		Settings: &history.RunInfo{TTLms: 300},
-		Faults: []FaultWindow{
+		Faults: []checker.FaultWindow{
 			{ID: 1, Name: "pause-client", Action: history.ActionPause, Clients: []int{0}, Stopped: []int{0}, StartMs: 620, EndMs: &end,
 				Effect: "client 0 was stopped for 910ms while client 0 held lock:0, past its 300ms lease"},
 			{ID: 2, Name: "latency", StartMs: 3000},
 		},
-		Mutex: MutexResult{OverlapCount: 2, Overlaps: []Overlap{{
+		Mutex: checker.MutexResult{OverlapCount: 2, Overlaps: []checker.Overlap{{
 			Key: "lock:0", Clients: [2]int{0, 1}, StartMs: 930, EndMs: 1535, Faults: []int{1},
-			Holds: [2]HoldSpan{
-				{Client: 0, StartMs: 610, EndMs: 1535, End: EndReleaseNotHeld, LeaseFromMs: 905, LeaseEndMs: 910},
-				{Client: 1, StartMs: 930, EndMs: 1000, End: EndRelease},
+			Holds: [2]checker.HoldSpan{
+				{Client: 0, StartMs: 610, EndMs: 1535, End: checker.EndReleaseNotHeld, LeaseFromMs: 905, LeaseEndMs: 910},
+				{Client: 1, StartMs: 930, EndMs: 1000, End: checker.EndRelease},
 			},
 		}}},
-		Resource: ResourceResult{LostUpdates: 1},
+		Resource: checker.ResourceResult{LostUpdates: 1},
 	}
 	got := strings.Join(Witness(res), "\n")
 	for _, want := range []string{
@@ -48,10 +49,10 @@ func TestWitnessTellsThePauseStory(t *testing.T) {
 // TestWitnessForgottenLeaseAndNoFault: a node that forgot the lease gives
 // it away while it should still live; an overlap without a fault says so.
 func TestWitnessForgottenLeaseAndNoFault(t *testing.T) {
-	res := Result{Verdict: Violation, Settings: &history.RunInfo{TTLms: 1000},
-		Faults: []FaultWindow{{ID: 1, Name: "crash-restart", Target: "lock node 0 restarted", StartMs: 400}},
-		Mutex: MutexResult{OverlapCount: 1, Overlaps: []Overlap{{Key: "lock:0", Clients: [2]int{2, 3}, StartMs: 500, EndMs: 600, Faults: []int{1},
-			Holds: [2]HoldSpan{{Client: 2, StartMs: 390, EndMs: 600, End: EndRelease, LeaseFromMs: 1385, LeaseEndMs: 1390}, {Client: 3, StartMs: 500, EndMs: 700}}}}}}
+	res := checker.Result{Verdict: checker.Violation, Settings: &history.RunInfo{TTLms: 1000},
+		Faults: []checker.FaultWindow{{ID: 1, Name: "crash-restart", Target: "lock node 0 restarted", StartMs: 400}},
+		Mutex: checker.MutexResult{OverlapCount: 1, Overlaps: []checker.Overlap{{Key: "lock:0", Clients: [2]int{2, 3}, StartMs: 500, EndMs: 600, Faults: []int{1},
+			Holds: [2]checker.HoldSpan{{Client: 2, StartMs: 390, EndMs: 600, End: checker.EndRelease, LeaseFromMs: 1385, LeaseEndMs: 1390}, {Client: 3, StartMs: 500, EndMs: 700}}}}}}
 	got := strings.Join(Witness(res), "\n")
 	if !strings.Contains(got, "while client 2's lease should have lived 885 ms more: the lock had forgotten it") || !strings.Contains(got, "Fault 1, crash-restart (lock node 0 restarted), was active from t=0.40 s") {
 		t.Errorf("witness:\n%s", got)
@@ -61,7 +62,7 @@ func TestWitnessForgottenLeaseAndNoFault(t *testing.T) {
 	if got := strings.Join(Witness(res), "\n"); !strings.Contains(got, "No fault was active: client 2's critical section lasted 1.21 s, longer than the 1 s lease.") {
 		t.Errorf("witness:\n%s", got)
 	}
-	if Witness(Result{Verdict: Safe}) != nil {
+	if Witness(checker.Result{Verdict: checker.Safe}) != nil {
 		t.Error("a safe run has a witness")
 	}
 }
