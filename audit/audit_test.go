@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // row builds a comparison row of lock under nemesis from its runs' outcomes.
@@ -148,7 +149,7 @@ func TestBudgetEndsTheRunsEvenlyAndSaysSo(t *testing.T) {
 	var cells []compare.Cell
 	for _, l := range []string{"token-lua", "etcd-mutex-fenced"} {
 		for _, n := range spec.Nemeses {
-			cells = append(cells, compare.Cell{Lock: l, Nemesis: n, Config: settings.Run{Lock: l, Nemeses: []string{n}, TTL: 300 * time.Millisecond, Seed: 1}})
+			cells = append(cells, compare.Cell{Lock: l, Nemesis: n, Config: settings.Run{Lock: l, Nemeses: []string{n}, Seed: 1, Workload: workload.Workload{TTL: 300 * time.Millisecond}}})
 		}
 	}
 	a, cmp := Run(context.Background(), spec, cells, Options{Options: compare.Options{Out: t.TempDir(), Run: run}})

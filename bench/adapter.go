@@ -13,6 +13,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // AdapterRow is what the lock protocol costs: the acquire latency of an
@@ -48,8 +49,13 @@ func Adapter(ctx context.Context, lock, out string, rounds int) (AdapterRow, err
 	var added []float64
 	for i := range rounds {
 		res, err := runner.Run(ctx, settings.Run{
-			Lock: lock, Clients: 1, Keys: 1000, TTL: 2 * time.Second, Hold: 0, Think: 0,
-			Duration: 3 * time.Second, Seed: 1, Out: filepath.Join(out, fmt.Sprintf("%s-%d", lock, i)), Direct: true, Force: true,
+			Lock:     lock,
+			Duration: 3 * time.Second,
+			Seed:     1,
+			Out:      filepath.Join(out, fmt.Sprintf("%s-%d", lock, i)),
+			Direct:   true,
+			Force:    true,
+			Workload: workload.Workload{Clients: 1, Keys: 1000, TTL: 2 * time.Second, Hold: 0, Think: 0},
 		})
 		if err != nil {
 			return row, err

@@ -80,8 +80,13 @@ func bareRate(ctx context.Context, clients int, d time.Duration) (float64, error
 		go func() {
 			defer wg.Done()
 			n, err := workload.BareCycles(runCtx, workload.Config{
-				Client: c, Owner: fmt.Sprintf("bare-%d", c), Lock: "token-lua", LockAddrs: []string{addrs[0]}, ResourceAddr: addrs[1],
-				Keys: 1000, TTL: 2 * time.Second, OpTimeout: 2 * time.Second, Seed: 1,
+				Client:       c,
+				Owner:        fmt.Sprintf("bare-%d", c),
+				Lock:         "token-lua",
+				LockAddrs:    []string{addrs[0]},
+				ResourceAddr: addrs[1],
+				Seed:         1,
+				Workload:     workload.Workload{Keys: 1000, TTL: 2 * time.Second, OpTimeout: 2 * time.Second},
 			})
 			total.Add(n)
 			errs[c] = err
@@ -184,8 +189,12 @@ func harnessRate(ctx context.Context, clients int, d time.Duration, direct bool,
 		defer stop()
 	}
 	res, err := runner.Run(ctx, settings.Run{
-		Lock: "token-lua", Clients: clients, Keys: 1000, TTL: 2 * time.Second,
-		Duration: d, Seed: 1, Out: out, Direct: direct,
+		Lock:     "token-lua",
+		Duration: d,
+		Seed:     1,
+		Out:      out,
+		Direct:   direct,
+		Workload: workload.Workload{Clients: clients, Keys: 1000, TTL: 2 * time.Second},
 	})
 	if err != nil {
 		return 0, err

@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 func TestWilsonMatchesPublishedValues(t *testing.T) {
@@ -82,7 +83,7 @@ func fakeResult(cfg settings.Run, attempt int) checker.Result {
 func fakeCells(locks ...string) []Cell {
 	var cells []Cell
 	for _, l := range locks {
-		cells = append(cells, Cell{Lock: l, Nemesis: "pause-client", Config: settings.Run{Lock: l, Nemeses: []string{"pause-client"}, TTL: 300 * time.Millisecond, Seed: 1}})
+		cells = append(cells, Cell{Lock: l, Nemesis: "pause-client", Config: settings.Run{Lock: l, Nemeses: []string{"pause-client"}, Seed: 1, Workload: workload.Workload{TTL: 300 * time.Millisecond}}})
 	}
 	return cells
 }

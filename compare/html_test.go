@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/internal/browser"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // synthetic is a comparison of two locks against three columns, one cell
@@ -22,7 +23,7 @@ import (
 // be set up under failover. The rows are summed by rowOf, as Execute does.
 func synthetic() Comparison {
 	cell := func(lock, nem string) Cell {
-		c := Cell{Lock: lock, Nemesis: nem, Config: settings.Run{TTL: 500 * time.Millisecond, Hold: 50 * time.Millisecond}}
+		c := Cell{Lock: lock, Nemesis: nem, Config: settings.Run{Workload: workload.Workload{TTL: 500 * time.Millisecond, Hold: 50 * time.Millisecond}}}
 		if nem != "none" {
 			c.Config.Nemeses = []string{nem}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 func TestParseLuaLock(t *testing.T) {
@@ -210,8 +211,14 @@ func TestLuaScriptThatDoesNotCompileIsAUsageError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	_, err := runner.Run(context.Background(), settings.Run{Lock: "lua", LockOptions: map[string]string{"file": file}, Clients: 2, Keys: 1,
-		TTL: 300 * time.Millisecond, Hold: 10 * time.Millisecond, Duration: 2 * time.Second, Seed: 1, Out: out})
+	_, err := runner.Run(context.Background(), settings.Run{
+		Lock:        "lua",
+		LockOptions: map[string]string{"file": file},
+		Duration:    2 * time.Second,
+		Seed:        1,
+		Out:         out,
+		Workload:    workload.Workload{Clients: 2, Keys: 1, TTL: 300 * time.Millisecond, Hold: 10 * time.Millisecond},
+	})
 	var ue settings.UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Redis rejects the acquire script") || !strings.Contains(err.Error(), "compiling script") {
 		t.Fatalf("error %v, want a usage error with Redis's compile error", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // Runs start their workers by re-executing this test binary.
@@ -21,9 +22,12 @@ const ms = time.Millisecond
 // 60 ms holds, 3 s.
 func runCfg(t *testing.T, lock string, nemeses ...string) settings.Run {
 	return settings.Run{
-		Lock: lock, Nemeses: nemeses, Clients: 3, Keys: 1,
-		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 11,
-		Out: t.TempDir(),
+		Lock:     lock,
+		Nemeses:  nemeses,
+		Duration: 3 * time.Second,
+		Seed:     11,
+		Out:      t.TempDir(),
+		Workload: workload.Workload{Clients: 3, Keys: 1, TTL: 300 * ms, Hold: 60 * ms, Think: 10 * ms},
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/runner/runtest"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 func TestFailoverSentinelOptionsAreDecodedIntoFields(t *testing.T) {
@@ -29,7 +31,7 @@ func TestFailoverSentinelAppliesChecksTheTopology(t *testing.T) {
 		{"failover-sentinel", nil, topoSentinels, ""},
 		{"failover-sentinel", map[string]string{"node": "3"}, topoSentinels, "node=3"},
 		{"failover-sentinel", map[string]string{"manual": "true"}, topoSentinels, "single-node lock"},
-		{"failover-sentinel", map[string]string{"manual": "true"}, nemesis.Topology{Backend: "local", LockNodes: 1, Clients: 4, Quorum: 1, Replicas: 1, Sentinels: 3}, ""},
+		{"failover-sentinel", map[string]string{"manual": "true"}, nemesis.Topology{LockNodes: 1, Quorum: 1, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}, ""},
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -17,8 +16,10 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/registry"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/proxy"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // Nemesis injects one kind of fault.
@@ -183,20 +184,16 @@ func clocksOf(env Env) (Clocks, error) {
 
 // Topology is the shape of a run, which decides whether a nemesis applies.
 type Topology struct {
-	Backend string // "local", "docker", …
+	// What the run asked of the servers and the clients.
+	cluster.Topology
+	workload.Workload
 	// Store is the kind of server the lock keeps its state in: "redis",
 	// "etcd", "zookeeper", "postgres" (cluster.Store).
-	Store     string
-	Lock      string
+	Store string
+	Lock  string
+	// LockNodes is how many lock nodes the run has (Nodes, or the lock's
+	// default when that is 0).
 	LockNodes int
-	// Replicas per lock node; Sentinels watching them.
-	Replicas  int
-	Sentinels int
-	// Persistence of the lock nodes: "none", "everysec" or "always" (AOF).
-	Persistence string
-	Clients     int
-	Keys        int
-	TTL         time.Duration
 	// Leaseless: the lock's grants last until released or until the
 	// client's session ends (locks.Spec.Leaseless); no lease runs out.
 	Leaseless bool

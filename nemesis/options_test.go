@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // Every nemesis keeps the keys and defaults its options always had, in the
@@ -98,10 +100,10 @@ func refused(t *testing.T, cases []badOption) {
 // each node (topoReplicated), and sentinels besides (topoSentinels); and
 // on a backend that cannot load the clock shim (topoRemote).
 var (
-	topoRun        = nemesis.Topology{Backend: "local", LockNodes: 3, Clients: 4, Quorum: 2}
-	topoReplicated = nemesis.Topology{Backend: "local", LockNodes: 3, Clients: 4, Quorum: 2, Replicas: 1}
-	topoSentinels  = nemesis.Topology{Backend: "local", LockNodes: 3, Clients: 4, Quorum: 2, Replicas: 1, Sentinels: 3}
-	topoRemote     = nemesis.Topology{Backend: "elsewhere", LockNodes: 3, Clients: 4, Quorum: 2}
+	topoRun        = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local"}}
+	topoReplicated = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1}}
+	topoSentinels  = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}
+	topoRemote     = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "elsewhere"}}
 )
 
 // appliesCase is a nemesis built with options given, and whether it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // fakeEnv is pure bookkeeping: the schedule's logic needs no processes.
@@ -104,7 +105,7 @@ func (f *fakeEnv) Unstretch(c int) error {
 }
 func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
 func (f *fakeEnv) Topology() Topology {
-	return Topology{Clients: 4, LockNodes: 1, Keys: 1, Quorum: 1, Renews: f.renews}
+	return Topology{LockNodes: 1, Quorum: 1, Renews: f.renews, Workload: workload.Workload{Clients: 4, Keys: 1}}
 }
 
 var _ Processes = (*fakeEnv)(nil)

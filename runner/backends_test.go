@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
@@ -48,9 +49,13 @@ func TestLocalAndDockerBackendsReachTheSameVerdicts(t *testing.T) {
 			verdicts := map[string]checker.Verdict{}
 			for _, backend := range []string{"local", "docker"} {
 				c := settings.Run{
-					Lock: sc.lock, Nemeses: sc.nemeses, Clients: 4, Keys: 1,
-					TTL: 300 * ms, Hold: sc.hold, Duration: 5 * time.Second, Think: 10 * ms, Seed: 11,
-					Out: t.TempDir(), Backend: backend,
+					Lock:     sc.lock,
+					Nemeses:  sc.nemeses,
+					Duration: 5 * time.Second,
+					Seed:     11,
+					Out:      t.TempDir(),
+					Workload: workload.Workload{Clients: 4, Keys: 1, TTL: 300 * ms, Hold: sc.hold, Think: 10 * ms},
+					Topology: cluster.Topology{Backend: backend},
 				}
 				res, err := runtest.RunEvidence(t, &c)
 				// A run the checker could not decide (a container that a

@@ -284,10 +284,8 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	defer r.stopWorkers() // on every path: no worker outlives the run
 	for c := 0; c < r.cfg.Clients; c++ {
 		wc := workload.Config{
-			Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
-			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Keys: r.cfg.Keys, TTL: r.cfg.TTL, Hold: r.cfg.Hold,
-			Wait: r.cfg.Wait, Retry: r.cfg.Retry, Think: r.cfg.Think, OpTimeout: r.cfg.OpTimeout, Seed: r.cfg.Seed,
-			Renew: r.cfg.Renew, Reentry: r.cfg.Reentry, Adapter: rs.lock.Adapter,
+			Workload: r.cfg.Workload, Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
+			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Seed: r.cfg.Seed, Adapter: rs.lock.Adapter,
 		}
 		if rs.lock.Adapter != nil {
 			wc.AdapterLog = filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.adapter.log", c))

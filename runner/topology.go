@@ -37,8 +37,8 @@ func shape(c settings.Run, lockNodes int, lock locks.Spec) nemesis.Topology {
 		quorum = lockNodes/2 + 1
 	}
 	return nemesis.Topology{
-		Backend: c.Backend, Lock: c.Lock, Store: lock.StoreName(), Leaseless: lock.Leaseless, KeyPrefix: lock.KeyPrefix, KeepsAlive: lock.KeepsAlive, Renews: c.Renew || c.Reentry > 0 || lock.Reentrant, LockNodes: lockNodes, Replicas: c.Replicas, Sentinels: c.Sentinels,
-		Persistence: c.Persistence, Clients: c.Clients, Keys: c.Keys, TTL: c.TTL, Quorum: quorum,
+		Topology: c.Topology, Workload: c.Workload, Lock: c.Lock, Store: lock.StoreName(), LockNodes: lockNodes, Quorum: quorum,
+		Leaseless: lock.Leaseless, KeyPrefix: lock.KeyPrefix, KeepsAlive: lock.KeepsAlive, Renews: c.Renew || c.Reentry > 0 || lock.Reentrant,
 	}
 }
 

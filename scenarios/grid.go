@@ -7,7 +7,10 @@ import (
 	"os"
 	"strings"
 
+	"reflect"
+
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -58,11 +61,11 @@ type fileGridOne struct {
 }
 
 type fileGridCell struct {
-	Topology fileTopology   `yaml:"topology"`
-	Workload fileWorkload   `yaml:"workload"`
-	Faults   fileGridFaults `yaml:"faults"`
-	Duration Duration       `yaml:"duration"`
-	Seed     int64          `yaml:"seed"`
+	Topology cluster.Topology `yaml:"topology"`
+	Workload fileWorkload     `yaml:"workload"`
+	Faults   fileGridFaults   `yaml:"faults"`
+	Duration Duration         `yaml:"duration"`
+	Seed     int64            `yaml:"seed"`
 }
 
 type fileGridFaults struct {
@@ -71,13 +74,13 @@ type fileGridFaults struct {
 
 type fileGridLock struct {
 	Options  map[string]string `yaml:"options"`
-	Topology fileTopology      `yaml:"topology"`
+	Topology cluster.Topology  `yaml:"topology"`
 	Workload fileWorkload      `yaml:"workload"`
 }
 
 type fileGridNemesis struct {
 	Options  map[string]string `yaml:"options"`
-	Topology fileTopology      `yaml:"topology"`
+	Topology cluster.Topology  `yaml:"topology"`
 	// Workload replaces the fields of the cell's workload it sets, for a
 	// fault that needs, say, a lease long enough to outlast a restart.
 	Workload fileWorkload `yaml:"workload"`
@@ -167,8 +170,8 @@ func (g Grid) file(lock, nem string) fileScenario {
 	f.Lock.Name = lock
 	if l, ok := g.locks[lock]; ok {
 		f.Lock.Options = l.Options
-		f.Topology = mergeTopology(f.Topology, l.Topology)
-		f.Workload = mergeWorkload(f.Workload, l.Workload)
+		f.Topology = overlay(f.Topology, l.Topology)
+		f.Workload = overlay(f.Workload, l.Workload)
 	}
 	if nem != "none" && nem != "" {
 		n := g.nemeses[nem]
@@ -176,9 +179,9 @@ func (g Grid) file(lock, nem string) fileScenario {
 		// A fault's topology (replicas, sentinels, persistence) shapes
 		// Redis servers; a lock of another store brings its own ensemble.
 		if spec, err := locks.Lookup(lock); err != nil || spec.StoreName() == "redis" {
-			f.Topology = mergeTopology(f.Topology, n.Topology)
+			f.Topology = overlay(f.Topology, n.Topology)
 		}
-		f.Workload = mergeWorkload(f.Workload, n.Workload)
+		f.Workload = overlay(f.Workload, n.Workload)
 		if n.Duration.set {
 			f.Duration = n.Duration
 		}
@@ -192,7 +195,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 			maps.Copy(opts, one.Options)
 			f.Faults.Nemeses[0].Options = opts
 		}
-		f.Workload = mergeWorkload(f.Workload, one.Workload)
+		f.Workload = overlay(f.Workload, one.Workload)
 		if one.Duration.set {
 			f.Duration = one.Duration
 		}
@@ -205,26 +208,16 @@ func (g Grid) Seeds(lock, nem string) int {
 	return max(g.cells[GridName(lock, nem)].Seeds, 1)
 }
 
-// mergeWorkload returns base with the fields that over sets replaced.
-func mergeWorkload(base, over fileWorkload) fileWorkload {
-	if over.Clients != 0 {
-		base.Clients = over.Clients
-	}
-	if over.Keys != 0 {
-		base.Keys = over.Keys
-	}
-	for _, d := range []struct{ to, from *Duration }{
-		{&base.TTL, &over.TTL}, {&base.Hold, &over.Hold}, {&base.Wait, &over.Wait}, {&base.Retry, &over.Retry},
-		{&base.Think, &over.Think}, {&base.OpTimeout, &over.OpTimeout},
-	} {
-		if d.from.set {
-			*d.to = *d.from
+// overlay returns base with every field that over sets (a non-zero value:
+// a span given, even as 0s; renew: true) in place of base's: a lock's or a
+// cell's topology and workload on top of the grid's.
+func overlay[T any](base, over T) T {
+	b, o := reflect.ValueOf(&base).Elem(), reflect.ValueOf(over)
+	for i := range o.NumField() {
+		if !o.Field(i).IsZero() {
+			b.Field(i).Set(o.Field(i))
 		}
 	}
-	if over.Reentry != 0 {
-		base.Reentry = over.Reentry
-	}
-	base.Renew = base.Renew || over.Renew
 	return base
 }
 
@@ -232,27 +225,4 @@ func mergeWorkload(base, over fileWorkload) fileWorkload {
 func (g Grid) Config(lock, nem string) (settings.Run, error) {
 	cfg, errs := g.file(lock, nem).config(g.File, nil)
 	return cfg, errors.Join(errs...)
-}
-
-// mergeTopology returns base with the fields that over sets replaced.
-func mergeTopology(base, over fileTopology) fileTopology {
-	if over.Backend != "" {
-		base.Backend = over.Backend
-	}
-	if over.Image != "" {
-		base.Image = over.Image
-	}
-	if over.Nodes != 0 {
-		base.Nodes = over.Nodes
-	}
-	if over.Replicas != 0 {
-		base.Replicas = over.Replicas
-	}
-	if over.Sentinels != 0 {
-		base.Sentinels = over.Sentinels
-	}
-	if over.Persistence != "" {
-		base.Persistence = over.Persistence
-	}
-	return base
 }

@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
@@ -253,13 +254,11 @@ func (f fileScenario) config(name string, lines map[string]int) (settings.Run, [
 	cfg := settings.Run{
 		Lock:        strings.TrimSpace(f.Lock.Name),
 		LockOptions: f.Lock.Options,
-		Clients:     orInt(w.Clients, settings.DefaultClients),
-		Keys:        orInt(w.Keys, settings.DefaultKeys),
-		Nodes:       f.Topology.Nodes,
-		Backend:     f.Topology.Backend,
-		Image:       f.Topology.Image,
+		Topology:    f.Topology,
 		Seed:        f.Seed,
 	}
+	cfg.Clients = orInt(w.Clients, settings.DefaultClients)
+	cfg.Keys = orInt(w.Keys, settings.DefaultKeys)
 	if cfg.Seed == 0 {
 		cfg.Seed = DefaultSeed
 	}
@@ -309,7 +308,6 @@ func (f fileScenario) config(name string, lines map[string]int) (settings.Run, [
 	}
 
 	cfg.Replay = f.replay(cfg, func(field, msg string) { errs = append(errs, bad(field, "%s", msg)) })
-	cfg.Replicas, cfg.Sentinels, cfg.Persistence = f.Topology.Replicas, f.Topology.Sentinels, f.Topology.Persistence
 	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
 	// The ranges are the runner's (settings.CheckSettings); its errors name
 	// the setting, which becomes the field and line in this file.
@@ -345,16 +343,16 @@ func orInt(v, def int) int {
 // fileScenario is the YAML form of a scenario file; README.md in this folder
 // documents every field.
 type fileScenario struct {
-	Shows    string       `yaml:"shows"`
-	Source   string       `yaml:"source"`
-	Expect   fileExpect   `yaml:"expect"`
-	Topology fileTopology `yaml:"topology"`
-	Lock     fileLock     `yaml:"lock"`
-	Workload fileWorkload `yaml:"workload"`
-	Faults   fileFaults   `yaml:"faults"`
-	Duration Duration     `yaml:"duration"`
-	Quick    Quick        `yaml:"quick"`
-	Seed     int64        `yaml:"seed"`
+	Shows    string           `yaml:"shows"`
+	Source   string           `yaml:"source"`
+	Expect   fileExpect       `yaml:"expect"`
+	Topology cluster.Topology `yaml:"topology"`
+	Lock     fileLock         `yaml:"lock"`
+	Workload fileWorkload     `yaml:"workload"`
+	Faults   fileFaults       `yaml:"faults"`
+	Duration Duration         `yaml:"duration"`
+	Quick    Quick            `yaml:"quick"`
+	Seed     int64            `yaml:"seed"`
 }
 
 type fileExpect struct {
@@ -362,17 +360,6 @@ type fileExpect struct {
 	Deadlock *bool  `yaml:"deadlock"`
 	Resource string `yaml:"resource"`
 	Liveness string `yaml:"liveness"`
-}
-
-type fileTopology struct {
-	Backend string `yaml:"backend"`
-	Image   string `yaml:"image"`
-	Nodes   int    `yaml:"nodes"`
-	// Replicas per lock node and sentinels, for the
-	// failover nemeses; Persistence is none, everysec or always (AOF).
-	Replicas    int    `yaml:"replicas"`
-	Sentinels   int    `yaml:"sentinels"`
-	Persistence string `yaml:"persistence"`
 }
 
 type fileLock struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // Run is one run's settings. Each setting's tags name it as a flag of `lockchaos
@@ -32,36 +33,11 @@ type Run struct {
 	Nemeses        []string                     `flag:"nemesis" file:"faults.nemeses"`
 	NemesisOptions map[string]map[string]string `flag:"opt" file:"faults.nemeses"`
 
-	Clients int `flag:"clients" file:"workload.clients"`
-	Keys    int `flag:"keys" file:"workload.keys"`
-	// Nodes is the number of lock nodes; 0 uses the lock's default.
-	Nodes int `flag:"nodes" file:"topology.nodes"`
-	// Replicas per lock node, each replicating from its primary through a
-	// relay of its own (for the failover nemeses).
-	Replicas int `flag:"replicas" file:"topology.replicas"`
-	// Sentinels watching every lock node's primary (needs Replicas), run by
-	// the backend like the nodes; failover-sentinel lets them promote.
-	Sentinels int `flag:"sentinels" file:"topology.sentinels"`
-	// Persistence of the lock nodes and replicas: "none" (the default),
-	// "everysec" or "always" (AOF with that appendfsync).
-	Persistence string `flag:"persistence" file:"topology.persistence"`
+	// What the servers and the clients do: declared where they are used.
+	cluster.Topology
+	workload.Workload
 
-	TTL      time.Duration `flag:"ttl" file:"workload.ttl"`
-	Hold     time.Duration `flag:"hold" file:"workload.hold"`
 	Duration time.Duration `flag:"duration" file:"duration"`
-	// Wait > 0 makes acquires blocking for up to Wait, retrying every Retry.
-	Wait  time.Duration `flag:"wait" file:"workload.wait"`
-	Retry time.Duration `flag:"retry" file:"workload.retry"`
-	// Think is the most a client sleeps between attempts.
-	Think time.Duration `flag:"think" file:"workload.think"`
-	// Renew runs a watchdog in each client that renews a held lease every
-	// TTL/3 (locks that can renew; see `lockchaos list`).
-	Renew bool `flag:"renew" file:"workload.renew"`
-	// Reentry is the probability that a hold acquires its lock once more
-	// inside and releases it twice (reentrant locks only).
-	Reentry float64 `flag:"reentry" file:"workload.reentry"`
-	// OpTimeout bounds each operation on the lock's store; 0 means the TTL.
-	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
 	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval"`
 	// StopOnViolation ends the run at the first overlap the live check
@@ -81,11 +57,6 @@ type Run struct {
 	// per-link proxies: only to measure what the proxies cost (make bench).
 	// No nemesis may run then.
 	Direct bool
-
-	// Backend runs the Redis nodes: "local" (default) or another registered
-	// backend; Image is its container image where it uses one.
-	Backend string `flag:"backend" file:"topology.backend"`
-	Image   string `flag:"image" file:"topology.image"`
 
 	// Replay, when set, is a schedule a run executed (its schedule.json):
 	// every nemesis takes those steps instead of drawing its own.

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 func valid() Run {
-	return Run{Lock: "token-lua", Out: "out", Clients: DefaultClients, Keys: DefaultKeys, TTL: DefaultTTL, Hold: DefaultHold, Duration: DefaultDuration}
+	return Run{Lock: "token-lua", Out: "out", Duration: DefaultDuration, Workload: workload.Workload{Clients: DefaultClients, Keys: DefaultKeys, TTL: DefaultTTL, Hold: DefaultHold}}
 }
 
 // A bad value is named as a flag and as a scenario file's path, and is a
@@ -48,7 +49,7 @@ func TestDefaultsFollowTheTTL(t *testing.T) {
 		got.Backend != "local" || got.Persistence != "none" || len(got.Nemeses) != 0 {
 		t.Errorf("defaults %+v; want op timeout = TTL, fault interval = 2 TTL, retry = TTL/10, local, no persistence, no nemesis", got)
 	}
-	_, err = Run{Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second}.WithDefaults()
+	_, err = Run{Duration: time.Second, Workload: workload.Workload{Clients: 1, Keys: 1, TTL: time.Second}}.WithDefaults()
 	if err == nil || !strings.Contains(err.Error(), "--lock is required") || !strings.Contains(err.Error(), "--out DIR is required") {
 		t.Errorf("no lock, no folder: %v", err)
 	}

@@ -11,8 +11,33 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 )
 
+// Workload is what every client does, as the run's settings say it: the
+// scenario file's workload section and the flags of the same names. The
+// run's settings (settings.Run), each worker's Config and the nemeses'
+// view of a run (nemesis.Topology) embed it; it is declared only here.
+type Workload struct {
+	Clients int           `flag:"clients" file:"workload.clients"`
+	Keys    int           `flag:"keys" file:"workload.keys"`
+	TTL     time.Duration `flag:"ttl" file:"workload.ttl"`
+	Hold    time.Duration `flag:"hold" file:"workload.hold"`
+	// Wait > 0 makes acquires blocking for up to Wait, retrying every Retry.
+	Wait  time.Duration `flag:"wait" file:"workload.wait"`
+	Retry time.Duration `flag:"retry" file:"workload.retry"`
+	// Think is the most a client sleeps between attempts.
+	Think time.Duration `flag:"think" file:"workload.think"`
+	// OpTimeout bounds each operation on the lock's store; 0 means the TTL.
+	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
+	// Renew runs a watchdog beside each hold that renews the lease every
+	// TTL/3 (locks that implement locks.Renewer).
+	Renew bool `flag:"renew" file:"workload.renew"`
+	// Reentry is the probability that a hold acquires its lock once more
+	// inside, and so releases it twice (reentrant locks).
+	Reentry float64 `flag:"reentry" file:"workload.reentry"`
+}
+
 // Config is sent by the coordinator to a worker on its standard input.
 type Config struct {
+	Workload
 	Client int    `json:"client"`
 	Owner  string `json:"owner"`
 	Lock   string `json:"lock"`
@@ -25,23 +50,8 @@ type Config struct {
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`
 	// ResourceAddr is the resource node, reached directly: no fault touches it.
-	ResourceAddr string        `json:"resource_addr"`
-	Keys         int           `json:"keys"`
-	TTL          time.Duration `json:"ttl"`
-	Hold         time.Duration `json:"hold"`
-	// Wait > 0 makes acquire blocking: retry every Retry until Wait passed.
-	Wait  time.Duration `json:"wait"`
-	Retry time.Duration `json:"retry"`
-	// Think is the most a client sleeps between two attempts.
-	Think     time.Duration `json:"think"`
-	OpTimeout time.Duration `json:"op_timeout"`
-	Seed      int64         `json:"seed"`
-	// Renew runs a watchdog beside each hold that renews the lease every
-	// TTL/3 (locks that implement locks.Renewer).
-	Renew bool `json:"renew,omitempty"`
-	// Reentry is the probability that a hold acquires its lock once more
-	// inside, and so releases it twice (reentrant locks).
-	Reentry float64 `json:"reentry,omitempty"`
+	ResourceAddr string `json:"resource_addr"`
+	Seed         int64  `json:"seed"`
 }
 
 // KeyName is the lock key of key index i.

@@ -11,6 +11,7 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // Runs start their workers by re-executing this test binary.
@@ -26,8 +27,11 @@ func TestRenewKeepsLongHoldsSafe(t *testing.T) {
 			// Redlock's and redsync's node timeout is 5% of the TTL: 25 ms
 			// here, which a busy machine still meets (10 ms did not, always).
 			c := settings.Run{
-				Lock: lock, Clients: 3, Keys: 1, TTL: 500 * ms, Hold: 1000 * ms, Duration: 3 * time.Second,
-				Think: 10 * ms, Seed: 5, Renew: true, Out: t.TempDir(),
+				Lock:     lock,
+				Duration: 3 * time.Second,
+				Seed:     5,
+				Out:      t.TempDir(),
+				Workload: workload.Workload{Clients: 3, Keys: 1, TTL: 500 * ms, Hold: 1000 * ms, Think: 10 * ms, Renew: true},
 			}
 			res, events := runtest.Run(t, c)
 			if res.Verdict != checker.Safe || res.Release.NotHeld != 0 || res.Resource.Holds != res.Mutex.Holds {
@@ -57,14 +61,18 @@ func TestRenewAndReentryNeedALockThatCan(t *testing.T) {
 		{"token-lua", false, 0.5, "--reentry 0.5: lock token-lua is not reentrant"},
 		{"reentrant-watchdog", false, 1.5, "--reentry 1.5: want a probability"},
 	} {
-		err := runner.Validate(settings.Run{Lock: tc.lock, Renew: tc.renew, Reentry: tc.reentry,
-			Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"})
+		err := runner.Validate(settings.Run{
+			Lock:     tc.lock,
+			Duration: time.Second,
+			Out:      "x",
+			Workload: workload.Workload{Renew: tc.renew, Reentry: tc.reentry, Clients: 1, Keys: 1, TTL: time.Second},
+		})
 		var ue settings.UsageError
 		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s renew=%v reentry=%v: %v, want a usage error containing %q", tc.lock, tc.renew, tc.reentry, err, tc.want)
 		}
 	}
-	if err := runner.Validate(settings.Run{Lock: "redlock", Renew: true, Clients: 1, Keys: 1, TTL: time.Second, Duration: time.Second, Out: "x"}); err != nil {
+	if err := runner.Validate(settings.Run{Lock: "redlock", Duration: time.Second, Out: "x", Workload: workload.Workload{Renew: true, Clients: 1, Keys: 1, TTL: time.Second}}); err != nil {
 		t.Errorf("redlock --renew: %v", err)
 	}
 }

@@ -202,7 +202,7 @@ func TestLosingTheLeaseEndsTheHoldWithoutAWrite(t *testing.T) {
 	}{
 		{
 			name:  "token-lua renewal finds the key taken",
-			cfg:   Config{Lock: "token-lua", Renew: true},
+			cfg:   Config{Lock: "token-lua", Workload: Workload{Renew: true}},
 			steal: func(ctx context.Context, rdb *redis.Client) { rdb.Set(ctx, KeyName(0), "someone-else", time.Second) },
 		},
 		{
@@ -238,7 +238,7 @@ func TestLosingTheLeaseEndsTheHoldWithoutAWrite(t *testing.T) {
 // with a write and a release that still held.
 func TestRenewalKeepsALongHoldAlive(t *testing.T) {
 	untilUnstalled(t, func() (*events, string) {
-		w, ev, _ := testWorker(t, Config{Lock: "token-lua", Renew: true, TTL: 400 * ms, Hold: 1600 * ms})
+		w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{Renew: true, TTL: 400 * ms, Hold: 1600 * ms}})
 		holdOnce(t, w)
 		got := kinds(waitEvents(ev, 8))
 		want := []string{"invoke acquire", "ok acquire", "invoke read", "ok read", "invoke write", "ok write", "invoke release", "ok release"}
@@ -254,7 +254,7 @@ func TestRenewalKeepsALongHoldAlive(t *testing.T) {
 // believing it holds the lock then, not at its next step. It never writes.
 func TestDeadlinePassedEndsTheHoldThere(t *testing.T) {
 	untilUnstalled(t, func() (*events, string) {
-		ev := holdGranted(t, Config{Lock: "redlock", TTL: 100 * ms, Hold: 150 * ms})
+		ev := holdGranted(t, Config{Lock: "redlock", Workload: Workload{TTL: 100 * ms, Hold: 150 * ms}})
 		all := waitEvents(ev, 7)
 		got := kinds(all)
 		if len(got) != 7 || got[4] != "lost" || got[5] != "invoke release" {
@@ -292,7 +292,7 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 		{"other key", KeyName(1), 5 * time.Second, 0, 20 * ms, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 10 * time.Second, Hold: 20 * ms})
+			w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
 			w.stretch.set(tc.key, tc.max, false)
 			if tc.withdraw > 0 {
 				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0, false) }()
@@ -325,7 +325,7 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 // Once the release of a hold is invoked, a late report of loss (a renewal
 // racing the release) is not recorded: the hold already ended.
 func TestNoLostAfterTheRelease(t *testing.T) {
-	w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 100 * ms})
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 100 * ms}})
 	ctx := context.Background()
 	lease, invoked, ok := w.acquire(ctx, KeyName(0))
 	if !ok {
@@ -374,7 +374,7 @@ func TestFencedReadRejectsAnOlderToken(t *testing.T) {
 // A hold already under way when the stretch was taken is not the one a
 // nemesis aimed at: it ends on its own time.
 func TestStretchSparesTheHoldUnderWay(t *testing.T) {
-	w, ev, _ := testWorker(t, Config{Lock: "token-lua", TTL: 10 * time.Second, Hold: 20 * ms})
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
 	ctx := context.Background()
 	lease, invoked, ok := w.acquire(ctx, KeyName(0))
 	if !ok {
@@ -438,10 +438,10 @@ func TestNoEventWaitsInMemoryWhileARequestIsOut(t *testing.T) {
 		name string
 		cfg  Config
 	}{
-		{"no hold, no think", Config{Lock: "token-lua", TTL: 500 * ms}},
-		{"hold, think and renewals", Config{Lock: "token-lua", TTL: 60 * ms, Hold: 30 * ms, Think: ms, Renew: true}},
-		{"re-entry and a watchdog", Config{Lock: "reentrant-watchdog", TTL: 500 * ms, Reentry: 0.5}},
-		{"fenced", Config{Lock: "fenced", TTL: 500 * ms}},
+		{"no hold, no think", Config{Lock: "token-lua", Workload: Workload{TTL: 500 * ms}}},
+		{"hold, think and renewals", Config{Lock: "token-lua", Workload: Workload{TTL: 60 * ms, Hold: 30 * ms, Think: ms, Renew: true}}},
+		{"re-entry and a watchdog", Config{Lock: "reentrant-watchdog", Workload: Workload{TTL: 500 * ms, Reentry: 0.5}}},
+		{"fenced", Config{Lock: "fenced", Workload: Workload{TTL: 500 * ms}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, ev, _ := testWorker(t, tc.cfg)

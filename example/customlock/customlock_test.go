@@ -9,6 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
+	"github.com/lockchaos/lockchaos/workload"
 )
 
 // The runner's workers re-execute this test binary, which imports
@@ -26,8 +27,12 @@ func TestALockRegisteredOutsideRunsThroughTheRunner(t *testing.T) {
 	}{{"none", checker.Safe}, {"pause-client", checker.Violation}} {
 		t.Run(tc.nemesis, func(t *testing.T) {
 			res, _ := runtest.Run(t, settings.Run{
-				Lock: customlock.Name, Nemeses: []string{tc.nemesis}, Clients: 3, Keys: 1,
-				TTL: 300 * ms, Hold: 40 * ms, Duration: 2500 * ms, Think: 10 * ms, Seed: 3, Out: t.TempDir(),
+				Lock:     customlock.Name,
+				Nemeses:  []string{tc.nemesis},
+				Duration: 2500 * ms,
+				Seed:     3,
+				Out:      t.TempDir(),
+				Workload: workload.Workload{Clients: 3, Keys: 1, TTL: 300 * ms, Hold: 40 * ms, Think: 10 * ms},
 			})
 			if res.Verdict != tc.want || res.Lock != customlock.Name || !res.Complete {
 				t.Fatalf("%s (lock %q, complete %v), want %s: %s %v", res.Verdict, res.Lock, res.Complete, tc.want, res.Summary, res.Reasons)

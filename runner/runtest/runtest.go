@@ -46,9 +46,12 @@ const ms = time.Millisecond
 // folder of the test's own.
 func Config(t testing.TB, lock string, nemeses ...string) settings.Run {
 	return settings.Run{
-		Lock: lock, Nemeses: nemeses, Clients: 4, Keys: 1,
-		TTL: 300 * ms, Hold: 60 * ms, Duration: 3 * time.Second, Think: 10 * ms, Seed: 7,
-		Out: RunDir(t),
+		Lock:     lock,
+		Nemeses:  nemeses,
+		Duration: 3 * time.Second,
+		Seed:     7,
+		Out:      RunDir(t),
+		Workload: workload.Workload{Clients: 4, Keys: 1, TTL: 300 * ms, Hold: 60 * ms, Think: 10 * ms},
 	}
 }
 

@@ -1,0 +1,23 @@
+package cluster
+
+// Topology is what a run asks of the servers: the scenario file's
+// topology section, the flags of the same names, and the part of the run's
+// settings (settings.Run) and of the nemeses' view of a run
+// (nemesis.Topology) that says it. Declared once here; both embed it.
+type Topology struct {
+	// Backend runs the servers: "local" (the default) or another
+	// registered backend; Image is its container image where it uses one.
+	Backend string `flag:"backend" file:"topology.backend" yaml:"backend"`
+	Image   string `flag:"image" file:"topology.image" yaml:"image"`
+	// Nodes is the number of lock nodes; 0 uses the lock's default.
+	Nodes int `flag:"nodes" file:"topology.nodes" yaml:"nodes"`
+	// Replicas per lock node, each replicating from its primary through a
+	// relay of its own (for the failover nemeses).
+	Replicas int `flag:"replicas" file:"topology.replicas" yaml:"replicas"`
+	// Sentinels watching every lock node's primary (needs Replicas), run by
+	// the backend like the nodes; failover-sentinel lets them promote.
+	Sentinels int `flag:"sentinels" file:"topology.sentinels" yaml:"sentinels"`
+	// Persistence of the lock nodes and replicas: "none" (the default),
+	// "everysec" or "always" (AOF with that appendfsync).
+	Persistence string `flag:"persistence" file:"topology.persistence" yaml:"persistence"`
+}
