@@ -71,7 +71,9 @@ func Open(name string, opts BackendOptions) (Backend, error) {
 	return backends[name](opts)
 }
 
-// Node is one running redis-server.
+// Node is one running server of a run: a redis-server (a lock node, a
+// replica, the resource), or a member of another store's ensemble (an etcd
+// member, a ZooKeeper server, a PostgreSQL postmaster).
 type Node interface {
 	// Name is stable within a run ("n0", "n1", …, "resource").
 	Name() string

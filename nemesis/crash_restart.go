@@ -11,8 +11,8 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// CrashRestart kills a lock node's redis-server with SIGKILL and starts it
-// again on the same port. What it remembers is what its persistence saved
+// CrashRestart kills a lock node's server with SIGKILL and starts it again
+// on the same port. A Redis node remembers what its persistence saved
 // (--persistence): none — every lock key is gone, and the next client takes
 // a lock that someone still holds; everysec or always — the AOF brings the
 // keys back, with their absolute expiry times. A delayed restart (delay

@@ -12,7 +12,8 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// PauseNode freezes a lock node's redis-server with SIGSTOP and resumes it
+// PauseNode freezes a lock node's server (redis-server, an etcd member, a
+// ZooKeeper server, a PostgreSQL postmaster) with SIGSTOP and resumes it
 // with SIGCONT: a VM stall or a long fork. Requests queue in its socket
 // buffers and run when it resumes, after their clients gave up on them (an
 // acquire whose outcome the client never learned may still set the key).
@@ -27,7 +28,7 @@ type PauseNode struct {
 func init() {
 	Register(Spec{
 		Name:        "pause-node",
-		Description: "SIGSTOP a lock node's redis-server, then SIGCONT",
+		Description: "SIGSTOP a lock node's server, then SIGCONT",
 		Action:      history.ActionPause,
 		New:         func() Nemesis { return new(PauseNode) },
 	})
