@@ -126,12 +126,12 @@ func TestOverlapCauses(t *testing.T) {
 			// process's stall while it waited there delayed nothing (its
 			// JVM adapter waiting for a CPU beside the hogs made every
 			// Redisson failover cell inconclusive).
-			h: aimedFailover(new(hist).start(), history.LeaseLost).
-				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+			h: new(hist).start().aimed(1, "failover", 0, k0, 10, 5, 400, &history.Effect{Landed: true, Lease: history.LeaseLost}).
+				stretch(0, "on", 8).
 				stall(0, 12, 60).
-				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
+				stretch(0, "holding", 30).
 				stall(0, 80, 250).
-				add(history.Event{Time: ms(300), Kind: history.Stretch, Client: 0, Message: "off"}).
+				stretch(0, "off", 300).
 				hold(0, k0, 10, 305).hold(1, k0, 290, 320),
 			cause:  CauseFault,
 			faults: 1,
@@ -141,11 +141,11 @@ func TestOverlapCauses(t *testing.T) {
 			// The same, but the fault did not take the lease away (its
 			// nemesis saw it kept): a watchdog that could not run while
 			// the hold was kept may have lost it.
-			h: aimedFailover(new(hist).start(), history.LeaseKept).
-				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
-				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
+			h: new(hist).start().aimed(1, "failover", 0, k0, 10, 5, 400, &history.Effect{Landed: true, Lease: history.LeaseKept}).
+				stretch(0, "on", 8).
+				stretch(0, "holding", 30).
 				stall(0, 80, 250).
-				add(history.Event{Time: ms(300), Kind: history.Stretch, Client: 0, Message: "off"}).
+				stretch(0, "off", 300).
 				hold(0, k0, 10, 305).hold(1, k0, 290, 320),
 			cause:  CauseStall,
 			faults: 1,
@@ -155,9 +155,9 @@ func TestOverlapCauses(t *testing.T) {
 			// The request was taken, but the hold ended on its own before
 			// it reached the end of its work: the stall may have delayed it.
 			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
-				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
+				stretch(0, "on", 8).
 				stall(0, 15, 300).
-				add(history.Event{Time: ms(306), Kind: history.Stretch, Client: 0, Message: "off"}).
+				stretch(0, "off", 306).
 				hold(0, k0, 10, 305).hold(1, k0, 280, 320),
 			cause:  CauseStall,
 			faults: 1,
@@ -165,9 +165,9 @@ func TestOverlapCauses(t *testing.T) {
 		{
 			name: "a stall after the fault let the holder go is still the harness's",
 			h: new(hist).start().fault(1, "failover", []int{0}, 5, 400).
-				add(history.Event{Time: ms(8), Kind: history.Stretch, Client: 0, Key: k0, Message: "on"}).
-				add(history.Event{Time: ms(30), Kind: history.Stretch, Client: 0, Key: k0, Message: "holding"}).
-				add(history.Event{Time: ms(291), Kind: history.Stretch, Client: 0, Message: "off"}).
+				stretch(0, "on", 8).
+				stretch(0, "holding", 30).
+				stretch(0, "off", 291).
 				stall(0, 200, 305).
 				hold(0, k0, 10, 305).hold(1, k0, 300, 320),
 			cause:  CauseStall,
@@ -371,13 +371,4 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 			}
 		})
 	}
-}
-
-// aimedFailover adds a failover from 5 to 400 ms aimed at client 0's hold of
-// k0 that began at 10 ms, which landed with the lease fate lease.
-func aimedFailover(h *hist, lease string) *hist {
-	f := &history.Fault{ID: 1, Name: "failover", Target: "lock node 0", Clients: []int{0}, Aim: &history.Aim{Client: 0, Key: k0, Since: ms(10)}}
-	h.add(history.Event{Time: ms(5), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
-	return h.add(history.Event{Time: ms(400), Kind: history.FaultEnd, Client: history.NoClient, Fault: f,
-		Effect: &history.Effect{Landed: true, Lease: lease, Note: "the promoted replica did not hold the lock"}})
 }

@@ -146,6 +146,12 @@ func (h *hist) stall(c int, from, to float64) *hist {
 	return h.add(history.Event{Time: ms(to), Kind: history.Stall, Client: c, StallNs: ms(to - from)})
 }
 
+// stretch records a step of a fault keeping client c inside its hold at t:
+// "on" (the request taken), "holding" (the hold waits to be let go), "off".
+func (h *hist) stretch(c int, msg string, t float64) *hist {
+	return h.add(history.Event{Time: ms(t), Kind: history.Stretch, Client: c, Key: "lock:0", Message: msg})
+}
+
 // nodeStall records that lock node n waited on the run queue from..to.
 func (h *hist) nodeStall(n string, from, to float64) *hist {
 	return h.add(history.Event{Time: ms(to), Kind: history.Stall, Client: history.NoClient, Node: n, StallNs: ms(to - from)})
