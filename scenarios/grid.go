@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"strings"
-
 	"reflect"
+	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
