@@ -54,8 +54,9 @@ const (
 	// Stretch: a worker took a nemesis's request to keep its holds of Key
 	// inside the critical section after the hold time (Message "on"), let
 	// it go ("off"), or a hold it keeps reached the end of its work and
-	// waits there, before its write ("holding"). The stretch is part of the
-	// fault that asked for it.
+	// waits there, before its write ("holding"), or it began the rest the
+	// stretch asked for first, holding nothing until its "on" ("resting").
+	// The stretch is part of the fault that asked for it.
 	Stretch Kind = "stretch"
 )
 

@@ -82,13 +82,15 @@ func aimHeld(ctx context.Context, env Env, step Step) (*aimed, error) {
 // With bound 0 the client is not kept inside: the fault only waits for the
 // hold (a slow or cut link needs no help to outlast a lease).
 func aimAt(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
-	return aimStop(ctx, env, step, bound, false)
+	return aimStop(ctx, env, step, bound, 0, false)
 }
 
 // aimStop is aimAt whose client, with stop, stops its own process once the
-// aimed hold's work is done, before its write (Processes.Stretch). Keeping
-// the client inside (bound > 0) needs the Processes capability.
-func aimStop(ctx context.Context, env Env, step Step, bound time.Duration, stop bool) (*aimed, error) {
+// aimed hold's work is done, before its write (Processes.Stretch); with
+// rest > 0 the aimed hold is the first the client begins after it has held
+// nothing for rest. Keeping the client inside (bound > 0) needs the
+// Processes capability.
+func aimStop(ctx context.Context, env Env, step Step, bound, rest time.Duration, stop bool) (*aimed, error) {
 	ack := history.Now()
 	var proc Processes
 	if bound > 0 {
@@ -96,7 +98,7 @@ func aimStop(ctx context.Context, env Env, step Step, bound time.Duration, stop 
 		if proc, err = processesOf(env); err != nil {
 			return nil, err
 		}
-		if ack, err = proc.Stretch(ctx, step.Client, step.Key, bound, stop); err != nil {
+		if ack, err = proc.Stretch(ctx, step.Client, step.Key, bound, rest, stop); err != nil {
 			return nil, err
 		}
 	}

@@ -239,7 +239,10 @@ func waitedEffect(env Env, c int, key string, answered, start, end int64, what s
 // comes between the two): its first renewal is due a third of the lease
 // after the return and has failed failAfter later (how long the fault
 // takes to fail a request), its second is due at two thirds. The fault
-// waits for the step's client's next hold, begins at once, and heals
+// waits for the step's client's next hold begun after it has held nothing
+// for rest (a library's renewal timers of earlier grants have fired by
+// then: Redisson 3.52 keeps one per grant running until it fires while
+// its client holds nothing), begins at once, and heals
 // halfway between the first renewal's failure and the second renewal, so
 // either side has a sixth of the lease (less half of failAfter) to spare.
 // It keeps the holder in its critical section until hold after its
@@ -247,8 +250,13 @@ func waitedEffect(env Env, c int, key string, answered, start, end int64, what s
 // a lock that renews again after a failure keeps its lease; one that gives
 // up on the first failure loses it while its holder works on, and the
 // overlap lasts until the holder leaves.
-func renewalFault(ctx context.Context, env Env, step Step, failAfter, hold time.Duration, what string, params map[string]string,
-	install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
+//
+// reset says how many of the links' connections carried a request and were
+// reset so far: exactly one means exactly one renewal was lost, none that
+// the lock sent nothing in the span, more that it sent more than the one
+// renewal the span was timed for (or other requests).
+func renewalFault(ctx context.Context, env Env, step Step, failAfter, hold, rest time.Duration, what string, params map[string]string,
+	reset func() int, install func(links []*proxy.Link) (heal func(context.Context) error, err error)) (*Fault, error) {
 	net, err := linksOf(env)
 	if err != nil {
 		return nil, err
@@ -257,7 +265,7 @@ func renewalFault(ctx context.Context, env Env, step Step, failAfter, hold time.
 	if bound == 0 {
 		bound = stretchBound(env)
 	}
-	a, err := aimAt(ctx, env, step, bound)
+	a, err := aimStop(ctx, env, step, bound, rest, false)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +283,9 @@ func renewalFault(ctx context.Context, env Env, step Step, failAfter, hold time.
 	params["resets"] = round(d).String()
 	f := &Fault{Target: target + " across one renewal", Params: params, Clients: clients, Aim: a.aim(), Start: start, Duration: d}
 	f.Heal = func(ctx context.Context) error {
+		n := reset() // before the toxics go: what passes after is not reset
 		err := heal(ctx)
-		e := a.renewalEffect(start, history.Now(), first, failed, second, "the links were "+what)
+		e := a.renewalEffect(start, history.Now(), first, failed, second, n, "the links were "+what)
 		f.Effect = e
 		if hold == 0 {
 			return errors.Join(err, a.release())
@@ -299,11 +308,13 @@ var holderLinks = linkChoice{kind: "holder", n: -1}
 
 // renewalEffect is the effect of a renewalFault from start to end: the
 // first renewal of the aimed lease was due at first and had failed by
-// failed, the second was due at second. It landed when it began before the
-// first renewal, lasted until it had failed, and healed before the second,
-// while the holder still held; what became of the lease is the history's
-// (a lock that gave up renewing loses it while its holder works on).
-func (a *aimed) renewalEffect(start, end, first, failed, second int64, what string) *history.Effect {
+// failed, the second was due at second; reset connections carried a
+// request and were reset. It landed when it began before the first
+// renewal, lasted until it had failed, and healed before the second,
+// while the holder still held, and reset exactly one request: the
+// renewal. What became of the lease is the history's (a lock that gave up
+// renewing loses it while its holder works on).
+func (a *aimed) renewalEffect(start, end, first, failed, second int64, reset int, what string) *history.Effect {
 	since := func(t int64) time.Duration { return round(time.Duration(t - a.OK)) }
 	e := &history.Effect{Note: fmt.Sprintf("%s from %v to %v after client %d's acquire of %s returned; its %s lease's first renewal was due at %v and failed by %v, its second was due at %v",
 		what, since(start), since(end), a.Client, a.Key, a.env.Lease(), since(first), since(failed), since(second))}
@@ -317,9 +328,18 @@ func (a *aimed) renewalEffect(start, end, first, failed, second int64, what stri
 		e.Note += ": it healed too late, the second renewal may have failed too"
 	case !holding:
 		e.Note += fmt.Sprintf(": client %d no longer held %s when it healed", a.Client, a.Key)
+	case reset == 0:
+		e.Note += fmt.Sprintf(": no request of client %d reached them meanwhile, so no renewal was lost", a.Client)
+	case reset > 1:
+		// Redisson 3.52 runs a renewal timer for every grant since the
+		// client last held nothing for a third of the lease
+		// (RenewalTask.stop leaves its pending timer, the next grant
+		// starts another), so its renewals come more often than every
+		// third of the lease.
+		e.Note += fmt.Sprintf(": %d connections carried a request and were reset, not one: client %d sent more than the one renewal the span was timed for", reset, a.Client)
 	default:
 		e.Landed = true
-		e.Note += ": exactly the first renewal failed, with a third of the lease left for the next"
+		e.Note += ": exactly the first renewal failed (one request was reset), with a third of the lease left for the next"
 	}
 	return e
 }

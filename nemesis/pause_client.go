@@ -65,7 +65,7 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	// there for the pause, however late the coordinator is, and the pause
 	// counts from then; should it not get there in time (it learned it
 	// lost the lease), it is paused wherever it is.
-	a, err := aimStop(ctx, env, step, stretchBound(env), true)
+	a, err := aimStop(ctx, env, step, stretchBound(env), 0, true)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -24,8 +25,9 @@ type ResetPeer struct {
 	After    time.Duration `opt:"after" default:"0s" help:"how long after a request arrives the connection is reset (the request may reach Redis first)"`
 	Stream   streams       `opt:"stream" default:"upstream" help:"reset on requests (upstream), on replies (downstream: the command ran, the answer is lost) or both"`
 	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long connections keep being reset"`
-	Span     string        `opt:"span" default:"duration" oneof:"duration,renewal" help:"duration (resets go on for duration) or renewal (links=holder: from the holder's acquire to halfway between the first and second renewals of a watchdog renewing every third of the lease, so the first fails and the second goes through; landed when it covered the one and healed before the other)"`
+	Span     string        `opt:"span" default:"duration" oneof:"duration,renewal" help:"duration (resets go on for duration) or renewal (links=holder: from the holder's acquire to halfway between the first and second renewals of a watchdog renewing every third of the lease, so the first fails and the second goes through; landed when it covered the one, healed before the other and reset exactly one request)"`
 	Hold     time.Duration `opt:"hold" default:"1.5ttl" help:"span=renewal: how long after its acquire's invoke the aimed holder stays in its critical section (as slow-hold does), past its lease, so that a lease no longer renewed runs out under a holder still at work; 0: only until the resets end"`
+	Rest     time.Duration `opt:"rest" default:"1ttl" help:"span=renewal: how long the step's client first holds nothing before the acquire the fault aims at, so that no renewal timer of its earlier grants still runs (Redisson 3.52 keeps one per grant until it fires while the client holds nothing); 0: aim at its next grant"`
 	onLinks
 }
 
@@ -52,11 +54,27 @@ func (r *ResetPeer) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		delete(params, "duration") // the renewal's timing decides it
 		params["span"] = "renewal"
 		params["hold"] = r.Hold.String()
-		return renewalFault(ctx, env, step, r.After, r.Hold, "resetting connections", params, func(links []*proxy.Link) (func(context.Context) error, error) {
-			return addToxics(links, "reset-peer", "reset_peer", r.Stream.dirs(), map[string]any{"timeout": r.After.Milliseconds()})
+		params["rest"] = r.Rest.String()
+		// A count toxic in front of the reset counts the connections it
+		// resets: the renewals lost.
+		tag := fmt.Sprintf("reset-peer-%d-%d", history.Now(), step.Client)
+		reset := func() int { return proxy.Carried(tag) }
+		return renewalFault(ctx, env, step, r.After, r.Hold, r.Rest, "resetting connections", params, reset, func(links []*proxy.Link) (func(context.Context) error, error) {
+			count, err := addToxics(links, "reset-peer-count", "count", r.Stream.dirs(), map[string]any{"tag": tag})
+			if err != nil {
+				return nil, err
+			}
+			heal, err := r.resets(links)
+			if err != nil {
+				return nil, errors.Join(err, count(context.Background()))
+			}
+			return func(ctx context.Context) error { return errors.Join(heal(ctx), count(ctx)) }, nil
 		})
 	}
-	return linkFault(ctx, env, step, r.onLinks, r.Duration, "resetting connections", params, func(links []*proxy.Link) (func(context.Context) error, error) {
-		return addToxics(links, "reset-peer", "reset_peer", r.Stream.dirs(), map[string]any{"timeout": r.After.Milliseconds()})
-	})
+	return linkFault(ctx, env, step, r.onLinks, r.Duration, "resetting connections", params, r.resets)
+}
+
+// resets installs the reset_peer toxics on links.
+func (r *ResetPeer) resets(links []*proxy.Link) (func(context.Context) error, error) {
+	return addToxics(links, "reset-peer", "reset_peer", r.Stream.dirs(), map[string]any{"timeout": r.After.Milliseconds()})
 }

@@ -53,7 +53,7 @@ func TestResetPeerAcrossOneRenewal(t *testing.T) {
 				"reentrant-watchdog.keep-renewing="+tc.keep)
 			// A sixth of the 1.5 s lease, 250 ms, between the fault's
 			// edges and the renewals on either side.
-			c.TTL, c.Hold, c.Clients, c.Duration = 1500*ms, 100*ms, 3, 4*time.Second
+			c.TTL, c.Hold, c.Clients, c.Duration = 1500*ms, 100*ms, 3, 6*time.Second
 			res, _ := runtest.RunFaults(t, &c)
 			runtest.Verdict(t, res, tc.want)
 			runtest.Landed(t, res, tc.lease)

@@ -88,7 +88,7 @@ func (f *fakeEnv) Resume(c int) error {
 	return nil
 }
 func (f *fakeEnv) Kill(int) error { return errors.New("not here") }
-func (f *fakeEnv) Stretch(_ context.Context, c int, key string, _ time.Duration, _ bool) (int64, error) {
+func (f *fakeEnv) Stretch(_ context.Context, c int, key string, _, _ time.Duration, _ bool) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.exited[c] {

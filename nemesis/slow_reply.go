@@ -83,7 +83,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	// the others need a moment to notice. The worker's bound leaves room
 	// for an acquire of three round trips; the fault lets go earlier.
 	bound := 3*delay + env.Hold() + env.Lease()
-	armed, err := proc.Stretch(ctx, c, key, bound, false)
+	armed, err := proc.Stretch(ctx, c, key, bound, 0, false)
 	if err != nil {
 		return nil, errors.Join(err, heal(ctx))
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"strconv"
@@ -315,5 +316,75 @@ func TestAckLossToxicRunsTheCommandAndLosesTheAnswer(t *testing.T) {
 	defer fresh.Close()
 	if v, err := fresh.Get(ctx, "k1").Result(); err != nil || v != "v" {
 		t.Errorf("a new connection after the heal: %q, %v", v, err)
+	}
+}
+
+// A count toxic in front of a reset_peer counts the connections the reset
+// tore down: one per connection that carried a request, however many
+// requests it sent, and none for a connection that stayed idle.
+func TestCountToxicCountsTheConnectionsAResetHits(t *testing.T) {
+	n, ps := nodeAndProxies(t)
+	l, err := ps.Add(0, 0, n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", l.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	// Three connections made before the fault, each answered once.
+	var conns []net.Conn
+	var readers []*bufio.Reader
+	for range 3 {
+		c, r := dial()
+		c.Write([]byte("PING\r\n"))
+		if line, err := r.ReadString('\n'); line != "+PONG\r\n" {
+			t.Fatalf("PING before the fault: %q %v", line, err)
+		}
+		conns, readers = append(conns, c), append(readers, r)
+	}
+	tag := t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, x := range []Toxic{
+		{Name: "count", Type: "count", Stream: "upstream", Attributes: map[string]any{"tag": tag}},
+		{Name: "reset", Type: "reset_peer", Stream: "upstream", Attributes: map[string]any{"timeout": 0}},
+	} {
+		if err := l.AddToxic(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two of the old connections send (one of them twice, pipelined), one
+	// new connection sends, the third old one stays idle.
+	conns[0].Write([]byte("PING\r\nPING\r\n"))
+	conns[1].Write([]byte("PING\r\n"))
+	c, r := dial()
+	c.Write([]byte("PING\r\n"))
+	for _, x := range []net.Conn{conns[0], conns[1], c} {
+		x.SetReadDeadline(time.Now().Add(3 * time.Second))
+	}
+	for i, r := range []*bufio.Reader{readers[0], readers[1], r} {
+		if line, err := r.ReadString('\n'); err == nil {
+			t.Errorf("connection %d was answered under reset_peer: %q", i, line)
+		}
+	}
+	if got := Carried(tag); got != 3 {
+		t.Errorf("Carried = %d, want the 3 connections that sent a request", got)
+	}
+	// Once the toxics are gone, the idle connection is answered and not
+	// counted.
+	for _, name := range []string{"reset", "count"} {
+		if err := l.RemoveToxic(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conns[2].Write([]byte("PING\r\n"))
+	if line, err := readers[2].ReadString('\n'); line != "+PONG\r\n" {
+		t.Errorf("the idle connection after the fault: %q %v", line, err)
+	}
+	if got := Carried(tag); got != 3 {
+		t.Errorf("Carried = %d after the fault, want still 3", got)
 	}
 }

@@ -58,20 +58,27 @@ func (e *env) Sentinels() []string {
 
 // Stretch sends the worker its stretch line and waits for it to say it
 // took it: from then on its holds of key stay inside (workload/control.go).
-func (e *env) Stretch(ctx context.Context, c int, key string, max time.Duration, stop bool) (int64, error) {
+func (e *env) Stretch(ctx context.Context, c int, key string, max, rest time.Duration, stop bool) (int64, error) {
 	w, err := e.worker(c)
 	if err != nil {
 		return 0, err
 	}
 	sent := history.Now()
-	if err := w.send(workload.StretchCommand(key, max, stop)); err != nil {
+	if err := w.send(workload.StretchCommand(key, max, rest, stop)); err != nil {
 		if errors.Is(err, errExited) {
 			return 0, fmt.Errorf("%w: client %d has exited", nemesis.ErrNoTarget, c)
 		}
 		return 0, err
 	}
-	// A live worker answers at once; one that exits never does.
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A live worker answers at once, or, asked to rest, once it has
+	// finished what it was doing (a hold, an acquire) and rested; one that
+	// exits never does.
+	wait := 10 * time.Second
+	if rest > 0 {
+		c := e.r.cfg
+		wait += rest + c.TTL + c.Hold + c.Wait + 2*c.OpTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	at, err := e.r.trk.awaitStretch(ctx, c, key, sent)
 	if err != nil {

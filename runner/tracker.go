@@ -83,6 +83,8 @@ func (t *tracker) observe(e history.Event) {
 		}
 	case e.Kind == history.Stretch && (e.Message == workload.StretchHolding || e.Message == workload.StretchStopping):
 		t.waiting[e.Client] = e.Time
+	case e.Kind == history.Stretch && e.Message == workload.StretchResting:
+		// the stretch's "on" comes when the rest is over
 	case e.Kind == history.Stretch:
 		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}
 	case e.F == history.Acquire && e.Kind == history.Invoke:

@@ -3,6 +3,7 @@ package workload
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,8 +16,9 @@ import (
 //
 //	{config as JSON}     the first line
 //	go                   start the workload (the run's clock starts now)
-//	stretch KEY MAX      keep the holds of KEY begun from now on inside the critical section
-//	stretch KEY MAX stop the same, and the first one to get there waits for a pause (SIGSTOP)
+//	stretch KEY MAX REST      keep the holds of KEY begun from now on inside the critical section
+//	                          (REST > 0: begun after the worker has first held nothing for REST)
+//	stretch KEY MAX REST stop the same, and the first one to get there waits for a pause (SIGSTOP)
 //	unstretch            let them go
 //	stop                 (or the end of input) finish the iteration and exit
 //
@@ -33,10 +35,12 @@ const (
 
 // StretchHolding is the message of the stretch event a worker writes when a
 // stretched hold reaches the end of its work and waits, before its write;
-// StretchStopping, when it waits there for a pause.
+// StretchStopping, when it waits there for a pause; StretchResting, when it
+// begins the rest a stretch asked for (its "on" follows the rest).
 const (
 	StretchHolding  = "holding"
 	StretchStopping = "stopping"
+	StretchResting  = "resting"
 )
 
 // Ready is the kind of the one line a worker writes when it has built its
@@ -54,8 +58,15 @@ const Ready history.Kind = "ready"
 // nemesis stops the process (SIGSTOP) while it waits, so that the pause
 // lands exactly between the client's check and its write whatever the
 // coordinator's speed, and withdraws the stretch before resuming it.
-func StretchCommand(key string, max time.Duration, stop bool) string {
-	cmd := fmt.Sprintf("%s %s %d", CmdStretch, key, max.Nanoseconds())
+//
+// With rest > 0 the worker first finishes what it is doing and then holds
+// nothing and acquires nothing for rest; the stretch begins when the rest
+// ends, and its event says so then. A lock library's background work left
+// from the client's earlier holds (Redisson 3.52 keeps a renewal timer of
+// each grant running until it fires while the client holds nothing) is
+// over by the time the aimed hold begins.
+func StretchCommand(key string, max, rest time.Duration, stop bool) string {
+	cmd := fmt.Sprintf("%s %s %d %d", CmdStretch, key, max.Nanoseconds(), rest.Nanoseconds())
 	if stop {
 		cmd += " stop"
 	}
@@ -72,18 +83,46 @@ type stretch struct {
 	max     time.Duration
 	since   int64
 	stop    bool          // wait for a pause at the wait, once
+	rest    time.Duration // to rest before since is set (since is then in the future)
 	changed chan struct{} // closed and replaced on every change
 }
 
 func newStretch() *stretch { return &stretch{changed: make(chan struct{})} }
 
-// set takes a stretch (or, with key "", drops it) and returns when.
-func (s *stretch) set(key string, max time.Duration, stop bool) int64 {
+// set takes a stretch (or, with key "", drops it) and returns when. With
+// rest > 0 it applies to no hold yet: rested begins it once the worker
+// has rested.
+func (s *stretch) set(key string, max, rest time.Duration, stop bool) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.key, s.max, s.since, s.stop = key, max, history.Now(), stop
+	s.key, s.max, s.since, s.stop, s.rest = key, max, history.Now(), stop, rest
+	if rest > 0 {
+		s.since = math.MaxInt64
+	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+	return s.since
+}
+
+// toRest says how long the worker must rest before its next acquire, and
+// the channel that closes if the stretch changes meanwhile.
+func (s *stretch) toRest() (time.Duration, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rest, s.changed
+}
+
+// rested begins the stretch whose rest is over, unless it changed since
+// toRest (changed closed), and returns when (0: it did not).
+func (s *stretch) rested(changed <-chan struct{}) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-changed:
+		return 0
+	default:
+	}
+	s.rest, s.since = 0, history.Now()
 	return s.since
 }
 
@@ -96,6 +135,13 @@ func (s *stretch) current(key string, invoked int64) (time.Duration, <-chan stru
 		return 0, s.changed
 	}
 	return s.max, s.changed
+}
+
+// keyOf is the stretch's key.
+func (s *stretch) keyOf() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.key
 }
 
 // takeStop says whether the hold that just reached its wait must wait for a
@@ -127,9 +173,10 @@ func (w *worker) control(in *bufio.Reader) bool {
 			line, err := in.ReadString('\n')
 			f := strings.Fields(line)
 			switch {
-			case (len(f) == 3 || len(f) == 4 && f[3] == "stop") && f[0] == CmdStretch:
+			case (len(f) == 4 || len(f) == 5 && f[4] == "stop") && f[0] == CmdStretch:
 				ns, perr := strconv.ParseInt(f[2], 10, 64)
-				if perr != nil || ns <= 0 {
+				rest, rerr := strconv.ParseInt(f[3], 10, 64)
+				if perr != nil || ns <= 0 || rerr != nil || rest < 0 {
 					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
 					continue
 				}
@@ -141,17 +188,20 @@ func (w *worker) control(in *bufio.Reader) bool {
 				// waits for (an acquire invoked in between used to be
 				// kept inside without the nemesis knowing it, until the
 				// stretch's bound ran out and the fault was dropped).
+				// With a rest, the run loop says "on" once it has rested.
 				w.mu.Lock()
-				w.stretch.set(f[1], time.Duration(ns), len(f) == 4)
-				w.emitLocked(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
+				w.stretch.set(f[1], time.Duration(ns), time.Duration(rest), len(f) == 5)
+				if rest == 0 {
+					w.emitLocked(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
+				}
 				w.mu.Unlock()
 			case len(f) == 1 && f[0] == CmdUnstretch:
-				w.stretch.set("", 0, false)
+				w.stretch.set("", 0, 0, false)
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})
 			case err != nil || (len(f) == 1 && f[0] == CmdStop):
 				w.stop.Store(true)
 				close(w.stopped)
-				w.stretch.set("", 0, false) // a held client must not wait for a nemesis that is gone
+				w.stretch.set("", 0, 0, false) // a held client must not wait for a nemesis that is gone
 				return
 			case len(f) > 0:
 				fmt.Fprintf(w.log, "worker %d: unknown control line %q\n", w.cfg.Client, line)
@@ -159,6 +209,34 @@ func (w *worker) control(in *bufio.Reader) bool {
 		}
 	}()
 	return true
+}
+
+// rest rests before the next acquire when a stretch asks for it: it holds
+// nothing and acquires nothing for the rest's time, then begins the
+// stretch and says so ("on"), so that the acquire that follows is the
+// first the stretch keeps inside. A stretch withdrawn or replaced meanwhile
+// ends the rest at once.
+func (w *worker) rest() {
+	d, changed := w.stretch.toRest()
+	if d <= 0 {
+		return
+	}
+	key := w.stretch.keyOf()
+	w.emit(history.Event{Kind: history.Stretch, Key: key, Message: StretchResting})
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-changed:
+		return
+	case <-w.stopped:
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stretch.rested(changed) != 0 {
+		w.emitLocked(history.Event{Kind: history.Stretch, Key: key, Message: "on"})
+	}
 }
 
 // stretchHold keeps the critical section of h going, running normally (a

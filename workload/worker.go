@@ -263,6 +263,7 @@ func (w *worker) run() {
 	// the next acquire's invoke, or before the think time, or at the end.
 	defer w.flush()
 	for !w.stop.Load() {
+		w.rest()
 		key := KeyName(w.rng.IntN(w.cfg.Keys))
 		if lease, invoked, ok := w.acquire(ctx, key); ok {
 			w.holdThen(ctx, lease, invoked)

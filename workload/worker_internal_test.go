@@ -293,9 +293,9 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
-			w.stretch.set(tc.key, tc.max, false)
+			w.stretch.set(tc.key, tc.max, 0, false)
 			if tc.withdraw > 0 {
-				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0, false) }()
+				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0, 0, false) }()
 			}
 			holdOnce(t, w)
 			var all []history.Event // the hold's operations
@@ -320,6 +320,63 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stretch with a rest keeps no hold inside until the worker has rested:
+// a hold begun before the rest is over is not stretched; the rest says
+// when it begins ("resting") and the stretch when it takes effect ("on"),
+// at least the rest later; the next hold is the one kept inside. A
+// stretch withdrawn during its rest never begins.
+func TestStretchWithARestBeginsAfterTheRest(t *testing.T) {
+	const rest = 300 * ms
+	t.Run("rested", func(t *testing.T) {
+		w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
+		w.stretch.set(KeyName(0), 5*time.Second, rest, false)
+		if max, _ := w.stretch.current(KeyName(0), history.Now()); max != 0 {
+			t.Fatalf("a hold begun before the rest is stretched for %v", max)
+		}
+		w.rest()
+		go func() { time.Sleep(200 * ms); w.stretch.set("", 0, 0, false) }()
+		holdOnce(t, w)
+		var resting, on int64
+		held := false
+		for _, e := range waitEvents(ev, 11) {
+			switch {
+			case e.Kind == history.Stretch && e.Message == StretchResting:
+				resting = e.Time
+			case e.Kind == history.Stretch && e.Message == "on":
+				on = e.Time
+			case e.Kind == history.Stretch && e.Message == StretchHolding:
+				held = true
+			case e.F == history.Acquire && e.Kind == history.Invoke && (on == 0 || e.Time < on):
+				t.Errorf("an acquire invoked before the stretch began at %d: %+v", on, e)
+			}
+		}
+		if resting == 0 || on == 0 || time.Duration(on-resting) < rest {
+			t.Errorf("resting at %d, on at %d: want both, at least %v apart", resting, on, rest)
+		}
+		if !held {
+			t.Error("the hold after the rest was not kept inside")
+		}
+	})
+	t.Run("withdrawn", func(t *testing.T) {
+		w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
+		w.stretch.set(KeyName(0), 5*time.Second, 5*time.Second, false)
+		go func() { time.Sleep(100 * ms); w.stretch.set("", 0, 0, false) }()
+		start := time.Now()
+		w.rest()
+		if d := time.Since(start); d >= 5*time.Second {
+			t.Errorf("a withdrawn rest went on for %v", d)
+		}
+		for _, e := range ev.get() {
+			if e.Kind == history.Stretch && e.Message == "on" {
+				t.Errorf("a stretch withdrawn during its rest began: %+v", e)
+			}
+		}
+		if max, _ := w.stretch.current(KeyName(0), history.Now()); max != 0 {
+			t.Errorf("a hold after the withdrawn rest is stretched for %v", max)
+		}
+	})
 }
 
 // Once the release of a hold is invoked, a late report of loss (a renewal
@@ -380,7 +437,7 @@ func TestStretchSparesTheHoldUnderWay(t *testing.T) {
 	if !ok {
 		t.Fatal("acquire failed")
 	}
-	w.stretch.set(KeyName(0), 5*time.Second, false)
+	w.stretch.set(KeyName(0), 5*time.Second, 0, false)
 	w.hold(ctx, lease, invoked)
 	all := waitEvents(ev, 9)
 	for _, e := range all {

@@ -109,11 +109,14 @@ public final class Adapter {
         redisson = Redisson.create(config);
         // Warm up before the run's clock starts: the first lock calls load
         // classes and the lock's Lua scripts, which on a busy machine takes
-        // longer than a short lease. A key of this client's own.
+        // longer than a short lease. A key of this client's own, with a
+        // lease: a watchdog grant would leave renewal timers running into
+        // the run (Redisson 3.52's RenewalTask.stop keeps its pending
+        // timer, and the next grant starts another beside it).
         RLock warm = lock("lockchaos-warmup:" + req.path("owner").asText());
         for (int i = 0; i < 20; i++) {
             try {
-                if (leaseMode ? warm.tryLock(0, leaseMs, TimeUnit.MILLISECONDS) : warm.tryLock(0, TimeUnit.MILLISECONDS)) {
+                if (warm.tryLock(0, leaseMs, TimeUnit.MILLISECONDS)) {
                     warm.unlock();
                 }
             } catch (Exception e) {

@@ -1,0 +1,60 @@
+package proxy
+
+import (
+	"sync"
+
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// CountToxic passes everything through and counts the connections that
+// carry data while it is installed. Put in front of a reset_peer toxic on
+// the same stream, it counts the connections that toxic reset: each one a
+// request that reached the link and was lost with its connection.
+//
+// Tag names the fault: Carried(Tag) says how many connections it counted.
+type CountToxic struct {
+	Tag string `json:"tag"`
+}
+
+var carried struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// Carried says how many connections the count toxics tagged tag saw carry
+// data.
+func Carried(tag string) int {
+	carried.Lock()
+	defer carried.Unlock()
+	return carried.n[tag]
+}
+
+// NewState is one connection's: whether it has carried data yet.
+func (t *CountToxic) NewState() any { return new(bool) }
+
+func (t *CountToxic) Pipe(stub *toxics.ToxicStub) {
+	seen := stub.State.(*bool)
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if !*seen {
+				*seen = true
+				carried.Lock()
+				if carried.n == nil {
+					carried.n = map[string]int{}
+				}
+				carried.n[t.Tag]++
+				carried.Unlock()
+			}
+			stub.Output <- c
+		}
+	}
+}
+
+func init() { toxics.Register("count", new(CountToxic)) }
