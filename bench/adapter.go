@@ -16,41 +16,66 @@ import (
 	"github.com/lockchaos/lockchaos/workload"
 )
 
-// AdapterRow is what the lock protocol costs: the acquire latency of an
-// adapter lock through lockchaos (one client, straight to its node, the
-// history recorded) beside the same library timed in its own process by a
-// script of its language, round by round.
+// AdapterRow is what the lock protocol costs: an adapter lock through
+// lockchaos (one client, straight to its nodes, the history recorded)
+// beside the same library timed in its own process by its manifest's
+// bench command, round by round.
 type AdapterRow struct {
-	Lock string `json:"lock"`
+	Lock     string `json:"lock"`
+	Language string `json:"language"`
+	Library  string `json:"library"`
+	Version  string `json:"version"`
 	// Medians of the rounds, in ms.
 	ViaLockchaosP50ms float64 `json:"via_lockchaos_acquire_p50_ms"`
 	InProcessP50ms    float64 `json:"in_process_acquire_p50_ms"`
-	// AddedP50ms is the median of the rounds' differences: what the
-	// protocol, the pipes and the worker add to one acquire.
+	ViaLockchaosP99ms float64 `json:"via_lockchaos_acquire_p99_ms"`
+	InProcessP99ms    float64 `json:"in_process_acquire_p99_ms"`
+	// Holds per second: through lockchaos each hold also reads and writes
+	// the harness's resource (two round trips to another Redis); in
+	// process it is an acquire and a release.
+	ViaLockchaosHoldsPerS float64 `json:"via_lockchaos_holds_per_s"`
+	InProcessHoldsPerS    float64 `json:"in_process_holds_per_s"`
+	// AddedP50ms is the median of the rounds' differences of the p50s:
+	// what the protocol, the pipes and the worker add to one acquire.
 	AddedP50ms float64   `json:"added_p50_ms"`
 	SamplesVia []float64 `json:"samples_via_lockchaos_ms"`
 	SamplesIn  []float64 `json:"samples_in_process_ms"`
 }
 
-// Adapter measures lock (an adapter whose folder holds bench_inprocess.py,
-// printing {"acquire_p50_us": …}) over rounds rounds.
+// Adapters are the adapter locks whose manifest has a bench command and
+// whose store the bench can start (Redis), in catalogue order.
+func Adapters() []string {
+	var out []string
+	for _, s := range locks.All() {
+		if m := s.Adapter; m != nil && len(m.Bench) > 0 && m.Store == "redis" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// Adapter measures lock (an adapter lock with a bench command) over rounds
+// rounds.
 func Adapter(ctx context.Context, lock, out string, rounds int) (AdapterRow, error) {
 	row := AdapterRow{Lock: lock}
 	spec, err := locks.Lookup(lock)
 	if err != nil {
 		return row, err
 	}
-	if spec.Adapter == nil {
-		return row, fmt.Errorf("%s is not an adapter lock", lock)
+	m := spec.Adapter
+	if m == nil || len(m.Bench) == 0 {
+		return row, fmt.Errorf("%s is not an adapter lock with a bench command", lock)
 	}
-	if why := spec.Adapter.Missing(); why != "" {
+	if why := m.Missing(); why != "" {
 		return row, fmt.Errorf("%s: %s", lock, why)
 	}
-	var added []float64
+	row.Language, row.Library, row.Version = m.Language, m.Library, m.Version
+	const runFor = 3 * time.Second
+	var added, via99, in99, viaHolds, inHolds []float64
 	for i := range rounds {
 		res, err := runner.Run(ctx, settings.Run{
 			Lock:     lock,
-			Duration: 3 * time.Second,
+			Duration: runFor,
 			Seed:     1,
 			Out:      filepath.Join(out, fmt.Sprintf("%s-%d", lock, i)),
 			Direct:   true,
@@ -63,42 +88,56 @@ func Adapter(ctx context.Context, lock, out string, rounds int) (AdapterRow, err
 		if res.Acquire.OK == 0 {
 			return row, fmt.Errorf("run %d of %s acquired nothing: %s", i, lock, res.Summary)
 		}
-		in, err := inProcess(ctx, spec.Adapter)
+		in, err := inProcess(ctx, m)
 		if err != nil {
 			return row, err
 		}
 		row.SamplesVia = append(row.SamplesVia, res.Acquire.P50ms)
-		row.SamplesIn = append(row.SamplesIn, in)
-		added = append(added, res.Acquire.P50ms-in)
+		row.SamplesIn = append(row.SamplesIn, in.P50us/1000)
+		added = append(added, res.Acquire.P50ms-in.P50us/1000)
+		via99, in99 = append(via99, res.Acquire.P99ms), append(in99, in.P99us/1000)
+		viaHolds = append(viaHolds, float64(res.Acquire.OK)/runFor.Seconds())
+		inHolds = append(inHolds, in.HoldsPerS)
 	}
 	row.ViaLockchaosP50ms, row.InProcessP50ms, row.AddedP50ms = median(row.SamplesVia), median(row.SamplesIn), median(added)
+	row.ViaLockchaosP99ms, row.InProcessP99ms = median(via99), median(in99)
+	row.ViaLockchaosHoldsPerS, row.InProcessHoldsPerS = median(viaHolds), median(inHolds)
 	return row, nil
 }
 
-// inProcess runs the adapter's bench_inprocess.py against a fresh node and
-// returns its acquire p50 in ms.
-func inProcess(ctx context.Context, m *locks.Manifest) (float64, error) {
+// inProcessResult is what a bench command prints.
+type inProcessResult struct {
+	P50us     float64 `json:"acquire_p50_us"`
+	P99us     float64 `json:"acquire_p99_us"`
+	HoldsPerS float64 `json:"holds_per_s"`
+}
+
+// inProcess runs the manifest's bench command against as many fresh Redis
+// nodes as the lock uses.
+func inProcess(ctx context.Context, m *locks.Manifest) (inProcessResult, error) {
+	var r inProcessResult
 	local, err := cluster.NewLocal()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
-	n, err := local.StartNode(ctx, cluster.NodeSpec{Name: "bench-inprocess"})
-	if err != nil {
-		return 0, err
+	var addrs []string
+	for i := range max(m.Nodes, 1) {
+		n, err := local.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("bench-inprocess-%d", i)})
+		if err != nil {
+			return r, err
+		}
+		defer n.Stop()
+		addrs = append(addrs, n.Addr())
 	}
-	defer n.Stop()
-	cmd := exec.CommandContext(ctx, "python3", "bench_inprocess.py", n.Addr())
+	cmd := exec.CommandContext(ctx, m.Bench[0], append(m.Bench[1:], addrs...)...)
 	cmd.Dir = m.Dir
 	var outb, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outb, &errb
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%s/bench_inprocess.py: %v: %s", m.Dir, err, errb.String())
+		return r, fmt.Errorf("%s: %v in %s: %v: %s", m.Name, m.Bench, m.Dir, err, errb.String())
 	}
-	var r struct {
-		P50us float64 `json:"acquire_p50_us"`
+	if err := json.Unmarshal(bytes.TrimSpace(outb.Bytes()), &r); err != nil || r.P50us == 0 || r.P99us == 0 || r.HoldsPerS == 0 {
+		return r, fmt.Errorf("%s: %v printed %q, want {\"acquire_p50_us\": …, \"acquire_p99_us\": …, \"holds_per_s\": …}", m.Name, m.Bench, outb.String())
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(outb.Bytes()), &r); err != nil || r.P50us == 0 {
-		return 0, fmt.Errorf("bench_inprocess.py printed %q, want {\"acquire_p50_us\": …}", outb.String())
-	}
-	return r.P50us / 1000, nil
+	return r, nil
 }

@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/locks"
 )
 
 func TestParseGoBench(t *testing.T) {
@@ -49,5 +52,39 @@ func TestDetectionReadsRunFolders(t *testing.T) {
 	md := Markdown(Report{Detection: rows})
 	if !strings.Contains(md, "| a-violation | 300 ms | 0.50 | 1.10 |") {
 		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+// Each language's bench command times its library against real Redis nodes
+// and prints the three figures make bench reads; the list of adapters to
+// bench holds every adapter lock with a bench command on a Redis store.
+func TestAdapterBenchCommandsPrintTheirFigures(t *testing.T) {
+	listed := map[string]bool{}
+	for _, l := range Adapters() {
+		listed[l] = true
+	}
+	for _, lock := range []string{"redis-py-lock", "redis-semaphore-redlock", "jedis-notes"} {
+		t.Run(lock, func(t *testing.T) {
+			if !listed[lock] {
+				t.Fatalf("%s is not among the adapters to bench: %v", lock, Adapters())
+			}
+			spec, err := locks.Lookup(lock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if why := spec.Adapter.Missing(); why != "" {
+				t.Skip(why)
+			}
+			r, err := inProcess(context.Background(), spec.Adapter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.P50us <= 0 || r.P99us < r.P50us || r.HoldsPerS <= 0 {
+				t.Errorf("%s's bench printed %+v", lock, r)
+			}
+		})
+	}
+	if listed["kazoo-lock"] || listed["perl-token"] {
+		t.Errorf("adapters to bench %v include one on another store or without a bench command", Adapters())
 	}
 }

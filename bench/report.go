@@ -101,10 +101,11 @@ func Markdown(r Report) string {
 		b.WriteString("\n")
 	}
 	if len(r.Adapter) > 0 {
-		b.WriteString("**The lock protocol's cost** (an adapter lock's acquire p50 through lockchaos — one client, straight to its node, the history recorded — beside the same library timed in its own process, round by round; the target: ≤ 0.3 ms added)\n\n")
-		b.WriteString("| lock | via lockchaos p50 | in-process p50 | added p50 | rounds (via / in-process, ms) |\n|---|---|---|---|---|\n")
+		b.WriteString("**The lock protocol's cost** (each adapter lock's acquire through lockchaos — one client, straight to its nodes, the history recorded — beside the same library timed in its own process by its manifest's bench command, round by round, medians of the rounds; holds/s through lockchaos include the worker's read and write of the resource, in process an acquire and a release; the target: ≤ 0.3 ms added at p50)\n\n")
+		b.WriteString("| lock | library | acquire p50 via / in-process | added p50 | acquire p99 via / in-process | holds/s via / in-process | p50 rounds (via / in-process, ms) |\n|---|---|---|---|---|---|---|\n")
 		for _, a := range r.Adapter {
-			fmt.Fprintf(&b, "| `%s` | %.3f ms | %.3f ms | %.3f ms | %v / %v |\n", a.Lock, a.ViaLockchaosP50ms, a.InProcessP50ms, a.AddedP50ms, a.SamplesVia, a.SamplesIn)
+			fmt.Fprintf(&b, "| `%s` | %s %s (%s) | %.3f / %.3f ms | %.3f ms | %.3f / %.3f ms | %.0f / %.0f | %v / %v |\n", a.Lock, a.Library, a.Version, a.Language,
+				a.ViaLockchaosP50ms, a.InProcessP50ms, a.AddedP50ms, a.ViaLockchaosP99ms, a.InProcessP99ms, a.ViaLockchaosHoldsPerS, a.InProcessHoldsPerS, a.SamplesVia, a.SamplesIn)
 		}
 		b.WriteString("\n")
 	}

@@ -52,6 +52,10 @@ type Manifest struct {
 	Build   []string `yaml:"build"`
 	Built   string   `yaml:"built"`
 	Command []string `yaml:"command"`
+	// Bench, run in Dir by `make bench`, times the same library in its own
+	// process: it gets the lock's node addresses as arguments and prints
+	// one JSON line {"acquire_p50_us", "acquire_p99_us", "holds_per_s"}.
+	Bench   []string `yaml:"bench"`
 	Options []struct {
 		Name    string   `yaml:"name"`
 		Default string   `yaml:"default"`
