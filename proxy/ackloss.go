@@ -24,25 +24,31 @@ type AckLossToxic struct {
 	Tag string `json:"tag"`
 }
 
-var ackLoss struct {
-	sync.Mutex
-	dropped map[string]int
-}
+var dropped tally
 
 // Dropped says how many replies the ack-loss toxics tagged tag dropped.
-func Dropped(tag string) int {
-	ackLoss.Lock()
-	defer ackLoss.Unlock()
-	return ackLoss.dropped[tag]
+func Dropped(tag string) int { return dropped.get(tag) }
+
+// tally counts what toxics did, by their fault's tag: a toxic runs once per
+// connection and stream, a fault asks for the sum.
+type tally struct {
+	sync.Mutex
+	n map[string]int
 }
 
-func (t *AckLossToxic) count() {
-	ackLoss.Lock()
-	defer ackLoss.Unlock()
-	if ackLoss.dropped == nil {
-		ackLoss.dropped = map[string]int{}
+func (t *tally) add(tag string) {
+	t.Lock()
+	defer t.Unlock()
+	if t.n == nil {
+		t.n = map[string]int{}
 	}
-	ackLoss.dropped[t.Tag]++
+	t.n[tag]++
+}
+
+func (t *tally) get(tag string) int {
+	t.Lock()
+	defer t.Unlock()
+	return t.n[tag]
 }
 
 // Pipe forwards replies until one that is not a handshake's arrives; it
@@ -64,7 +70,7 @@ func (t *AckLossToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Output <- c
 			default:
 				dead = true
-				t.count()
+				dropped.add(t.Tag)
 			}
 		}
 	}

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"sync"
-
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -16,18 +14,11 @@ type CountToxic struct {
 	Tag string `json:"tag"`
 }
 
-var carried struct {
-	sync.Mutex
-	n map[string]int
-}
+var carried tally
 
 // Carried says how many connections the count toxics tagged tag saw carry
 // data.
-func Carried(tag string) int {
-	carried.Lock()
-	defer carried.Unlock()
-	return carried.n[tag]
-}
+func Carried(tag string) int { return carried.get(tag) }
 
 // NewState is one connection's: whether it has carried data yet.
 func (t *CountToxic) NewState() any { return new(bool) }
@@ -45,12 +36,7 @@ func (t *CountToxic) Pipe(stub *toxics.ToxicStub) {
 			}
 			if !*seen {
 				*seen = true
-				carried.Lock()
-				if carried.n == nil {
-					carried.n = map[string]int{}
-				}
-				carried.n[t.Tag]++
-				carried.Unlock()
+				carried.add(t.Tag)
 			}
 			stub.Output <- c
 		}

@@ -86,26 +86,9 @@ public final class Adapter {
         String lease = opts.path("lease").asText("");
         leaseMs = lease.isEmpty() ? req.get("ttl_ms").asLong() : Long.parseLong(lease);
         int timeout = req.get("op_timeout_ms").asInt();
-        Config config = new Config();
+        Config config = config(req.get("nodes").get(0).asText(), timeout);
         // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
         config.setLockWatchdogTimeout(leaseMs);
-        config.setThreads(2);
-        config.setNettyThreads(4);
-        // No hidden retries: one attempt per command, bounded by the op
-        // timeout. Connecting (TCP and Redisson's handshake) may take longer:
-        // a JVM starting beside seven others on two cores needs seconds, and
-        // a connection through lockchaos's proxies is accepted at once even
-        // while a fault holds its traffic, so this bounds only the start.
-        config.useSingleServer()
-                .setAddress("redis://" + req.get("nodes").get(0).asText())
-                .setTimeout(timeout)
-                .setConnectTimeout(Math.max(timeout, 10_000))
-                .setRetryAttempts(0)
-                .setConnectionPoolSize(4)
-                .setConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setPingConnectionInterval(0);
         redisson = Redisson.create(config);
         // Warm up before the run's clock starts: the first lock calls load
         // classes and the lock's Lua scripts, which on a busy machine takes
@@ -124,6 +107,31 @@ public final class Adapter {
             }
         }
         return answer("init_ok");
+    }
+
+    /**
+     * The client's settings, the adapter's and make bench's (Bench): no
+     * hidden retries, one attempt per command, bounded by the op timeout.
+     * Connecting (TCP and Redisson's handshake) may take longer: a JVM
+     * starting beside seven others on two cores needs seconds, and a
+     * connection through lockchaos's proxies is accepted at once even while
+     * a fault holds its traffic, so that bounds only the start.
+     */
+    static Config config(String addr, int timeout) {
+        Config config = new Config();
+        config.setThreads(2);
+        config.setNettyThreads(4);
+        config.useSingleServer()
+                .setAddress("redis://" + addr)
+                .setTimeout(timeout)
+                .setConnectTimeout(Math.max(timeout, 10_000))
+                .setRetryAttempts(0)
+                .setConnectionPoolSize(4)
+                .setConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setPingConnectionInterval(0);
+        return config;
     }
 
     /** The lock of this adapter's kind at key. */

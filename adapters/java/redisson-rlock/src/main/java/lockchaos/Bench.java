@@ -20,18 +20,7 @@ public final class Bench {
     public static void main(String[] args) throws Exception {
         String kind = args[0].contains(":") ? "rlock" : args[0];
         String addr = args[args.length - 1];
-        Config config = new Config();
-        config.setThreads(2);
-        config.setNettyThreads(4);
-        config.useSingleServer()
-                .setAddress("redis://" + addr)
-                .setTimeout(2000)
-                .setRetryAttempts(0)
-                .setConnectionPoolSize(4)
-                .setConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setPingConnectionInterval(0);
+        Config config = Adapter.config(addr, 2000);
         RedissonClient redisson = Redisson.create(config);
         int warm = 1000, n = 2000;
         double[] samples = new double[n];
