@@ -42,12 +42,12 @@ type AdapterRow struct {
 	SamplesIn  []float64 `json:"samples_in_process_ms"`
 }
 
-// Adapters are the adapter locks whose manifest has a bench command and
-// whose store the bench can start (Redis), in catalogue order.
+// Adapters are the adapter locks whose manifest has a bench command, in
+// catalogue order.
 func Adapters() []string {
 	var out []string
 	for _, s := range locks.All() {
-		if m := s.Adapter; m != nil && len(m.Bench) > 0 && m.Store == "redis" {
+		if m := s.Adapter; m != nil && len(m.Bench) > 0 {
 			out = append(out, s.Name)
 		}
 	}
@@ -112,22 +112,46 @@ type inProcessResult struct {
 	HoldsPerS float64 `json:"holds_per_s"`
 }
 
-// inProcess runs the manifest's bench command against as many fresh Redis
-// nodes as the lock uses.
+// inProcess runs the manifest's bench command against a fresh store of the
+// lock's kind: as many Redis nodes as the lock uses, or an ensemble of its
+// store's members (their addresses as arguments, the order of its lock
+// nodes).
 func inProcess(ctx context.Context, m *locks.Manifest) (inProcessResult, error) {
 	var r inProcessResult
 	local, err := cluster.NewLocal()
 	if err != nil {
 		return r, err
 	}
+	var nodes []cluster.Node
+	defer func() {
+		for _, n := range nodes {
+			n.Stop()
+		}
+	}()
 	var addrs []string
-	for i := range max(m.Nodes, 1) {
-		n, err := local.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("bench-inprocess-%d", i)})
+	if m.Store == cluster.StoreRedis {
+		for i := range max(m.Nodes, 1) {
+			n, err := local.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("bench-inprocess-%d", i)})
+			if err != nil {
+				return r, err
+			}
+			nodes = append(nodes, n)
+			addrs = append(addrs, n.Addr())
+		}
+	} else {
+		st, err := cluster.LookupStore(m.Store)
 		if err != nil {
 			return r, err
 		}
-		defer n.Stop()
-		addrs = append(addrs, n.Addr())
+		e, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: max(m.Nodes, 1)})
+		if err != nil {
+			return r, err
+		}
+		defer e.Close()
+		nodes = e.Members()
+		for _, n := range e.Serving() {
+			addrs = append(addrs, n.Addr())
+		}
 	}
 	cmd := exec.CommandContext(ctx, m.Bench[0], append(m.Bench[1:], addrs...)...)
 	cmd.Dir = m.Dir

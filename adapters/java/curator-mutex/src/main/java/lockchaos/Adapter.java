@@ -94,15 +94,7 @@ public final class Adapter {
         // timeout; without it the client waits until it notices the
         // connection is gone, two thirds of the session): half the op
         // timeout each, so that an answer comes within it.
-        ZKClientConfig zk = new ZKClientConfig();
-        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(Math.max(1, timeout / 2)));
-        client = CuratorFrameworkFactory.builder()
-                .connectString(req.get("connect").asText())
-                .sessionTimeoutMs(req.get("ttl_ms").asInt())
-                .connectionTimeoutMs(Math.max(1, timeout / 2))
-                .retryPolicy(new RetryNTimes(0, 0))
-                .zkClientConfig(zk)
-                .build();
+        client = client(req.get("connect").asText(), req.get("ttl_ms").asInt(), timeout);
         // Curator's advice for its locks: once the connection is SUSPENDED
         // (or the session LOST), a holder cannot be sure it still holds the
         // lock, and should stop as if it had lost it.
@@ -137,6 +129,19 @@ public final class Adapter {
             }
         }
         return answer("init_ok");
+    }
+
+    /** The client, the adapter's and make bench's (Bench): no retries, half the op timeout per request. */
+    static CuratorFramework client(String connect, int sessionMs, int timeout) {
+        ZKClientConfig zk = new ZKClientConfig();
+        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(Math.max(1, timeout / 2)));
+        return CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(sessionMs)
+                .connectionTimeoutMs(Math.max(1, timeout / 2))
+                .retryPolicy(new RetryNTimes(0, 0))
+                .zkClientConfig(zk)
+                .build();
     }
 
     private static ObjectNode acquire(String key, long waitMs) throws Exception {
