@@ -32,7 +32,7 @@ func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
 		"partition":         {history.ActionNetwork, "shape=node node=holder client=holder mode=drop duration=5ttl"},
 		"pause-client":      {history.ActionPause, "duration=3ttl phase=hold reply-delay=0.2ttl"},
 		"pause-node":        {history.ActionPause, "node=holder duration=2ttl"},
-		"reset-peer":        {history.ActionNetwork, "after=0s stream=upstream duration=3ttl span=duration hold=1.5ttl links=all when=hold"},
+		"reset-peer":        {history.ActionNetwork, "after=0s stream=upstream duration=3ttl span=duration hold=1.5ttl rest=1ttl links=all when=hold"},
 		"slow-hold":         {history.ActionSlow, "by=2ttl"},
 		"slow-reply":        {history.ActionNetwork, "delay=0.85ttl duration=5ttl links=client"},
 		"ack-loss":          {history.ActionNetwork, "duration=3ttl links=client"},
