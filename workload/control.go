@@ -14,13 +14,13 @@ import (
 
 // The coordinator talks to a worker on its standard input, one line each:
 //
-//	{config as JSON}     the first line
-//	go                   start the workload (the run's clock starts now)
+//	{config as JSON}          the first line
+//	go                        start the workload (the run's clock starts now)
 //	stretch KEY MAX REST      keep the holds of KEY begun from now on inside the critical section
 //	                          (REST > 0: begun after the worker has first held nothing for REST)
 //	stretch KEY MAX REST stop the same, and the first one to get there waits for a pause (SIGSTOP)
-//	unstretch            let them go
-//	stop                 (or the end of input) finish the iteration and exit
+//	unstretch                 let them go
+//	stop                      (or the end of input) finish the iteration and exit
 //
 // The worker answers on its events, in the history: it writes a Ready line
 // (read by the coordinator, never recorded) once it can start, and a
@@ -104,12 +104,12 @@ func (s *stretch) set(key string, max, rest time.Duration, stop bool) int64 {
 	return s.since
 }
 
-// toRest says how long the worker must rest before its next acquire, and
-// the channel that closes if the stretch changes meanwhile.
-func (s *stretch) toRest() (time.Duration, <-chan struct{}) {
+// toRest says how long the worker must rest before its next acquire, the
+// stretch's key, and the channel that closes if it changes meanwhile.
+func (s *stretch) toRest() (time.Duration, string, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rest, s.changed
+	return s.rest, s.key, s.changed
 }
 
 // rested begins the stretch whose rest is over, unless it changed since
@@ -135,13 +135,6 @@ func (s *stretch) current(key string, invoked int64) (time.Duration, <-chan stru
 		return 0, s.changed
 	}
 	return s.max, s.changed
-}
-
-// keyOf is the stretch's key.
-func (s *stretch) keyOf() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.key
 }
 
 // takeStop says whether the hold that just reached its wait must wait for a
@@ -217,11 +210,10 @@ func (w *worker) control(in *bufio.Reader) bool {
 // first the stretch keeps inside. A stretch withdrawn or replaced meanwhile
 // ends the rest at once.
 func (w *worker) rest() {
-	d, changed := w.stretch.toRest()
+	d, key, changed := w.stretch.toRest()
 	if d <= 0 {
 		return
 	}
-	key := w.stretch.keyOf()
 	w.emit(history.Event{Kind: history.Stretch, Key: key, Message: StretchResting})
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -26,4 +26,22 @@ async function loop(acquire, release, n = 2000, warm = 200) {
   }) + '\n');
 }
 
-module.exports = { loop };
+// bench connects to addrs with Redis (ioredis, from the caller's
+// node_modules) as the adapters do — no retries, a command timeout of
+// timeoutMs — runs loop, disconnects, and exits 1 on an error.
+function bench(Redis, addrs, timeoutMs, makeAcquire, release) {
+  const clients = addrs.map((addr) => {
+    const [host, port] = addr.split(':');
+    return new Redis({ host, port: Number(port), commandTimeout: timeoutMs, connectTimeout: timeoutMs,
+      maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, enableReadyCheck: false });
+  });
+  const acquire = makeAcquire(clients);
+  Promise.all(clients.map((c) => c.ping()))
+    .then(() => loop(acquire, release))
+    .then(() => clients.forEach((c) => c.disconnect()), (e) => {
+      process.stderr.write(`${e.stack}\n`);
+      process.exit(1);
+    });
+}
+
+module.exports = { loop, bench };

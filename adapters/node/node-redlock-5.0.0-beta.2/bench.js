@@ -5,17 +5,9 @@
 //   node bench.js HOST:PORT...
 const Redis = require('ioredis');
 const Redlock = require('redlock').default;
-const { loop } = require('../benchloop');
+const { bench } = require('../benchloop');
 
-const clients = process.argv.slice(2).map((addr) => {
-  const [host, port] = addr.split(':');
-  return new Redis({ host, port: Number(port), commandTimeout: 1000, connectTimeout: 1000,
-    maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false, enableReadyCheck: false });
-});
-const redlock = new Redlock(clients, { driftFactor: 0.01, retryCount: 0 });
-
-Promise.all(clients.map((c) => c.ping())).then(() => loop((key) => redlock.acquire([key], 2000), (lock) => lock.release()))
-  .then(() => clients.forEach((c) => c.disconnect()), (e) => {
-    process.stderr.write(`${e.stack}\n`);
-    process.exit(1);
-  });
+bench(Redis, process.argv.slice(2), 1000, (clients) => {
+  const redlock = new Redlock(clients, { driftFactor: 0.01, retryCount: 0 });
+  return (key) => redlock.acquire([key], 2000);
+}, (lock) => lock.release());
