@@ -366,6 +366,56 @@ func HasLease(ctx context.Context, n cluster.Node, prefix string, h Holding) boo
 	return err == nil && v == 1
 }
 
+var leasePTTL = redis.NewScript(`
+local t = redis.call("TYPE", KEYS[1]).ok
+local mine = 0
+if ARGV[1] == "" or ARGV[1] == "1" then mine = (t ~= "none") and 1 or 0
+elseif t == "string" then mine = (redis.call("GET", KEYS[1]) == ARGV[1]) and 1 or 0
+elseif t == "hash" then mine = redis.call("HEXISTS", KEYS[1], ARGV[1]) end
+if mine == 0 then return -2 end
+return redis.call("PTTL", KEYS[1])`)
+
+// leaseLeftAtGrant measures how much of lease h was left when its acquire
+// returned (h.OK), asking the lock nodes directly: a node that keeps h
+// answers its key's PTTL, read at a time after the grant (the answer's
+// arrival, so the figure is an upper bound), and one that no longer does
+// had at most the time since the grant. The lease is lost once fewer than
+// a quorum keep it: the quorum-th longest. ok is false when a node does
+// not answer, or is a store's member, which says whether it keeps a lease,
+// not for how long.
+func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Duration, ok bool) {
+	prefix := env.Topology().KeyPrefix
+	var lefts []time.Duration
+	for _, n := range env.LockNodes() {
+		if _, store := n.(cluster.LeaseHolder); store {
+			return 0, false
+		}
+		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
+		ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int64()
+		answered := history.Now()
+		c.Close()
+		if err != nil {
+			return 0, false
+		}
+		since := time.Duration(answered - h.OK)
+		switch {
+		case ms == -1: // no expiry: this node never lets the lease go
+			lefts = append(lefts, time.Duration(1<<62))
+		case ms >= 0:
+			lefts = append(lefts, since+time.Duration(ms)*time.Millisecond)
+		default:
+			lefts = append(lefts, since)
+		}
+	}
+	q := quorum(env)
+	if len(lefts) < q {
+		return 0, false
+	}
+	slices.Sort(lefts)
+	return lefts[len(lefts)-q], true
+}
+
 // quorum is how many lock nodes a holder needs.
 func quorum(env Env) int { return max(env.Topology().Quorum, 1) }
 

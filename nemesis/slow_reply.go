@@ -120,15 +120,23 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	a := &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed}
 	f.Aim = a.aim()
-	// The acquire's last command set the lease at the latest when the
-	// server ran it, delay before its reply arrived: the client had at
-	// most lease − delay left when it learned it held the lock.
-	lease, hold := env.Lease(), env.Hold()
-	if delay+hold <= lease {
-		f.Effect = &history.Effect{Landed: false, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had up to %s left, enough for its %s hold", c, key, round(took), lease-delay, hold)}
+	// How much lease the client had when it learned it held the lock: as
+	// the lock's nodes tell (a lock that confirms its write with another
+	// round trip, as token-lua-wait's WAIT, has waited for two late
+	// replies since it set the key); where they cannot, at most lease −
+	// delay, since the command that set it ran at the latest a delay
+	// before the last reply arrived.
+	hold := env.Hold()
+	left, measured := leaseLeftAtGrant(ctx, env, h)
+	how := "by its nodes"
+	if !measured {
+		left, how = env.Lease()-delay, "at the latest reply"
+	}
+	if left >= hold {
+		f.Effect = &history.Effect{Landed: false, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had up to %s left (%s), enough for its %s hold", c, key, round(took), round(left), how, hold)}
 		err = a.release()
 	} else {
-		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had at most %s left, less than its %s hold", c, key, round(took), lease-delay, hold)}
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s; its lease had at most %s left (%s), less than its %s hold", c, key, round(took), round(left), how, hold)}
 		// The others may be between attempts (a failed wait, then think
 		// time): keep c inside until one takes the key or the bound passes.
 		var taker int

@@ -57,6 +57,43 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 	}
 }
 
+// The fault reads the lease left at the grant on the lock's node (the
+// key's PTTL), not from its own delay: a lock that confirms its SET with a
+// second round trip (token-lua-wait's WAIT) waits for two late replies
+// after the lease began. Replies 0.45 TTL late leave it 0.1 TTL for a hold
+// of 0.2 TTL, and it breaks; token-lua, one late reply, keeps 0.55 TTL, and
+// the same fault does not land.
+func TestSlowReplyReadsTheLeaseLeftOnTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		lock   string
+		landed bool
+	}{{"token-lua-wait", true}, {"token-lua", false}} {
+		t.Run(tc.lock, func(t *testing.T) {
+			c := runtest.FaultConfig(t, tc.lock, []string{"slow-reply"}, "slow-reply.delay=0.45ttl")
+			c.Clients, c.Think, c.Wait, c.Duration, c.OpTimeout = 2, c.TTL, c.TTL, 13*c.TTL, 2*c.TTL
+			res, _ := runtest.RunFaults(t, &c)
+			var measured []checker.FaultWindow
+			for _, f := range res.Faults {
+				if strings.Contains(f.Effect, "(by its nodes)") {
+					measured = append(measured, f)
+				}
+			}
+			if len(measured) == 0 {
+				t.Fatalf("no fault read the lease left on the node: %+v", res.Faults)
+			}
+			for _, f := range measured {
+				if f.Landed != tc.landed {
+					t.Errorf("fault %d landed %v, want %v: %s", f.ID, f.Landed, tc.landed, f.Effect)
+				}
+			}
+			if tc.landed {
+				runtest.Verdict(t, res, checker.Violation)
+				runtest.Landed(t, res, history.LeaseLost)
+			}
+		})
+	}
+}
+
 func mustAtoi(t *testing.T, s string) int {
 	t.Helper()
 	n, err := strconv.Atoi(s)
