@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Exit status of audit.
@@ -64,7 +65,7 @@ func cmdAudit(args []string) int {
 	fs.IntVar(&spec.MinSeeds, "min-seeds", 3, "seeds a fault that broke the lock runs before it stops")
 	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs (and shrinks) at once")
 	fs.IntVar(&spec.ShrinkTries, "shrink-tries", audit.DefaultShrinkTries, "runs of each shrink candidate")
-	var spans spanFlags
+	var spans settings.Spans
 	spans.DurationVar(fs, &spec.Budget, "budget", 0, "bound on the whole audit (0: none): the runs get 70 %, the shrinks the rest, and audit.md says what was left out")
 	spans.DurationVar(fs, &spec.ShrinkBudget, "shrink-budget", audit.DefaultShrinkBudget, "time for each shrink's search")
 	out := fs.String("out", "", "output directory (default results/audit-<time>)")

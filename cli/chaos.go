@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // DefaultParallel is how many runs `chaos` performs at once. Runs mostly
@@ -72,7 +73,7 @@ func cmdChaos(args []string) int {
 	jsonOut := fs.Bool("json", false, "print the summary as JSON on stdout (the human-readable summary goes to stderr)")
 	shrinkCells := fs.Bool("shrink", false, "after the matrix, shrink every mismatch whose run violated into OUT/CELL.shrink (lockchaos shrink)")
 	var shrinkBudget time.Duration
-	var spans spanFlags
+	var spans settings.Spans
 	spans.DurationVar(fs, &shrinkBudget, "shrink-budget", 5*time.Minute, "time for all the shrinks of --shrink together")
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code

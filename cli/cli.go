@@ -191,40 +191,16 @@ TTL (1.5ttl).
 func cmdRun(args []string) int {
 	fs := newFlags("run")
 	var (
-		cfg     settings.Run
+		cfg     = settings.Defaults()
+		spans   settings.Spans
 		nemeses string
 		opts    listFlag
-		seed    = fs.Int64("seed", 0, "random seed for clients and faults (0: pick one and print it)")
 		scen    = fs.String("scenario", "", "run the scenario in `FILE` (YAML, see scenarios/), or the built-in one of that name (pause-past-ttl-token-lua); the flags given explicitly override its fields")
 		quiet   = fs.Bool("quiet", false, "print no progress while the run goes: only the verdict lines at the end")
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
 	)
-	fs.StringVar(&cfg.Lock, "lock", "", "the lock to test, a `NAME` from lockchaos list")
-	fs.StringVar(&cfg.LockFile, "lock-file", "", "test the adapter lock that the manifest `FILE` (lock.yaml) describes: a lock in any language (docs/protocol.md)")
-	fs.StringVar(&cfg.LockCmd, "lock-cmd", "", "test the adapter that `COMMAND` starts (split at spaces, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml")
+	settings.BindFlags(fs, &cfg, &spans)
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
-	fs.IntVar(&cfg.Clients, "clients", settings.DefaultClients, "client processes")
-	fs.IntVar(&cfg.Keys, "keys", settings.DefaultKeys, "lock keys the clients contend for")
-	fs.IntVar(&cfg.Nodes, "nodes", 0, "lock nodes (0: the lock's default)")
-	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas per lock node, each replicating through its own proxy (failover nemeses)")
-	fs.IntVar(&cfg.Sentinels, "sentinels", 0, "sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)")
-	fs.StringVar(&cfg.Persistence, "persistence", "none", "lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)")
-	var spans spanFlags
-	spans.DurationVar(fs, &cfg.TTL, "ttl", settings.DefaultTTL, "lock lease time")
-	spans.Var(fs, &cfg.Hold, "hold", settings.DefaultHold, "time spent inside each critical section")
-	spans.Var(fs, &cfg.Duration, "duration", settings.DefaultDuration, "how long the workload runs")
-	spans.Var(fs, &cfg.Wait, "wait", 0, "blocking acquire: retry for up to this long (0: try once)")
-	spans.Var(fs, &cfg.Retry, "retry", 0, "blocking acquire: retry interval (0: TTL/10)")
-	spans.Var(fs, &cfg.Think, "think", settings.DefaultThink, "most a client sleeps between attempts")
-	fs.BoolVar(&cfg.Renew, "renew", false, "renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)")
-	fs.Float64Var(&cfg.Reentry, "reentry", 0, "probability that a hold acquires its lock again inside and releases it twice (reentrant locks)")
-	spans.Var(fs, &cfg.OpTimeout, "op-timeout", 0, "timeout of each operation on the lock's store (0: the TTL)")
-	spans.Var(fs, &cfg.FaultInterval, "fault-interval", 0, "quiet time before each fault (0: 2×TTL)")
-	spans.DurationVar(fs, &cfg.CheckTimeout, "check-timeout", 0, "porcupine time limit (0: 60s); past it the verdict is inconclusive")
-	fs.StringVar(&cfg.Backend, "backend", "local", "where the store's servers run: local (processes: redis-server, etcd, ZooKeeper, postgres) or docker (one container each, host networking)")
-	fs.StringVar(&cfg.Image, "image", "", "container `image` of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'")
-	fs.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the run soon after the first violation the live check sees (2×TTL+hold later, so the damage lands), faults healed and the history kept")
-	fs.StringVar(&cfg.Out, "out", "", "output directory (default results/run-<time>); one that holds a run is refused")
 	force := fs.Bool("force", false, "let --out replace the run it holds")
 	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
 	if code, ok := parse(fs, runUsage, args); !ok {
@@ -257,7 +233,7 @@ func cmdRun(args []string) int {
 		}
 		cfg.Out = out
 	} else if *scen != "" {
-		s, err := applyScenario(fs, &cfg, *scen, nemeses, split, *seed)
+		s, err := applyScenario(fs, &cfg, *scen, nemeses, split, cfg.Seed)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
 			return ExitUsage
@@ -276,10 +252,9 @@ func cmdRun(args []string) int {
 		cfg.LockOptions = split[name]
 		delete(split, name)
 		cfg.NemesisOptions = split
-		cfg.Seed = *seed
 	}
 	if *replay == "" {
-		if err := spans.resolve(cfg.TTL); err != nil {
+		if err := spans.Resolve(cfg.TTL); err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
 			return ExitUsage
 		}
@@ -355,7 +330,7 @@ rewrites DIR/result.json. Exit status as for run.
 func cmdCheck(args []string) int {
 	fs := newFlags("check")
 	var timeout time.Duration
-	var spans spanFlags
+	var spans settings.Spans
 	spans.DurationVar(fs, &timeout, "check-timeout", 0, "porcupine time limit (0: 60s)")
 	if code, ok := parse(fs, checkUsage, args); !ok {
 		return code

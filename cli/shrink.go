@@ -43,7 +43,7 @@ func cmdShrink(args []string) int {
 	out := fs.String("out", "", "the folder it writes (default DIR.shrink)")
 	force := fs.Bool("force", false, "let --out replace the shrink it holds")
 	var budget time.Duration
-	var spans spanFlags
+	var spans settings.Spans
 	spans.DurationVar(fs, &budget, "budget", shrink.DefaultBudget, "time for the search (a run under way finishes; minimal.yaml's runs after it are not counted)")
 	// Flags may come before or after the folder.
 	var dirs []string

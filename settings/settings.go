@@ -20,14 +20,15 @@ import (
 
 // Run is one run's settings. Each setting's tags name it as a flag of `lockchaos
 // run` (flag) and as its path in a scenario file (file), so that an error
-// about it (SettingError) can name it either way.
+// about it (SettingError) can name it either way; help makes it a flag
+// (BindFlags), {NAME} in it the flag's value.
 type Run struct {
-	Lock string `flag:"lock" file:"lock.name"`
+	Lock string `flag:"lock" file:"lock.name" help:"the lock to test, a {NAME} from lockchaos list"`
 	// LockFile is an adapter lock's manifest (lock.yaml), LockCmd the
 	// command line of a quick adapter (store redis, one node): Lock is
 	// then the lock they name (docs/protocol.md).
-	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty"`
-	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty"`
+	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty" help:"test the adapter lock that the manifest {FILE} (lock.yaml) describes: a lock in any language (docs/protocol.md)"`
+	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty" help:"test the adapter that {COMMAND} starts (split at spaces, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml"`
 	LockOptions map[string]string `flag:"opt" file:"lock.options"`
 	// Nemeses are nemesis names; empty (or "none") runs without faults.
 	Nemeses        []string                     `flag:"nemesis" file:"faults.nemeses"`
@@ -37,18 +38,18 @@ type Run struct {
 	cluster.Topology
 	workload.Workload
 
-	Duration time.Duration `flag:"duration" file:"duration"`
+	Duration time.Duration `flag:"duration" file:"duration" help:"how long the workload runs"`
 	// FaultInterval is the quiet time before each fault; 0 means 2×TTL.
-	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval"`
+	FaultInterval time.Duration `flag:"fault-interval" file:"faults.interval" help:"quiet time before each fault (0: 2×TTL)"`
 	// StopOnViolation ends the run at the first overlap the live check
 	// sees (faults healed, workers stopped, the history kept and checked
 	// whole) instead of running out its duration.
-	StopOnViolation bool `flag:"stop-on-violation" file:"stop-on-violation"`
+	StopOnViolation bool `flag:"stop-on-violation" file:"stop-on-violation" help:"end the run soon after the first violation the live check sees (2×TTL+hold later, so the damage lands), faults healed and the history kept"`
 	// CheckTimeout bounds porcupine; 0 uses the checker's default.
-	CheckTimeout time.Duration `flag:"check-timeout"`
+	CheckTimeout time.Duration `flag:"check-timeout" span:"plain" help:"porcupine time limit (0: 60s); past it the verdict is inconclusive"`
 
-	Seed int64  `flag:"seed" file:"seed"`
-	Out  string `flag:"out"`
+	Seed int64  `flag:"seed" file:"seed" help:"random seed for clients and faults (0: pick one and print it)"`
+	Out  string `flag:"out" help:"output directory (default results/run-<time>); one that holds a run is refused"`
 	// Force lets a run replace an earlier run in Out; without it a folder
 	// that holds one is refused (its evidence would be overwritten).
 	Force bool `json:"-"`

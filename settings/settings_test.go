@@ -2,10 +2,14 @@ package settings
 
 import (
 	"errors"
+	"flag"
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -80,5 +84,48 @@ func TestReplayNeedsARunFolder(t *testing.T) {
 	_, err := LoadReplay(t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "config.json and schedule.json") {
 		t.Errorf("replay of an empty folder: %v", err)
+	}
+}
+
+// The settings declare their flags: every setting with a flag tag but the
+// lists and maps the command parses itself (--nemesis, --opt) is a flag
+// with its help, its default the value it was bound from, and setting it
+// writes the setting — a time given in TTLs once Resolve knows the TTL.
+func TestTheSettingsDeclareTheirFlags(t *testing.T) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	r := Defaults()
+	var spans Spans
+	BindFlags(fs, &r, &spans)
+	var missing []string
+	for _, typ := range []reflect.Type{reflect.TypeFor[Run](), reflect.TypeFor[workload.Workload](), reflect.TypeFor[cluster.Topology]()} {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			name := f.Tag.Get("flag")
+			if name == "" || name == "opt" || name == "nemesis" || f.Anonymous {
+				continue
+			}
+			if fl := fs.Lookup(name); fl == nil || fl.Usage == "" {
+				missing = append(missing, name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("settings with a flag tag but no flag: %v", missing)
+	}
+	if got := fs.Lookup("clients").DefValue; got != "4" {
+		t.Errorf("--clients default %q, want 4", got)
+	}
+	if err := fs.Parse([]string{"--reentry", "0.5", "--ttl", "200ms", "--hold", "1.5ttl", "--persistence", "always", "--seed", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := spans.Resolve(r.TTL); err != nil {
+		t.Fatal(err)
+	}
+	if r.Reentry != 0.5 || r.TTL != 200*time.Millisecond || r.Hold != 300*time.Millisecond || r.Persistence != "always" || r.Seed != 9 {
+		t.Errorf("flags not written to the settings: %+v", r)
+	}
+	if err := fs.Parse([]string{"--ttl", "2ttl"}); err == nil {
+		t.Error("--ttl 2ttl accepted: the TTL cannot be a multiple of itself")
 	}
 }

@@ -16,23 +16,23 @@ import (
 // run's settings (settings.Run), each worker's Config and the nemeses'
 // view of a run (nemesis.Topology) embed it; it is declared only here.
 type Workload struct {
-	Clients int           `flag:"clients" file:"workload.clients"`
-	Keys    int           `flag:"keys" file:"workload.keys"`
-	TTL     time.Duration `flag:"ttl" file:"workload.ttl"`
-	Hold    time.Duration `flag:"hold" file:"workload.hold"`
+	Clients int           `flag:"clients" file:"workload.clients" help:"client processes"`
+	Keys    int           `flag:"keys" file:"workload.keys" help:"lock keys the clients contend for"`
+	TTL     time.Duration `flag:"ttl" file:"workload.ttl" span:"plain" help:"lock lease time"`
+	Hold    time.Duration `flag:"hold" file:"workload.hold" help:"time spent inside each critical section"`
 	// Wait > 0 makes acquires blocking for up to Wait, retrying every Retry.
-	Wait  time.Duration `flag:"wait" file:"workload.wait"`
-	Retry time.Duration `flag:"retry" file:"workload.retry"`
+	Wait  time.Duration `flag:"wait" file:"workload.wait" help:"blocking acquire: retry for up to this long (0: try once)"`
+	Retry time.Duration `flag:"retry" file:"workload.retry" help:"blocking acquire: retry interval (0: TTL/10)"`
 	// Think is the most a client sleeps between attempts.
-	Think time.Duration `flag:"think" file:"workload.think"`
+	Think time.Duration `flag:"think" file:"workload.think" help:"most a client sleeps between attempts"`
 	// OpTimeout bounds each operation on the lock's store; 0 means the TTL.
-	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout"`
+	OpTimeout time.Duration `flag:"op-timeout" file:"workload.op-timeout" help:"timeout of each operation on the lock's store (0: the TTL)"`
 	// Renew runs a watchdog beside each hold that renews the lease every
 	// TTL/3 (locks that implement locks.Renewer).
-	Renew bool `flag:"renew" file:"workload.renew"`
+	Renew bool `flag:"renew" file:"workload.renew" help:"renew a held lease every TTL/3 from a watchdog in each client (locks that can renew)"`
 	// Reentry is the probability that a hold acquires its lock once more
 	// inside, and so releases it twice (reentrant locks).
-	Reentry float64 `flag:"reentry" file:"workload.reentry"`
+	Reentry float64 `flag:"reentry" file:"workload.reentry" help:"probability that a hold acquires its lock again inside and releases it twice (reentrant locks)"`
 }
 
 // Config is sent by the coordinator to a worker on its standard input.
