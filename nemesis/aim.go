@@ -199,15 +199,28 @@ func (a *aimed) expiryIn() time.Duration {
 }
 
 // untilTaken keeps the client inside until another client holds its key —
-// the overlap that a lost lease lets happen — or the stretch's bound
-// passes, then lets it go. It returns who took the key, or -1. With
+// the overlap that a lost lease lets happen —, its hold ends, or the
+// stretch's bound passes, then lets it go. It returns who took the key
+// while the client still held it, or -1. letGo says the client released
+// the hold before anyone took the key (the run's end cut its work short):
+// that shows nothing of what the lost lease allowed. (A hold its lock
+// reported lost ended by the lock's own check, and is not letGo.) With
 // sameToken, a taker whose fencing token is lower than the client's does
 // not count (see prepared.effect).
-func (a *aimed) untilTaken(ctx context.Context) (int, error) {
-	taker := -1
+func (a *aimed) untilTaken(ctx context.Context) (taker int, letGo bool, err error) {
+	taker = -1
 	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
+			held := false
+			for _, h := range v.Holders {
+				held = held || h.Client == a.Client && h.Key == a.Key && h.Invoked == a.Invoked
+			}
+			if !held {
+				lost, reported := v.Lost[a.Client][a.Key]
+				letGo = !reported || lost < a.Invoked
+				return true
+			}
 			for _, h := range v.Holders {
 				if h.Key == a.Key && h.Client != a.Client && (!a.sameToken || h.Fence >= a.Fence) {
 					taker = h.Client
@@ -218,7 +231,22 @@ func (a *aimed) untilTaken(ctx context.Context) (int, error) {
 		})
 		cancel()
 	}
-	return taker, a.release()
+	return taker, letGo, a.release()
+}
+
+// takenNote completes the effect e of a fault that took the aimed lease
+// away, with what untilTaken saw: a hold let go before anyone took the key
+// is no evidence, and the fault did not land.
+func (a *aimed) takenNote(e *history.Effect, taker int, letGo bool) {
+	switch {
+	case taker >= 0:
+		e.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, a.Key, a.Client)
+	case letGo:
+		e.Landed = false
+		e.Note += fmt.Sprintf("; client %d let go of %s (the run was ending) before another client took it: nothing shows what the lost lease allowed", a.Client, a.Key)
+	default:
+		e.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", a.Key, a.Client)
+	}
 }
 
 // throughBound keeps the client inside until the stretch's bound passes,
@@ -278,12 +306,8 @@ func (a *aimed) lostEffect(ctx context.Context, at int64, v votes, what string) 
 		return e, a.release()
 	}
 	e.Lease = history.LeaseLost
-	taker, err := a.untilTaken(ctx)
-	if taker >= 0 {
-		e.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, a.Key, a.Client)
-	} else {
-		e.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", a.Key, a.Client)
-	}
+	taker, letGo, err := a.untilTaken(ctx)
+	a.takenNote(e, taker, letGo)
 	return e, err
 }
 

@@ -97,3 +97,51 @@ func TestASlowLinkLandsOnlyByLastingAWholeLease(t *testing.T) {
 		t.Errorf("a 22 ms slow link on a 20 ms lease did not land: %q", e.Note)
 	}
 }
+
+// A fault that took the aimed lease keeps its holder inside until another
+// client holds the key, and says so only while the holder still holds it:
+// a holder that let go first (the run's end cut its work short) leaves the
+// fault without evidence, and it did not land; one whose lock reported the
+// lease lost stopped by the lock's own check, and the fault stands.
+func TestATakerCountsOnlyWhileTheHolderStillHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		letGoLost bool // the holder lets go after its lock reported the lease lost
+		takeFirst bool // client 2 takes the key while client 1 still holds it
+		landed    bool
+		says      string
+	}{
+		{"taken while held", false, true, true, "client 2 then acquired lock:0 while client 1 still held it"},
+		{"let go, then taken", false, false, false, "client 1 let go of lock:0 (the run was ending) before another client took it"},
+		{"reported lost, then taken", true, false, true, "no other client acquired lock:0 before client 1 let go"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newFakeEnv()
+			env.hold(1, "lock:0")
+			a := &aimed{env: env, proc: env, Holding: env.Holders()[0], bound: time.Minute}
+			go func() {
+				time.Sleep(10 * time.Millisecond)
+				if tc.takeFirst {
+					env.hold(2, "lock:0")
+					return
+				}
+				env.mu.Lock()
+				if tc.letGoLost {
+					env.lost = map[int]map[string]int64{1: {"lock:0": history.Now()}}
+				}
+				env.holders = nil
+				env.mu.Unlock()
+				env.hold(2, "lock:0") // wakes the waiter, and takes the key only now
+			}()
+			taker, letGo, err := a.untilTaken(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &history.Effect{Landed: true}
+			a.takenNote(e, taker, letGo)
+			if e.Landed != tc.landed || !strings.Contains(e.Note, tc.says) {
+				t.Errorf("taker %d, let go %v: landed %v (want %v), note %q (want it to say %q)", taker, letGo, e.Landed, tc.landed, e.Note, tc.says)
+			}
+		})
+	}
+}
