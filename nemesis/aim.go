@@ -253,18 +253,24 @@ func (a *aimed) takenNote(e *history.Effect, taker int, letGo bool) {
 // even once another client holds its key, then lets it go: the overlap a
 // lost lease lets happen then lasts until the holder leaves, long enough
 // that no stall of the harness can pass for its cause. It returns the
-// first client seen holding the key meanwhile, or -1.
+// first client seen holding the key meanwhile, while the client still held
+// it, or -1.
 func (a *aimed) throughBound(ctx context.Context) (int, error) {
 	taker := -1
 	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
+			held, other := false, -1
 			for _, h := range v.Holders {
-				if h.Key == a.Key && h.Client != a.Client && taker < 0 {
-					taker = h.Client
+				held = held || h.Client == a.Client && h.Key == a.Key && h.Invoked == a.Invoked
+				if h.Key == a.Key && h.Client != a.Client {
+					other = h.Client
 				}
 			}
-			return false
+			if held && taker < 0 {
+				taker = other
+			}
+			return !held // it let go: nothing more to see
 		})
 		cancel()
 	}

@@ -145,3 +145,21 @@ func TestATakerCountsOnlyWhileTheHolderStillHolds(t *testing.T) {
 		})
 	}
 }
+
+// Kept through its bound, a holder that lets go first ends the wait, and a
+// client that takes the key after it is no taker.
+func TestThroughBoundCountsATakerOnlyWhileTheHolderHolds(t *testing.T) {
+	env := newFakeEnv()
+	env.hold(1, "lock:0")
+	a := &aimed{env: env, proc: env, Holding: env.Holders()[0], bound: time.Minute}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		env.mu.Lock()
+		env.holders = nil
+		env.mu.Unlock()
+		env.hold(2, "lock:0")
+	}()
+	if taker, err := a.throughBound(context.Background()); err != nil || taker != -1 {
+		t.Errorf("taker %d (%v), want -1: client 2 took the key only after client 1 let go", taker, err)
+	}
+}
