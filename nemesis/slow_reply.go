@@ -100,7 +100,13 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		f.Params["rest"] = rest.String()
 	}
 	armed, err := proc.Stretch(ctx, c, key, bound, rest, false)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The run ended during the rest: the replies were slow all the
+		// same, and the fault's window says so (the scheduler heals it).
+		f.Effect = &history.Effect{Note: fmt.Sprintf("the run ended before client %d's stretch of %s began", c, key)}
+		return f, ctx.Err()
+	case err != nil:
 		return nil, errors.Join(err, heal(ctx))
 	}
 	// An acquire that found the lock taken says nothing about the late
