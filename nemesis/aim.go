@@ -202,7 +202,8 @@ func (a *aimed) expiryIn() time.Duration {
 // the overlap that a lost lease lets happen —, its hold ends, or the
 // stretch's bound passes, then lets it go. It returns who took the key
 // while the client still held it, or -1. letGo says the client released
-// the hold before anyone took the key (the run's end cut its work short):
+// the hold before anyone took the key (the run's end cut its work short,
+// or the worker's own bound came an instant before the fault's):
 // that shows nothing of what the lost lease allowed. (A hold its lock
 // reported lost ended by the lock's own check, and is not letGo.) With
 // sameToken, a taker whose fencing token is lower than the client's does
@@ -212,11 +213,7 @@ func (a *aimed) untilTaken(ctx context.Context) (taker int, letGo bool, err erro
 	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
-			held := false
-			for _, h := range v.Holders {
-				held = held || h.Client == a.Client && h.Key == a.Key && h.Invoked == a.Invoked
-			}
-			if !held {
+			if !a.heldIn(v) {
 				lost, reported := v.Lost[a.Client][a.Key]
 				letGo = !reported || lost < a.Invoked
 				return true
@@ -234,6 +231,16 @@ func (a *aimed) untilTaken(ctx context.Context) (taker int, letGo bool, err erro
 	return taker, letGo, a.release()
 }
 
+// heldIn says whether the aimed hold is still in progress in v.
+func (a *aimed) heldIn(v View) bool {
+	for _, h := range v.Holders {
+		if h.Client == a.Client && h.Key == a.Key && h.Invoked == a.Invoked {
+			return true
+		}
+	}
+	return false
+}
+
 // takenNote completes the effect e of a fault that took the aimed lease
 // away, with what untilTaken saw: a hold let go before anyone took the key
 // is no evidence, and the fault did not land.
@@ -243,7 +250,7 @@ func (a *aimed) takenNote(e *history.Effect, taker int, letGo bool) {
 		e.Note += fmt.Sprintf("; client %d then acquired %s while client %d still held it", taker, a.Key, a.Client)
 	case letGo:
 		e.Landed = false
-		e.Note += fmt.Sprintf("; client %d let go of %s (the run was ending) before another client took it: nothing shows what the lost lease allowed", a.Client, a.Key)
+		e.Note += fmt.Sprintf("; client %d let go of %s (the run's end or its stretch's bound) before another client took it: nothing shows what the lost lease allowed", a.Client, a.Key)
 	default:
 		e.Note += fmt.Sprintf("; no other client acquired %s before client %d let go", a.Key, a.Client)
 	}
@@ -260,9 +267,8 @@ func (a *aimed) throughBound(ctx context.Context) (int, error) {
 	if left := time.Duration(a.Invoked + a.bound.Nanoseconds() - history.Now()); left > 0 {
 		wctx, cancel := context.WithTimeout(ctx, left)
 		_ = a.env.Await(wctx, func(v View) bool {
-			held, other := false, -1
+			held, other := a.heldIn(v), -1
 			for _, h := range v.Holders {
-				held = held || h.Client == a.Client && h.Key == a.Key && h.Invoked == a.Invoked
 				if h.Key == a.Key && h.Client != a.Client {
 					other = h.Client
 				}
@@ -363,11 +369,25 @@ func holdersOf(ctx context.Context, env Env, nodes []cluster.Node, h Holding) []
 	return out
 }
 
-var holdsLease = redis.NewScript(`
+// leasePTTL answers key's PTTL on a node (-1: no expiry) if it keeps the
+// lease whose token is ARGV[1] — as its value, or as a field of its hash;
+// for a token that says nothing of its holder ("" or "1"), if the key
+// exists — and -2 if it does not keep it.
+var leasePTTL = redis.NewScript(`
 local t = redis.call("TYPE", KEYS[1]).ok
-if t == "string" then return redis.call("GET", KEYS[1]) == ARGV[1] and 1 or 0 end
-if t == "hash" then return redis.call("HEXISTS", KEYS[1], ARGV[1]) end
-return 0`)
+local mine = 0
+if ARGV[1] == "" or ARGV[1] == "1" then mine = (t ~= "none") and 1 or 0
+elseif t == "string" then mine = (redis.call("GET", KEYS[1]) == ARGV[1]) and 1 or 0
+elseif t == "hash" then mine = redis.call("HEXISTS", KEYS[1], ARGV[1]) end
+if mine == 0 then return -2 end
+return redis.call("PTTL", KEYS[1])`)
+
+// nodeClient is a connection straight to Redis node n, never through a
+// client's link.
+func nodeClient(n cluster.Node) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
+}
 
 // HasLease asks node n directly whether it keeps lease h: a store's
 // member by its own means (cluster.LeaseHolder), a Redis node by the key
@@ -385,25 +405,11 @@ func HasLease(ctx context.Context, n cluster.Node, prefix string, h Holding) boo
 		held, err := lh.HoldsLease(ctx, h.Key, h.Token)
 		return err == nil && held
 	}
-	c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
+	c := nodeClient(n)
 	defer c.Close()
-	if h.Token == "" || h.Token == "1" {
-		v, err := c.Exists(ctx, prefix+h.Key).Result()
-		return err == nil && v == 1
-	}
-	v, err := holdsLease.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int()
-	return err == nil && v == 1
+	ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int64()
+	return err == nil && ms != -2
 }
-
-var leasePTTL = redis.NewScript(`
-local t = redis.call("TYPE", KEYS[1]).ok
-local mine = 0
-if ARGV[1] == "" or ARGV[1] == "1" then mine = (t ~= "none") and 1 or 0
-elseif t == "string" then mine = (redis.call("GET", KEYS[1]) == ARGV[1]) and 1 or 0
-elseif t == "hash" then mine = redis.call("HEXISTS", KEYS[1], ARGV[1]) end
-if mine == 0 then return -2 end
-return redis.call("PTTL", KEYS[1])`)
 
 // leaseLeftAtGrant measures how much of lease h was left when its acquire
 // returned (h.OK), asking the lock nodes directly: a node that keeps h
@@ -411,17 +417,18 @@ return redis.call("PTTL", KEYS[1])`)
 // arrival, so the figure is an upper bound), and one that no longer does
 // had at most the time since the grant. The lease is lost once fewer than
 // a quorum keep it: the quorum-th longest. ok is false when a node does
-// not answer, or is a store's member, which says whether it keeps a lease,
-// not for how long.
+// not answer, when no node keeps the lease (the token may not be what the
+// lock stores: nothing was read of its lease), or when the nodes are a
+// store's members, which say whether they keep a lease, not for how long.
 func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Duration, ok bool) {
 	prefix := env.Topology().KeyPrefix
 	var lefts []time.Duration
+	keeping := 0
 	for _, n := range env.LockNodes() {
 		if _, store := n.(cluster.LeaseHolder); store {
 			return 0, false
 		}
-		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-			DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
+		c := nodeClient(n)
 		ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int64()
 		answered := history.Now()
 		c.Close()
@@ -431,15 +438,15 @@ func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Durati
 		since := time.Duration(answered - h.OK)
 		switch {
 		case ms == -1: // no expiry: this node never lets the lease go
-			lefts = append(lefts, time.Duration(1<<62))
+			lefts, keeping = append(lefts, time.Duration(1<<62)), keeping+1
 		case ms >= 0:
-			lefts = append(lefts, since+time.Duration(ms)*time.Millisecond)
+			lefts, keeping = append(lefts, since+time.Duration(ms)*time.Millisecond), keeping+1
 		default:
 			lefts = append(lefts, since)
 		}
 	}
 	q := quorum(env)
-	if len(lefts) < q {
+	if keeping == 0 || len(lefts) < q {
 		return 0, false
 	}
 	slices.Sort(lefts)

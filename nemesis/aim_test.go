@@ -112,7 +112,7 @@ func TestATakerCountsOnlyWhileTheHolderStillHolds(t *testing.T) {
 		says      string
 	}{
 		{"taken while held", false, true, true, "client 2 then acquired lock:0 while client 1 still held it"},
-		{"let go, then taken", false, false, false, "client 1 let go of lock:0 (the run was ending) before another client took it"},
+		{"let go, then taken", false, false, false, "client 1 let go of lock:0 (the run's end or its stretch's bound) before another client took it"},
 		{"reported lost, then taken", true, false, true, "no other client acquired lock:0 before client 1 let go"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
