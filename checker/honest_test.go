@@ -154,6 +154,37 @@ func TestStuckKeyIsAFinding(t *testing.T) {
 	}
 }
 
+// A key nobody held from a fault to the end of a run too short to call it
+// stuck is neither stuck nor shown available: the run cannot tell, and
+// says so. The same span with no fault before it is plain contention.
+func TestARunEndingSoonAfterAFaultCannotTellStuck(t *testing.T) {
+	build := func(fault bool) Result {
+		h := new(hist).asked("reset-peer").hold(0, k0, 10, 100)
+		if fault {
+			h.fault(1, "reset-peer", []int{0}, 150, 200)
+		}
+		for at := 120.0; at < 900; at += 100 {
+			h.acquireAnswer(1, k0, at, at+5, history.Fail)
+		}
+		h.events[0].Run.TTLms = 300 // stuck after 900 ms outside faults
+		return Check(h.exit(0, 1000, true).exit(1, 1000, true).end(1010).events, Options{})
+	}
+	r := build(true)
+	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Unfinished) != 1 {
+		t.Fatalf("stuck %+v, unfinished %+v", r.Liveness.Stuck, r.Liveness.Unfinished)
+	}
+	u := r.Liveness.Unfinished[0]
+	if u.Key != k0 || u.FromMs != 120 || u.ToMs != 825 || u.OutsideFaultsMs != 655 || u.Tries != 8 || len(u.Faults) != 1 || u.Faults[0] != 1 {
+		t.Errorf("unfinished %+v", u)
+	}
+	if want := "liveness: too soon to tell — nobody held lock:0 from t=0.12 s after fault 1 to the end of the run, 655 ms outside faults while clients tried 8 acquires; a key is stuck after 900 ms"; !strings.Contains(r.Summary, want) {
+		t.Errorf("summary %q\nwant %q", r.Summary, want)
+	}
+	if r := build(false); len(r.Liveness.Unfinished) != 0 {
+		t.Errorf("without a fault the span is contention, not unfinished: %+v", r.Liveness.Unfinished)
+	}
+}
+
 // A key the end-of-run probe finds on its node although its last holder
 // released it is held by nobody the history knows; an acquire that got no
 // answer after the release may be its holder, so then it is not said.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -195,6 +196,13 @@ func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl
 			}
 			if to > kl.trying {
 				s.freeSpanEnded(kl, kl.trying, to)
+				if out := float64(outside(kl.trying, to, spans)) / 1e6; out < after {
+					// Too short to be stuck because the run ended: after
+					// a fault, the run cannot tell.
+					if ids := faultsAround(kl.trying, to, lease, faults, spans); len(ids) > 0 {
+						res.Unfinished = append(res.Unfinished, StuckKey{Key: k, FromMs: tl.ms(kl.trying), ToMs: tl.ms(to), OutsideFaultsMs: out, Tries: kl.tries, Faults: ids})
+					}
+				}
 			}
 			kl.trying = 0
 		}
@@ -209,12 +217,10 @@ func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl
 			if out < after {
 				continue
 			}
-			st := StuckKey{Key: k, FromMs: tl.ms(sp.from), ToMs: tl.ms(sp.to), OutsideFaultsMs: out, Tries: sp.tries}
+			st := StuckKey{Key: k, FromMs: tl.ms(sp.from), ToMs: tl.ms(sp.to), OutsideFaultsMs: out, Tries: sp.tries, Faults: faultsAround(sp.from, sp.to, lease, faults, spans)}
 			for i := range faults {
 				f := &faults[i]
-				fs := spans[i]
-				if fs.start < sp.to && fs.end+lease > sp.from {
-					st.Faults = append(st.Faults, f.ID)
+				if slices.Contains(st.Faults, f.ID) {
 					f.Landed = true
 					note := fmt.Sprintf("afterwards nobody held %s for %s while clients tried %d acquires: the fault broke the lock's liveness", k, Millis(float64(sp.to-sp.from)/1e6), sp.tries)
 					if f.Effect == "" {
@@ -271,6 +277,18 @@ func orphan(k string, ks *keyState, probes []history.Event) string {
 	return ""
 }
 
+// faultsAround are the faults active during [from, to] or ended less than
+// a lease before it began: the ones that may have left a key unavailable.
+func faultsAround(from, to, lease int64, faults []FaultWindow, spans []faultSpan) []int {
+	var ids []int
+	for i, f := range faults {
+		if fs := spans[i]; fs.start < to && fs.end+lease > from {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids
+}
+
 // outside is how much of [from, to] no fault span covers.
 func outside(from, to int64, spans []faultSpan) int64 {
 	var parts [][2]int64
@@ -286,6 +304,9 @@ func outside(from, to int64, spans []faultSpan) int64 {
 // nobody the history knows, for the summary.
 func stuckSentence(l LivenessResult) string {
 	if len(l.Stuck) == 0 {
+		if len(l.Unfinished) > 0 {
+			return "liveness: " + UnfinishedSentence(l)
+		}
 		if len(l.Orphans) > 0 {
 			return "liveness: " + l.Orphans[0]
 		}
@@ -301,6 +322,25 @@ func stuckSentence(l LivenessResult) string {
 		s += "; " + l.Orphans[0]
 	}
 	return s
+}
+
+// UnfinishedSentence says of the first span the run's end cut short that
+// the run cannot tell whether the key got stuck; "" when none was.
+func UnfinishedSentence(l LivenessResult) string {
+	if len(l.Unfinished) == 0 {
+		return ""
+	}
+	x := l.Unfinished[0]
+	ids := make([]string, len(x.Faults))
+	for i, id := range x.Faults {
+		ids[i] = strconv.Itoa(id)
+	}
+	faults := "fault " + strings.Join(ids, ", ")
+	if len(ids) > 1 {
+		faults = "faults " + strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("too soon to tell — nobody held %s from t=%s after %s to the end of the run, %s outside faults while clients tried %d acquires; a key is stuck after %s",
+		x.Key, Seconds(x.FromMs), faults, Millis(x.OutsideFaultsMs), x.Tries, Millis(l.StuckAfterMs))
 }
 
 // AvailabilitySentence says how often an acquire got the lock while a

@@ -337,6 +337,12 @@ type LivenessResult struct {
 	// Orphans are keys the end-of-run probe found held by nobody the
 	// history knows (orphan in liveness.go).
 	Orphans []string `json:"orphans,omitempty"`
+	// Unfinished are spans the run's end cut short: nobody held the key
+	// from during a fault (or within a lease after one) to the end of the
+	// run while clients tried, for less than StuckAfterMs outside faults.
+	// Whether the fault left the key stuck the run cannot tell: it ended
+	// too soon after the fault. Faults lists the faults before the span.
+	Unfinished []StuckKey `json:"unfinished,omitempty"`
 }
 
 // FaultWindow is one fault, in ms since the run started.

@@ -50,6 +50,10 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	reused.Resource = checker.ResourceResult{FenceReused: 1, State: checker.ResourceDamaged}
 	lostLease := safe
 	lostLease.Evidence.LeasesLost = 1
+	stuck := safe
+	stuck.Liveness.Stuck = []checker.StuckKey{{Key: "lock:0", FromMs: 2000, ToMs: 8000, OutsideFaultsMs: 5000, Faults: []int{1}}}
+	cutShort := safe // nobody held it from the fault to the run's end, 1.3 s of 3 s
+	cutShort.Liveness.Unfinished = []checker.StuckKey{{Key: "lock:0", FromMs: 4600, ToMs: 8900, OutsideFaultsMs: 1300, Faults: []int{1}}}
 	for _, tc := range []struct {
 		name    string
 		expect  Expectation
@@ -83,6 +87,11 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"fencing did not work", Expectation{Verdict: checker.Violation, Resource: checker.ResourceFenced}, true, damaged, nil, StatusMismatch, "violation, resource damaged", false},
 		{"a reused token is damage", Expectation{Verdict: checker.Violation, Resource: checker.ResourceDamaged}, true, reused, nil, StatusMatch, "violation, resource damaged", false},
 		{"intact accepts fenced", Expectation{Verdict: checker.Violation, Resource: checker.ResourceIntact}, true, fenced, nil, StatusMatch, "violation, resource fenced", false},
+		{"stuck as expected", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, stuck, nil, StatusMatch, "safe+stuck", false},
+		{"stuck expected, the run ended too soon after the fault to tell", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, cutShort, nil, StatusInconclusive, "safe", true},
+		{"stuck expected, a violation instead", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, func() checker.Result { r := violation; r.Liveness = cutShort.Liveness; return r }(), nil, StatusMismatch, "violation", false},
+		{"stuck expected, available", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, safe, nil, StatusMismatch, "safe", false},
+		{"available expected, stuck", Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}, true, stuck, nil, StatusMismatch, "safe+stuck", false},
 		{"setup error", Expectation{Verdict: checker.Safe}, true, checker.Result{}, errors.New("no redis"), StatusError, "error", false},
 	} {
 		c := Cell{Name: tc.name, Expect: tc.expect}
