@@ -52,16 +52,16 @@ type fileGrid struct {
 // then "found in at least one of them" for a violation, "in every one" for
 // safe), and its workload.
 type fileGridOne struct {
-	Seeds    int          `yaml:"seeds"`
-	Workload fileWorkload `yaml:"workload"`
-	Duration Duration     `yaml:"duration"`
+	Seeds    int              `yaml:"seeds"`
+	Workload settings.Section `yaml:"workload"`
+	Duration Duration         `yaml:"duration"`
 	// Options set options of the cell's nemesis, over its column's.
 	Options map[string]string `yaml:"options"`
 }
 
 type fileGridCell struct {
 	Topology cluster.Topology `yaml:"topology"`
-	Workload fileWorkload     `yaml:"workload"`
+	Workload settings.Section `yaml:"workload"`
 	Faults   fileGridFaults   `yaml:"faults"`
 	Duration Duration         `yaml:"duration"`
 	Seed     int64            `yaml:"seed"`
@@ -74,7 +74,7 @@ type fileGridFaults struct {
 type fileGridLock struct {
 	Options  map[string]string `yaml:"options"`
 	Topology cluster.Topology  `yaml:"topology"`
-	Workload fileWorkload      `yaml:"workload"`
+	Workload settings.Section  `yaml:"workload"`
 }
 
 type fileGridNemesis struct {
@@ -82,7 +82,7 @@ type fileGridNemesis struct {
 	Topology cluster.Topology  `yaml:"topology"`
 	// Workload replaces the fields of the cell's workload it sets, for a
 	// fault that needs, say, a lease long enough to outlast a restart.
-	Workload fileWorkload `yaml:"workload"`
+	Workload settings.Section `yaml:"workload"`
 	// Duration replaces the cell's duration for a fault that takes longer
 	// to show (a restart, a failover).
 	Duration Duration `yaml:"duration"`
@@ -170,7 +170,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 	if l, ok := g.locks[lock]; ok {
 		f.Lock.Options = l.Options
 		f.Topology = overlay(f.Topology, l.Topology)
-		f.Workload = overlay(f.Workload, l.Workload)
+		f.Workload = f.Workload.Over(l.Workload)
 	}
 	if nem != "none" && nem != "" {
 		n := g.nemeses[nem]
@@ -180,7 +180,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 		if spec, err := locks.Lookup(lock); err != nil || spec.StoreName() == "redis" {
 			f.Topology = overlay(f.Topology, n.Topology)
 		}
-		f.Workload = overlay(f.Workload, n.Workload)
+		f.Workload = f.Workload.Over(n.Workload)
 		if n.Duration.set {
 			f.Duration = n.Duration
 		}
@@ -194,7 +194,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 			maps.Copy(opts, one.Options)
 			f.Faults.Nemeses[0].Options = opts
 		}
-		f.Workload = overlay(f.Workload, one.Workload)
+		f.Workload = f.Workload.Over(one.Workload)
 		if one.Duration.set {
 			f.Duration = one.Duration
 		}

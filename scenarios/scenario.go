@@ -250,36 +250,24 @@ func (f fileScenario) config(name string, lines map[string]int) (settings.Run, [
 		return &FieldError{File: name, Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	var errs []error
-	w := f.Workload
 	cfg := settings.Run{
 		Lock:        strings.TrimSpace(f.Lock.Name),
 		LockOptions: f.Lock.Options,
 		Topology:    f.Topology,
 		Seed:        f.Seed,
 	}
-	cfg.Clients = orInt(w.Clients, settings.DefaultClients)
-	cfg.Keys = orInt(w.Keys, settings.DefaultKeys)
 	if cfg.Seed == 0 {
 		cfg.Seed = DefaultSeed
 	}
-	if w.TTL.span.TTL != 0 {
-		errs = append(errs, bad("workload.ttl", "cannot be a multiple of itself: want a duration such as 300ms"))
+	// The workload's settings are declared in workload.Workload, with
+	// their file tags: the section is read from them.
+	cfg.Workload = settings.Defaults().Workload
+	for _, err := range f.Workload.Apply(&cfg, "workload") {
+		var ke *settings.KeyError
+		if errors.As(err, &ke) {
+			errs = append(errs, bad("workload."+ke.Key, "%s", ke.Msg))
+		}
 	}
-	cfg.TTL = settings.DefaultTTL
-	if w.TTL.set {
-		cfg.TTL = w.TTL.span.D
-	}
-	cfg.Hold = settings.DefaultHold
-	if w.Hold.set {
-		cfg.Hold = w.Hold.resolve(cfg.TTL)
-	}
-	cfg.Think = settings.DefaultThink
-	if w.Think.set {
-		cfg.Think = w.Think.resolve(cfg.TTL)
-	}
-	cfg.Wait = w.Wait.resolve(cfg.TTL)
-	cfg.Retry = w.Retry.resolve(cfg.TTL)
-	cfg.OpTimeout = w.OpTimeout.resolve(cfg.TTL)
 	cfg.FaultInterval = f.Faults.Interval.resolve(cfg.TTL)
 	cfg.Duration = settings.DefaultDuration
 	if f.Duration.set {
@@ -308,7 +296,6 @@ func (f fileScenario) config(name string, lines map[string]int) (settings.Run, [
 	}
 
 	cfg.Replay = f.replay(cfg, func(field, msg string) { errs = append(errs, bad(field, "%s", msg)) })
-	cfg.Reentry, cfg.Renew = w.Reentry, w.Renew
 	// The ranges are the runner's (settings.CheckSettings); its errors name
 	// the setting, which becomes the field and line in this file.
 	for _, err := range unjoin(settings.CheckSettings(cfg)) {
@@ -333,13 +320,6 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-func orInt(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
 // fileScenario is the YAML form of a scenario file; README.md in this folder
 // documents every field.
 type fileScenario struct {
@@ -348,7 +328,7 @@ type fileScenario struct {
 	Expect   fileExpect       `yaml:"expect"`
 	Topology cluster.Topology `yaml:"topology"`
 	Lock     fileLock         `yaml:"lock"`
-	Workload fileWorkload     `yaml:"workload"`
+	Workload settings.Section `yaml:"workload"`
 	Faults   fileFaults       `yaml:"faults"`
 	Duration Duration         `yaml:"duration"`
 	Quick    Quick            `yaml:"quick"`
@@ -365,22 +345,6 @@ type fileExpect struct {
 type fileLock struct {
 	Name    string            `yaml:"name"`
 	Options map[string]string `yaml:"options"`
-}
-
-type fileWorkload struct {
-	Clients   int      `yaml:"clients"`
-	Keys      int      `yaml:"keys"`
-	TTL       Duration `yaml:"ttl"`
-	Hold      Duration `yaml:"hold"`
-	Wait      Duration `yaml:"wait"`
-	Retry     Duration `yaml:"retry"`
-	Think     Duration `yaml:"think"`
-	OpTimeout Duration `yaml:"op-timeout"`
-	// Reentry is the probability that a hold takes its lock again inside
-	// (reentrant locks); Renew runs a watchdog in each client that renews
-	// a held lease every third of the TTL (locks that can renew).
-	Reentry float64 `yaml:"reentry"`
-	Renew   bool    `yaml:"renew"`
 }
 
 type fileFaults struct {
@@ -455,6 +419,7 @@ func (e *FieldError) Error() string {
 
 var (
 	yamlNodeType    = reflect.TypeOf(yaml.Node{})
+	sectionType     = reflect.TypeFor[settings.Section]()
 	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 )
 
@@ -519,6 +484,27 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		return // an empty value leaves the default
 	}
 	switch {
+	case t == sectionType:
+		// Settings by their file tags: settings checks each key.
+		if n.Kind != yaml.MappingNode {
+			w.fail(n, path, "want a mapping of settings")
+			return
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			sub := join(path, k.Value)
+			w.lines[sub] = v.Line
+			if seen[k.Value] {
+				w.fail(k, sub, "given twice")
+				continue
+			}
+			seen[k.Value] = true
+			if err := settings.CheckKey(path[strings.LastIndex(path, ".")+1:], k.Value, v); err != nil {
+				w.fail(k, sub, "%s", err)
+			}
+		}
+		return
 	case t == yamlNodeType:
 		if n.Kind != yaml.ScalarNode {
 			w.fail(n, path, "want a plain value")

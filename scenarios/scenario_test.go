@@ -131,7 +131,7 @@ func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
 		{"no lock", "lock:\n  name: token-lua\n", "", []string{"bad.yaml: lock.name: missing: want the lock this scenario tests"}},
 		{"decimal comma", "  hold: 2ttl", "  hold: 2,5ttl", []string{"bad.yaml:10: workload.hold: \"2,5ttl\": want a duration such as 300ms"}},
 		{"number without unit", "  hold: 2ttl", "  hold: 300", []string{"bad.yaml:10: workload.hold:", "a number needs a unit: 300ms"}},
-		{"ttl in ttls", "  ttl: 300ms", "  ttl: 2ttl", []string{"workload.ttl: cannot be a multiple of itself"}},
+		{"ttl in ttls", "  ttl: 300ms", "  ttl: 2ttl", []string{"bad.yaml:9: workload.ttl: cannot be a multiple of the TTL: want a duration such as 300ms"}},
 		{"bad verdict", "  verdict: violation", "  verdict: broken", []string{"bad.yaml:5: expect.verdict: \"broken\": want safe or violation"}},
 		{"bad resource", "  verdict: violation", "  verdict: violation\n  resource: fine", []string{"expect.resource: \"fine\": want intact, fenced"}},
 		{"missing verdict", "  verdict: violation", "  deadlock: true", []string{"expect.verdict: missing: want safe or violation"}},

@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // SchemaID names the JSON Schema of a scenario file; docs/scenario.schema.json
@@ -87,6 +88,21 @@ func optionCase(name string, specs []option.Spec) map[string]any {
 func typeSchema(t reflect.Type, path string) map[string]any {
 	if vs, ok := fieldValues[path]; ok {
 		return map[string]any{"enum": vs}
+	}
+	if t == reflect.TypeFor[settings.Section]() {
+		// The settings the section gives, from their declarations.
+		props := map[string]any{}
+		for _, f := range settings.SectionFields(path[strings.LastIndex(path, ".")+1:]) {
+			switch f.Kind {
+			case "span":
+				props[f.Key] = map[string]any{"type": []string{"string", "integer"}, "description": f.Help + "; " + option.SpanHint}
+			case "duration":
+				props[f.Key] = map[string]any{"type": "string", "description": f.Help + "; a duration such as 300ms"}
+			default:
+				props[f.Key] = map[string]any{"type": f.Kind, "description": f.Help}
+			}
+		}
+		return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		switch t {

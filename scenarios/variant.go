@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/option"
@@ -73,16 +74,16 @@ func ParseFault(s string) (Fault, error) {
 
 func (v Variant) apply(f fileScenario) fileScenario {
 	if v.Clients != 0 {
-		f.Workload.Clients = v.Clients
+		f.Workload = f.Workload.With("clients", strconv.Itoa(v.Clients))
 	}
 	if v.Keys != 0 {
-		f.Workload.Keys = v.Keys
+		f.Workload = f.Workload.With("keys", strconv.Itoa(v.Keys))
 	}
 	if v.TTL != nil {
-		f.Workload.TTL = Duration{span: *v.TTL, set: true}
+		f.Workload = f.Workload.With("ttl", v.TTL.String())
 	}
 	if v.Hold != nil {
-		f.Workload.Hold = Duration{span: *v.Hold, set: true}
+		f.Workload = f.Workload.With("hold", v.Hold.String())
 	}
 	if v.Duration != nil {
 		f.Duration = Duration{span: *v.Duration, set: true}

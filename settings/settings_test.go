@@ -12,6 +12,8 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/workload"
+
+	"gopkg.in/yaml.v3"
 )
 
 func valid() Run {
@@ -127,5 +129,46 @@ func TestTheSettingsDeclareTheirFlags(t *testing.T) {
 	}
 	if err := fs.Parse([]string{"--ttl", "2ttl"}); err == nil {
 		t.Error("--ttl 2ttl accepted: the TTL cannot be a multiple of itself")
+	}
+}
+
+// A scenario file's workload section is read from the same declarations:
+// every workload setting with a file tag is a key of it, of its kind, and
+// a multiple of the TTL follows the TTL the section gives.
+func TestTheSettingsDeclareTheirFileSection(t *testing.T) {
+	var keys []string
+	for _, f := range SectionFields("workload") {
+		keys = append(keys, f.Key+":"+f.Kind)
+	}
+	want := "clients:integer keys:integer ttl:duration hold:span wait:span retry:span think:span op-timeout:span renew:boolean reentry:number"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("workload keys %q\nwant %q", got, want)
+	}
+	var s Section
+	if err := yaml.Unmarshal([]byte("hold: 1.5ttl\nttl: 200ms\nclients: 3\nrenew: true\nreentry: 0.25\nthink:\n"), &s); err != nil {
+		t.Fatal(err)
+	}
+	r := Defaults()
+	if errs := s.Over(Section{}).With("keys", "2").Apply(&r, "workload"); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if r.TTL != 200*time.Millisecond || r.Hold != 300*time.Millisecond || r.Clients != 3 || r.Keys != 2 || !r.Renew || r.Reentry != 0.25 || r.Think != DefaultThink {
+		t.Errorf("section not written to the settings: %+v", r.Workload)
+	}
+	for text, msg := range map[string]string{
+		"ttl: 2ttl":    "ttl: cannot be a multiple of the TTL",
+		"clients: 1.5": `clients: "1.5": want a whole number`,
+		"hodl: 1s":     "hodl: unknown field; allowed here: clients, keys, ttl, hold",
+		"renew: yes!":  `renew: "yes!": want true or false`,
+		"hold: [1s]":   "hold: want a plain value",
+	} {
+		var s Section
+		if err := yaml.Unmarshal([]byte(text), &s); err != nil {
+			t.Fatal(err)
+		}
+		r := Defaults()
+		if errs := s.Apply(&r, "workload"); len(errs) != 1 || !strings.Contains(errs[0].Error(), msg) {
+			t.Errorf("%s: %v, want %q", text, errs, msg)
+		}
 	}
 }
