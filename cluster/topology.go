@@ -7,17 +7,17 @@ package cluster
 type Topology struct {
 	// Backend runs the servers: "local" (the default) or another
 	// registered backend; Image is its container image where it uses one.
-	Backend string `flag:"backend" file:"topology.backend" yaml:"backend" help:"where the store's servers run: local (processes: redis-server, etcd, ZooKeeper, postgres) or docker (one container each, host networking)"`
-	Image   string `flag:"image" file:"topology.image" yaml:"image" help:"container {image} of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'"`
+	Backend string `flag:"backend" file:"topology.backend" help:"where the store's servers run: local (processes: redis-server, etcd, ZooKeeper, postgres) or docker (one container each, host networking)"`
+	Image   string `flag:"image" file:"topology.image" help:"container {image} of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'"`
 	// Nodes is the number of lock nodes; 0 uses the lock's default.
-	Nodes int `flag:"nodes" file:"topology.nodes" yaml:"nodes" help:"lock nodes (0: the lock's default)"`
+	Nodes int `flag:"nodes" file:"topology.nodes" help:"lock nodes (0: the lock's default)"`
 	// Replicas per lock node, each replicating from its primary through a
 	// relay of its own (for the failover nemeses).
-	Replicas int `flag:"replicas" file:"topology.replicas" yaml:"replicas" help:"replicas per lock node, each replicating through its own proxy (failover nemeses)"`
+	Replicas int `flag:"replicas" file:"topology.replicas" help:"replicas per lock node, each replicating through its own proxy (failover nemeses)"`
 	// Sentinels watching every lock node's primary (needs Replicas), run by
 	// the backend like the nodes; failover-sentinel lets them promote.
-	Sentinels int `flag:"sentinels" file:"topology.sentinels" yaml:"sentinels" help:"sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)"`
+	Sentinels int `flag:"sentinels" file:"topology.sentinels" help:"sentinels watching the lock nodes, run by the backend like the nodes (failover-sentinel; needs --replicas)"`
 	// Persistence of the lock nodes and replicas: "none" (the default),
 	// "everysec" or "always" (AOF with that appendfsync).
-	Persistence string `flag:"persistence" file:"topology.persistence" yaml:"persistence" help:"lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)"`
+	Persistence string `flag:"persistence" file:"topology.persistence" help:"lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)"`
 }

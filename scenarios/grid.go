@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -60,7 +58,7 @@ type fileGridOne struct {
 }
 
 type fileGridCell struct {
-	Topology cluster.Topology `yaml:"topology"`
+	Topology settings.Section `yaml:"topology"`
 	Workload settings.Section `yaml:"workload"`
 	Faults   fileGridFaults   `yaml:"faults"`
 	Duration Duration         `yaml:"duration"`
@@ -73,13 +71,13 @@ type fileGridFaults struct {
 
 type fileGridLock struct {
 	Options  map[string]string `yaml:"options"`
-	Topology cluster.Topology  `yaml:"topology"`
+	Topology settings.Section  `yaml:"topology"`
 	Workload settings.Section  `yaml:"workload"`
 }
 
 type fileGridNemesis struct {
 	Options  map[string]string `yaml:"options"`
-	Topology cluster.Topology  `yaml:"topology"`
+	Topology settings.Section  `yaml:"topology"`
 	// Workload replaces the fields of the cell's workload it sets, for a
 	// fault that needs, say, a lease long enough to outlast a restart.
 	Workload settings.Section `yaml:"workload"`
@@ -169,7 +167,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 	f.Lock.Name = lock
 	if l, ok := g.locks[lock]; ok {
 		f.Lock.Options = l.Options
-		f.Topology = overlay(f.Topology, l.Topology)
+		f.Topology = f.Topology.Over(l.Topology)
 		f.Workload = f.Workload.Over(l.Workload)
 	}
 	if nem != "none" && nem != "" {
@@ -178,7 +176,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 		// A fault's topology (replicas, sentinels, persistence) shapes
 		// Redis servers; a lock of another store brings its own ensemble.
 		if spec, err := locks.Lookup(lock); err != nil || spec.StoreName() == "redis" {
-			f.Topology = overlay(f.Topology, n.Topology)
+			f.Topology = f.Topology.Over(n.Topology)
 		}
 		f.Workload = f.Workload.Over(n.Workload)
 		if n.Duration.set {
@@ -205,19 +203,6 @@ func (g Grid) file(lock, nem string) fileScenario {
 // Seeds is how many seeds the cell lock × nem runs.
 func (g Grid) Seeds(lock, nem string) int {
 	return max(g.cells[GridName(lock, nem)].Seeds, 1)
-}
-
-// overlay returns base with every field that over sets (a non-zero value:
-// a span given, even as 0s; renew: true) in place of base's: a lock's or a
-// cell's topology and workload on top of the grid's.
-func overlay[T any](base, over T) T {
-	b, o := reflect.ValueOf(&base).Elem(), reflect.ValueOf(over)
-	for i := range o.NumField() {
-		if !o.Field(i).IsZero() {
-			b.Field(i).Set(o.Field(i))
-		}
-	}
-	return base
 }
 
 // Config returns the run of the cell lock × nem (nem "none" for no fault).

@@ -28,7 +28,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
@@ -253,19 +252,24 @@ func (f fileScenario) config(name string, lines map[string]int) (settings.Run, [
 	cfg := settings.Run{
 		Lock:        strings.TrimSpace(f.Lock.Name),
 		LockOptions: f.Lock.Options,
-		Topology:    f.Topology,
 		Seed:        f.Seed,
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = DefaultSeed
 	}
-	// The workload's settings are declared in workload.Workload, with
-	// their file tags: the section is read from them.
+	// The topology's and the workload's settings are declared where they
+	// are used (cluster.Topology, workload.Workload) with their file tags:
+	// the sections are read from them.
 	cfg.Workload = settings.Defaults().Workload
-	for _, err := range f.Workload.Apply(&cfg, "workload") {
-		var ke *settings.KeyError
-		if errors.As(err, &ke) {
-			errs = append(errs, bad("workload."+ke.Key, "%s", ke.Msg))
+	for _, sec := range []struct {
+		name string
+		s    settings.Section
+	}{{"topology", f.Topology}, {"workload", f.Workload}} {
+		for _, err := range sec.s.Apply(&cfg, sec.name) {
+			var ke *settings.KeyError
+			if errors.As(err, &ke) {
+				errs = append(errs, bad(sec.name+"."+ke.Key, "%s", ke.Msg))
+			}
 		}
 	}
 	cfg.FaultInterval = f.Faults.Interval.resolve(cfg.TTL)
@@ -326,7 +330,7 @@ type fileScenario struct {
 	Shows    string           `yaml:"shows"`
 	Source   string           `yaml:"source"`
 	Expect   fileExpect       `yaml:"expect"`
-	Topology cluster.Topology `yaml:"topology"`
+	Topology settings.Section `yaml:"topology"`
 	Lock     fileLock         `yaml:"lock"`
 	Workload settings.Section `yaml:"workload"`
 	Faults   fileFaults       `yaml:"faults"`

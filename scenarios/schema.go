@@ -93,6 +93,10 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 		// The settings the section gives, from their declarations.
 		props := map[string]any{}
 		for _, f := range settings.SectionFields(path[strings.LastIndex(path, ".")+1:]) {
+			if vs, ok := fieldValues[join(path, f.Key)]; ok {
+				props[f.Key] = map[string]any{"enum": vs, "description": f.Help}
+				continue
+			}
 			switch f.Kind {
 			case "span":
 				props[f.Key] = map[string]any{"type": []string{"string", "integer"}, "description": f.Help + "; " + option.SpanHint}

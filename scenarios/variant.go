@@ -90,7 +90,7 @@ func (v Variant) apply(f fileScenario) fileScenario {
 	}
 	if v.Fault != nil {
 		if v.Fault.Persistence != "" {
-			f.Topology.Persistence = v.Fault.Persistence
+			f.Topology = f.Topology.With("persistence", v.Fault.Persistence)
 		}
 		nems := slices.Clone(f.Faults.Nemeses)
 		for i, n := range nems {
