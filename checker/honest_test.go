@@ -180,6 +180,16 @@ func TestARunEndingSoonAfterAFaultCannotTellStuck(t *testing.T) {
 	if want := "liveness: too soon to tell — nobody held lock:0 from t=0.12 s after fault 1 to the end of the run, 655 ms outside faults while clients tried 8 acquires; a key is stuck after 900 ms"; !strings.Contains(r.Summary, want) {
 		t.Errorf("summary %q\nwant %q", r.Summary, want)
 	}
+	// A run that ends while the fault is still on cannot tell either; the
+	// summary leaves it out (most runs end so), the result keeps it.
+	h := new(hist).asked("reset-peer").hold(0, k0, 10, 100).fault(1, "reset-peer", []int{0}, 150, 1000)
+	for at := 120.0; at < 900; at += 100 {
+		h.acquireAnswer(1, k0, at, at+5, history.Fail)
+	}
+	h.events[0].Run.TTLms = 300
+	if r := Check(h.exit(0, 1000, true).exit(1, 1000, true).end(1010).events, Options{}); len(r.Liveness.Unfinished) != 1 || strings.Contains(r.Summary, "too soon") {
+		t.Errorf("a run ending in its fault: unfinished %+v, summary %q", r.Liveness.Unfinished, r.Summary)
+	}
 	if r := build(false); len(r.Liveness.Unfinished) != 0 {
 		t.Errorf("without a fault the span is contention, not unfinished: %+v", r.Liveness.Unfinished)
 	}

@@ -304,7 +304,10 @@ func outside(from, to int64, spans []faultSpan) int64 {
 // nobody the history knows, for the summary.
 func stuckSentence(l LivenessResult) string {
 	if len(l.Stuck) == 0 {
-		if len(l.Unfinished) > 0 {
+		// Most runs end during or just after a fault; the summary tells
+		// of a cut span only when the key stayed free for a lease after
+		// the fault healed (a lock that recovers takes it sooner).
+		if len(l.Unfinished) > 0 && l.Unfinished[0].OutsideFaultsMs >= l.StuckAfterMs/StuckLeases {
 			return "liveness: " + UnfinishedSentence(l)
 		}
 		if len(l.Orphans) > 0 {

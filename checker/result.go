@@ -342,6 +342,8 @@ type LivenessResult struct {
 	// run while clients tried, for less than StuckAfterMs outside faults.
 	// Whether the fault left the key stuck the run cannot tell: it ended
 	// too soon after the fault. Faults lists the faults before the span.
+	// The summary says so only when the key stayed free for a lease after
+	// the faults healed; most runs end during or just after a fault.
 	Unfinished []StuckKey `json:"unfinished,omitempty"`
 }
 
