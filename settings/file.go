@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"reflect"
@@ -151,24 +152,34 @@ func CheckKey(name, key string, n *yaml.Node) error {
 }
 
 // Apply writes into r the settings s gives of the section name; a time
-// written as a multiple of the TTL is resolved with the TTL s leaves in r.
-// An empty value leaves the setting as it was.
+// written as a multiple of the TTL is resolved with the TTL s leaves in r
+// (plain durations, the TTL among them, are applied first). An empty value
+// leaves the setting as it was.
 func (s Section) Apply(r *Run, name string) []error {
 	var errs []error
-	v := reflect.ValueOf(r).Elem()
-	spans := map[string]option.Span{}
-	for _, key := range slices.Sorted(maps.Keys(s)) {
+	rank := func(key string) int { // plain durations (the TTL) first
+		if f, _, _ := field(name, key); f.Kind == "duration" {
+			return 0
+		}
+		return 1
+	}
+	keys := slices.Sorted(maps.Keys(s))
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
+	for _, key := range keys {
 		n := s[key]
 		f, _, err := field(name, key)
 		var x any
 		if err == nil {
 			x, err = f.read(&n)
 		}
+		if sp, ok := x.(option.Span); ok && err == nil {
+			x, err = sp.Within(r.TTL)
+		}
 		if err != nil {
 			errs = append(errs, &KeyError{Key: key, Msg: err.Error()})
 			continue
 		}
-		dst := v.FieldByIndex(f.index)
+		dst := reflect.ValueOf(r).Elem().FieldByIndex(f.index)
 		switch x := x.(type) {
 		case int64:
 			dst.SetInt(x)
@@ -178,21 +189,8 @@ func (s Section) Apply(r *Run, name string) []error {
 			dst.SetBool(x)
 		case string:
 			dst.SetString(x)
-		case option.Span:
-			spans[key] = x
-			dst.SetInt(int64(x.D))
-		}
-	}
-	// Multiples of the TTL once the TTL is in.
-	for _, key := range slices.Sorted(maps.Keys(spans)) {
-		if sp := spans[key]; sp.TTL != 0 {
-			f, _, _ := field(name, key)
-			d, err := sp.Within(r.TTL)
-			if err != nil {
-				errs = append(errs, &KeyError{Key: key, Msg: err.Error()})
-				continue
-			}
-			v.FieldByIndex(f.index).SetInt(int64(d))
+		case time.Duration:
+			dst.SetInt(int64(x))
 		}
 	}
 	return errs
