@@ -123,7 +123,7 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 //     overlap in it was a stall of the harness.
 //   - A key expected to get stuck that nobody held from a fault to the
 //     end of a run too short to call it stuck is no evidence
-//     (LivenessResult.Unfinished).
+//     (LivenessResult.Unfinished), when all else was as expected.
 //   - Safe where a violation was expected is a mismatch when the faults
 //     landed and the leases they hit survived; when a lease was lost and
 //     only no second client came for it in time, or only faults aimed at
@@ -183,9 +183,13 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 			return false, true, fmt.Sprintf("of the %d faults only ones aimed at no lease landed%s", ev.Faults, unlanded())
 		}
 	}
-	if e.Liveness == LivenessStuck && len(res.Liveness.Stuck) == 0 && len(res.Liveness.Unfinished) > 0 && res.Verdict == e.Verdict {
-		// The key may yet have got stuck: no evidence either way.
-		return false, true, "the run ended too soon after its fault to tell whether a key got stuck (" + checker.UnfinishedSentence(res.Liveness) + ")"
+	if rest := e; e.Liveness == LivenessStuck && len(res.Liveness.Stuck) == 0 && len(res.Liveness.Unfinished) > 0 {
+		// The key may yet have got stuck: no evidence either way, when
+		// all else was as expected.
+		rest.Liveness = ""
+		if ok, _ := rest.Met(res); ok {
+			return false, true, "the run ended too soon after its fault to tell whether a key got stuck (" + checker.UnfinishedSentence(res.Liveness) + ")"
+		}
 	}
 	ok, diffs := e.Met(res)
 	if !ok && res.Verdict == checker.Safe && e.Verdict == checker.Violation && faulty {

@@ -90,6 +90,7 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"stuck as expected", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, stuck, nil, StatusMatch, "safe+stuck", false},
 		{"stuck expected, the run ended too soon after the fault to tell", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, cutShort, nil, StatusInconclusive, "safe", true},
 		{"stuck expected, a violation instead", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, func() checker.Result { r := violation; r.Liveness = cutShort.Liveness; return r }(), nil, StatusMismatch, "violation", false},
+		{"stuck and a deadlock expected, cut short without the deadlock", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck, Deadlock: &yes}, true, cutShort, nil, StatusMismatch, "safe", false},
 		{"stuck expected, available", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, safe, nil, StatusMismatch, "safe", false},
 		{"available expected, stuck", Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}, true, stuck, nil, StatusMismatch, "safe+stuck", false},
 		{"setup error", Expectation{Verdict: checker.Safe}, true, checker.Result{}, errors.New("no redis"), StatusError, "error", false},

@@ -504,7 +504,7 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 				continue
 			}
 			seen[k.Value] = true
-			if err := settings.CheckKey(path[strings.LastIndex(path, ".")+1:], k.Value, v); err != nil {
+			if err := settings.CheckKey(sectionName(path), k.Value, v); err != nil {
 				w.fail(k, sub, "%s", err)
 			}
 		}
@@ -592,6 +592,9 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 		w.fail(n, path, "unsupported field type %s", t) // a bug in this package's types
 	}
 }
+
+// sectionName is the name of the section at path (cell.workload: workload).
+func sectionName(path string) string { return path[strings.LastIndex(path, ".")+1:] }
 
 func join(path, key string) string {
 	if path == "" {

@@ -92,7 +92,7 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 	if t == reflect.TypeFor[settings.Section]() {
 		// The settings the section gives, from their declarations.
 		props := map[string]any{}
-		for _, f := range settings.SectionFields(path[strings.LastIndex(path, ".")+1:]) {
+		for _, f := range settings.SectionFields(sectionName(path)) {
 			if vs, ok := fieldValues[join(path, f.Key)]; ok {
 				props[f.Key] = map[string]any{"enum": vs, "description": f.Help}
 				continue

@@ -19,8 +19,8 @@ import (
 // Section is a section of a scenario or grid file that gives settings by
 // their file tags — the workload section's keys are the settings tagged
 // file:"workload.KEY" — each value as written, with its line. The file's
-// loader checks only that every value is a plain one; Apply reads them, so
-// a setting declared with a file tag needs no line in the loader.
+// loader checks each key where it reads it (CheckKey) and Apply writes
+// them, so a setting declared with a file tag needs no line in the loader.
 type Section map[string]yaml.Node
 
 // SectionField is a setting a section may give: its key in the section,
@@ -66,7 +66,7 @@ func SectionFields(name string) []SectionField {
 }
 
 // Over is s with over's keys in place of its own: a lock's, a fault's or
-// a cell's workload on top of the grid's.
+// a cell's section on top of the grid's.
 func (s Section) Over(over Section) Section {
 	out := maps.Clone(s)
 	if out == nil {
@@ -88,17 +88,16 @@ type KeyError struct{ Key, Msg string }
 
 func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
 
-// field is the setting key gives in the section name, and the known keys.
-func field(name, key string) (SectionField, []string, error) {
-	fields := SectionFields(name)
+// field is the setting key gives in the section name.
+func field(name, key string) (SectionField, error) {
 	var keys []string
-	for _, f := range fields {
+	for _, f := range SectionFields(name) {
 		if f.Key == key {
-			return f, nil, nil
+			return f, nil
 		}
 		keys = append(keys, f.Key)
 	}
-	return SectionField{}, keys, fmt.Errorf("unknown field; allowed here: %s%s", strings.Join(keys, ", "), suggest.Hint(key, keys, "%s"))
+	return SectionField{}, fmt.Errorf("unknown field; allowed here: %s%s", strings.Join(keys, ", "), suggest.Hint(key, keys, "%s"))
 }
 
 // read reads n as f's value: an int64, a float64, a bool, a string or an
@@ -144,7 +143,7 @@ func (f SectionField) read(n *yaml.Node) (any, error) {
 // CheckKey says what is wrong with key: n in the section name, or nil: a
 // file's loader checks every key where it reads it, with its line.
 func CheckKey(name, key string, n *yaml.Node) error {
-	f, _, err := field(name, key)
+	f, err := field(name, key)
 	if err == nil {
 		_, err = f.read(n)
 	}
@@ -158,7 +157,7 @@ func CheckKey(name, key string, n *yaml.Node) error {
 func (s Section) Apply(r *Run, name string) []error {
 	var errs []error
 	rank := func(key string) int { // plain durations (the TTL) first
-		if f, _, _ := field(name, key); f.Kind == "duration" {
+		if f, _ := field(name, key); f.Kind == "duration" {
 			return 0
 		}
 		return 1
@@ -167,7 +166,7 @@ func (s Section) Apply(r *Run, name string) []error {
 	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
 	for _, key := range keys {
 		n := s[key]
-		f, _, err := field(name, key)
+		f, err := field(name, key)
 		var x any
 		if err == nil {
 			x, err = f.read(&n)
