@@ -443,8 +443,8 @@ func (c *checker) fences() {
 // it (nemesis.HasLease).
 func (c *checker) marking(ctx context.Context, l locks.Lease) int {
 	n := 0
-	for _, node := range c.nodes {
-		if nemesis.HasLease(ctx, node, c.m.KeyPrefix, nemesis.Holding{Key: l.Key, Token: l.Token}) {
+	for i, node := range c.nodes {
+		if nemesis.HasLease(ctx, node, c.m.KeyPrefix, nemesis.Holding{Key: l.Key, Token: l.Token}.On(i, len(c.nodes))) {
 			n++
 		}
 	}

@@ -362,11 +362,22 @@ func nodeSet(ns []int) string {
 func holdersOf(ctx context.Context, env Env, nodes []cluster.Node, h Holding) []int {
 	var out []int
 	for i, n := range nodes {
-		if HasLease(ctx, n, env.Topology().KeyPrefix, h) {
+		if HasLease(ctx, n, env.Topology().KeyPrefix, h.On(i, len(nodes))) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// On is lease h as lock node i of n keeps it. A lock whose nodes mark one
+// lease differently (RedissonRedLock: a Redisson client, with an id of its
+// own, per node) names it by one mark per node, comma-separated in the
+// order of the nodes (docs/protocol.md); any other token is every node's.
+func (h Holding) On(i, n int) Holding {
+	if marks := strings.Split(h.Token, ","); n > 1 && len(marks) == n {
+		h.Token = marks[i]
+	}
+	return h
 }
 
 // leasePTTL answers key's PTTL on a node (-1: no expiry) if it keeps the
@@ -424,12 +435,13 @@ func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Durati
 	prefix := env.Topology().KeyPrefix
 	var lefts []time.Duration
 	keeping := 0
-	for _, n := range env.LockNodes() {
+	nodes := env.LockNodes()
+	for i, n := range nodes {
 		if _, store := n.(cluster.LeaseHolder); store {
 			return 0, false
 		}
 		c := nodeClient(n)
-		ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int64()
+		ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.On(i, len(nodes)).Token).Int64()
 		answered := history.Now()
 		c.Close()
 		if err != nil {

@@ -163,3 +163,25 @@ func TestThroughBoundCountsATakerOnlyWhileTheHolderHolds(t *testing.T) {
 		t.Errorf("taker %d (%v), want -1: client 2 took the key only after client 1 let go", taker, err)
 	}
 }
+
+// A lock whose nodes mark one lease differently (RedissonRedLock: a
+// Redisson client per node, each with its own id) names it by one mark per
+// node, comma-separated in the nodes' order; the nodes are asked each for
+// its own. Any other token is every node's, commas and all.
+func TestATokenNamesTheLeaseOnEachNode(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		i, n  int
+		want  string
+	}{
+		{"a:1,b:1,c:1,d:1,e:1", 0, 5, "a:1"},
+		{"a:1,b:1,c:1,d:1,e:1", 4, 5, "e:1"},
+		{"t-17", 3, 5, "t-17"},
+		{"x,y", 0, 5, "x,y"},             // not one mark per node: the whole token
+		{"a,b,c,d,e", 0, 1, "a,b,c,d,e"}, // one node: the token as the lock sent it
+	} {
+		if got := (Holding{Key: "lock:0", Token: tc.token}).On(tc.i, tc.n).Token; got != tc.want {
+			t.Errorf("token %q on node %d of %d: got %q, want %q", tc.token, tc.i, tc.n, got, tc.want)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (nf *nodeFault) awaitGone(ctx context.Context) int64 {
 	}
 	until := nf.a.Invoked + nf.a.bound.Nanoseconds()
 	for history.Now() < until && ctx.Err() == nil {
-		if !HasLease(ctx, nf.node, nf.a.env.Topology().KeyPrefix, nf.a.Holding) {
+		if !HasLease(ctx, nf.node, nf.a.env.Topology().KeyPrefix, nf.a.Holding.On(nf.i, len(nf.a.env.LockNodes()))) {
 			break
 		}
 		time.Sleep(time.Millisecond)
