@@ -6,20 +6,25 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
+import org.redisson.RedissonRedLock;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+import org.redisson.config.SubscriptionMode;
 
 /**
  * lockchaos adapter (docs/protocol.md) for Redisson's locks: RLock, and with
- * the first argument {@code fenced}, {@code fair} or {@code spin}, its
- * RFencedLock, fair lock or spin lock (the lock.yaml files beside this one's
- * folder). Every request is handled on the main thread, one at a time: a
+ * the first argument {@code fenced}, {@code fair}, {@code spin} or
+ * {@code redlock}, its RFencedLock, fair lock, spin lock or RedissonRedLock
+ * over every node given (the lock.yaml files beside this one's folder). Every request is handled on the main thread, one at a time: a
  * Redisson lock belongs to the thread that took it, so acquire, re-entry and
  * release all come from this one.
  */
@@ -28,7 +33,9 @@ public final class Adapter {
     // token -> the lock, and how many grants of it are held (re-entries).
     private static final Map<String, RLock> HELD = new HashMap<>();
     private static final Map<String, Integer> GRANTS = new HashMap<>();
-    private static RedissonClient redisson;
+    // One client per node: RedissonRedLock takes its locks from Redisson
+    // instances of their own; every other kind uses the first.
+    private static final List<RedissonClient> CLIENTS = new ArrayList<>();
     private static boolean leaseMode;
     private static long leaseMs;
     private static String kind = "rlock";
@@ -37,8 +44,8 @@ public final class Adapter {
         if (args.length > 0) {
             kind = args[0];
         }
-        if (!kind.equals("rlock") && !kind.equals("fenced") && !kind.equals("fair") && !kind.equals("spin")) {
-            System.err.println("unknown lock " + kind + ": want rlock, fenced, fair or spin");
+        if (!List.of("rlock", "fenced", "fair", "spin", "redlock").contains(kind)) {
+            System.err.println("unknown lock " + kind + ": want rlock, fenced, fair, spin or redlock");
             System.exit(2);
         }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
@@ -50,7 +57,17 @@ public final class Adapter {
             } catch (IllegalMonitorStateException e) {
                 ans = answer("not_held");
             } catch (Exception e) {
-                ans = answer("unknown").put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+                // Redisson wraps what went wrong ("Unexpected exception while
+                // processing command"): the innermost cause says what it was.
+                Throwable cause = e;
+                while (cause.getCause() != null && cause.getCause() != cause) {
+                    cause = cause.getCause();
+                }
+                String error = e.getClass().getSimpleName() + ": " + e.getMessage();
+                if (cause != e) {
+                    error += " (" + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ")";
+                }
+                ans = answer("unknown").put("error", error);
             }
             ans.put("in_reply_to", req.get("id").asLong());
             System.out.println(JSON.writeValueAsString(ans));
@@ -83,13 +100,30 @@ public final class Adapter {
             return answer("error").put("error", "option mode: want watchdog or lease, not " + mode);
         }
         leaseMode = mode.equals("lease");
+        String servers = opts.path("servers").asText("single");
+        if (!servers.equals("single") && !servers.equals("master-slave")) {
+            return answer("error").put("error", "option servers: want single or master-slave, not " + servers);
+        }
         String lease = opts.path("lease").asText("");
         leaseMs = lease.isEmpty() ? req.get("ttl_ms").asLong() : Long.parseLong(lease);
         int timeout = req.get("op_timeout_ms").asInt();
-        Config config = config(req.get("nodes").get(0).asText(), timeout);
-        // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
-        config.setLockWatchdogTimeout(leaseMs);
-        redisson = Redisson.create(config);
+        JsonNode nodes = req.get("nodes");
+        if (kind.equals("redlock")) {
+            // RedissonRedLock waits out its nodes in turn, and a command
+            // that timed out on one is followed by an unlock there, which
+            // may time out too: with nodes unreachable it gives up after
+            // n - (n/2+1) + 1 failed nodes, each two command timeouts. The
+            // whole acquire must fit in the op timeout.
+            timeout = Math.max(timeout / (2 * (nodes.size() - (nodes.size() / 2 + 1) + 1)), 1);
+        }
+        for (int i = 0; i < (kind.equals("redlock") ? nodes.size() : 1); i++) {
+            Config config = servers.equals("master-slave")
+                    ? masterSlave(nodes.get(i).asText(), timeout)
+                    : config(nodes.get(i).asText(), timeout);
+            // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
+            config.setLockWatchdogTimeout(leaseMs);
+            CLIENTS.add(Redisson.create(config));
+        }
         // Warm up before the run's clock starts: the first lock calls load
         // classes and the lock's Lua scripts, which on a busy machine takes
         // longer than a short lease. A key of this client's own, with a
@@ -134,9 +168,40 @@ public final class Adapter {
         return config;
     }
 
+    /**
+     * The same client settings in Redisson's master/slave mode, the node as
+     * its master and no replica addresses (reads and subscriptions stay on
+     * the master): what a Redisson configured for a replicated Redis does
+     * to its locks. Every lock script then goes out in a batch with WAIT
+     * for the master's connected_slaves (slavesSyncTimeout, 1 s), and with
+     * checkLockSyncedSlaves (on by default) an acquire fails only when no
+     * replica acknowledged it (CommandAsyncService.syncedEval).
+     */
+    static Config masterSlave(String addr, int timeout) {
+        Config config = new Config();
+        config.setThreads(2);
+        config.setNettyThreads(4);
+        config.useMasterSlaveServers()
+                .setMasterAddress("redis://" + addr)
+                .setReadMode(ReadMode.MASTER)
+                .setSubscriptionMode(SubscriptionMode.MASTER)
+                .setTimeout(timeout)
+                .setConnectTimeout(Math.max(timeout, 10_000))
+                .setRetryAttempts(0)
+                .setMasterConnectionPoolSize(4)
+                .setMasterConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setPingConnectionInterval(0);
+        return config;
+    }
+
     /** The lock of this adapter's kind at key. */
     private static RLock lock(String key) {
+        RedissonClient redisson = CLIENTS.get(0);
         switch (kind) {
+            case "redlock":
+                return new RedissonRedLock(CLIENTS.stream().map(c -> c.getLock(key)).toArray(RLock[]::new));
             case "fenced":
                 return redisson.getFencedLock(key);
             case "fair":
@@ -169,8 +234,11 @@ public final class Adapter {
         }
         // The token is how Redis keeps this lease: the field of the lock's
         // hash, Redisson's id and this thread's (RedissonBaseLock.getLockName),
-        // so that lockchaos can ask a node whether it still has it.
-        String token = redisson.getId() + ":" + Thread.currentThread().getId();
+        // so that lockchaos can ask a node whether it still has it. A
+        // RedLock's clients each have an id: one field per node, in the
+        // nodes' order, comma-separated (docs/protocol.md).
+        long thread = Thread.currentThread().getId();
+        String token = String.join(",", CLIENTS.stream().map(c -> c.getId() + ":" + thread).toArray(String[]::new));
         HELD.put(token + "\n" + key, lock);
         GRANTS.merge(token + "\n" + key, 1, Integer::sum);
         ObjectNode ans = answer("granted").put("token", token);

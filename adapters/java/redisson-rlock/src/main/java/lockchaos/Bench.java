@@ -1,6 +1,8 @@
 package lockchaos;
 
 import java.util.Arrays;
+import java.util.List;
+import org.redisson.RedissonRedLock;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
@@ -11,7 +13,7 @@ import org.redisson.config.Config;
  * make bench's other half for the Redisson adapters (docs/protocol.md,
  * {@code bench}): the lock timed in its own process, with the adapter's
  * client settings. {@code java -cp redisson-adapter.jar lockchaos.Bench
- * [fenced|fair|spin] HOST:PORT} times {@code tryLock(0, lease)} on a fresh
+ * [fenced|fair|spin|redlock] HOST:PORT...} times {@code tryLock(0, lease)} on a fresh
  * key 2000 times after 1000 untimed ones (the JIT's warm-up), unlocks each
  * untimed, and prints {@code {"acquire_p50_us", "acquire_p99_us",
  * "holds_per_s", "n"}}.
@@ -19,9 +21,11 @@ import org.redisson.config.Config;
 public final class Bench {
     public static void main(String[] args) throws Exception {
         String kind = args[0].contains(":") ? "rlock" : args[0];
-        String addr = args[args.length - 1];
-        Config config = Adapter.config(addr, 2000);
-        RedissonClient redisson = Redisson.create(config);
+        List<String> addrs = Arrays.asList(args).subList(kind.equals("rlock") ? 0 : 1, args.length);
+        // RedissonRedLock: a client per node, as the adapter's.
+        RedissonClient[] clients = addrs.subList(0, kind.equals("redlock") ? addrs.size() : 1).stream()
+                .map(a -> Redisson.create(Adapter.config(a, 2000))).toArray(RedissonClient[]::new);
+        RedissonClient redisson = clients[0];
         int warm = 1000, n = 2000;
         double[] samples = new double[n];
         long start = 0;
@@ -30,7 +34,8 @@ public final class Bench {
                 start = System.nanoTime();
             }
             String key = "bench:" + (i % 1000);
-            RLock lock = kind.equals("fenced") ? redisson.getFencedLock(key)
+            RLock lock = kind.equals("redlock") ? new RedissonRedLock(Arrays.stream(clients).map(c -> c.getLock(key)).toArray(RLock[]::new))
+                    : kind.equals("fenced") ? redisson.getFencedLock(key)
                     : kind.equals("fair") ? redisson.getFairLock(key)
                     : kind.equals("spin") ? redisson.getSpinLock(key)
                     : redisson.getLock(key);
@@ -49,6 +54,8 @@ public final class Bench {
         Arrays.sort(samples);
         System.out.printf("{\"acquire_p50_us\": %.1f, \"acquire_p99_us\": %.1f, \"holds_per_s\": %.1f, \"n\": %d}%n",
                 samples[n / 2], samples[n * 99 / 100], n / total, n);
-        redisson.shutdown();
+        for (RedissonClient c : clients) {
+            c.shutdown();
+        }
     }
 }
