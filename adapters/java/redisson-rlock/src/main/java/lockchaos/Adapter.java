@@ -16,6 +16,7 @@ import org.redisson.RedissonRedLock;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
 import org.redisson.config.ReadMode;
 import org.redisson.config.SubscriptionMode;
@@ -24,9 +25,10 @@ import org.redisson.config.SubscriptionMode;
  * lockchaos adapter (docs/protocol.md) for Redisson's locks: RLock, and with
  * the first argument {@code fenced}, {@code fair}, {@code spin} or
  * {@code redlock}, its RFencedLock, fair lock, spin lock or RedissonRedLock
- * over every node given (the lock.yaml files beside this one's folder). Every request is handled on the main thread, one at a time: a
- * Redisson lock belongs to the thread that took it, so acquire, re-entry and
- * release all come from this one.
+ * over every node given (the lock.yaml files beside this one's folder).
+ * Every request is handled on the main thread, one at a time: a Redisson
+ * lock belongs to the thread that took it, so acquire, re-entry and release
+ * all come from this one.
  */
 public final class Adapter {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -117,9 +119,7 @@ public final class Adapter {
             timeout = Math.max(timeout / (2 * (nodes.size() - (nodes.size() / 2 + 1) + 1)), 1);
         }
         for (int i = 0; i < (kind.equals("redlock") ? nodes.size() : 1); i++) {
-            Config config = servers.equals("master-slave")
-                    ? masterSlave(nodes.get(i).asText(), timeout)
-                    : config(nodes.get(i).asText(), timeout);
+            Config config = config(nodes.get(i).asText(), timeout, servers.equals("master-slave"));
             // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
             config.setLockWatchdogTimeout(leaseMs);
             CLIENTS.add(Redisson.create(config));
@@ -150,49 +150,41 @@ public final class Adapter {
      * starting beside seven others on two cores needs seconds, and a
      * connection through lockchaos's proxies is accepted at once even while
      * a fault holds its traffic, so that bounds only the start.
-     */
-    static Config config(String addr, int timeout) {
-        Config config = new Config();
-        config.setThreads(2);
-        config.setNettyThreads(4);
-        config.useSingleServer()
-                .setAddress("redis://" + addr)
-                .setTimeout(timeout)
-                .setConnectTimeout(Math.max(timeout, 10_000))
-                .setRetryAttempts(0)
-                .setConnectionPoolSize(4)
-                .setConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setPingConnectionInterval(0);
-        return config;
-    }
-
-    /**
-     * The same client settings in Redisson's master/slave mode, the node as
-     * its master and no replica addresses (reads and subscriptions stay on
-     * the master): what a Redisson configured for a replicated Redis does
-     * to its locks. Every lock script then goes out in a batch with WAIT
-     * for the master's connected_slaves (slavesSyncTimeout, 1 s), and with
+     *
+     * <p>With masterSlave, Redisson's master/slave mode, the node as its
+     * master and no replica addresses (reads and subscriptions stay on the
+     * master): what a Redisson configured for a replicated Redis does to
+     * its locks. Every lock script then goes out in a batch with WAIT for
+     * the master's connected_slaves (slavesSyncTimeout, 1 s), and with
      * checkLockSyncedSlaves (on by default) an acquire fails only when no
      * replica acknowledged it (CommandAsyncService.syncedEval).
      */
-    static Config masterSlave(String addr, int timeout) {
+    static Config config(String addr, int timeout, boolean masterSlave) {
         Config config = new Config();
         config.setThreads(2);
         config.setNettyThreads(4);
-        config.useMasterSlaveServers()
-                .setMasterAddress("redis://" + addr)
-                .setReadMode(ReadMode.MASTER)
-                .setSubscriptionMode(SubscriptionMode.MASTER)
-                .setTimeout(timeout)
-                .setConnectTimeout(Math.max(timeout, 10_000))
-                .setRetryAttempts(0)
-                .setMasterConnectionPoolSize(4)
-                .setMasterConnectionMinimumIdleSize(1)
-                .setSubscriptionConnectionPoolSize(2)
-                .setSubscriptionConnectionMinimumIdleSize(1)
-                .setPingConnectionInterval(0);
+        BaseConfig<?> servers;
+        if (masterSlave) {
+            servers = config.useMasterSlaveServers()
+                    .setMasterAddress("redis://" + addr)
+                    .setReadMode(ReadMode.MASTER)
+                    .setSubscriptionMode(SubscriptionMode.MASTER)
+                    .setMasterConnectionPoolSize(4)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionPoolSize(2)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        } else {
+            servers = config.useSingleServer()
+                    .setAddress("redis://" + addr)
+                    .setConnectionPoolSize(4)
+                    .setConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionPoolSize(2)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+        }
+        servers.setTimeout(timeout);
+        servers.setConnectTimeout(Math.max(timeout, 10_000));
+        servers.setRetryAttempts(0);
+        servers.setPingConnectionInterval(0);
         return config;
     }
 
