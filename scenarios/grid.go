@@ -27,6 +27,11 @@ type Grid struct {
 	// construction: liveness is then not judged); LivenessAvailable for
 	// every other cell.
 	Liveness map[string]map[string]string
+	// NA is each cell that grid.yaml marks "n/a: REASON": a fault that
+	// cannot reach the lock under the grid's workload by construction, so
+	// that no run of it could be evidence either way. It does not run, and
+	// the reason is its cell's.
+	NA map[string]map[string]string
 
 	cell    fileGridCell
 	locks   map[string]fileGridLock
@@ -111,12 +116,19 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 	if err != nil {
 		return Grid{}, err
 	}
-	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Liveness: map[string]map[string]string{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Liveness: map[string]map[string]string{}, NA: map[string]map[string]string{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
 	var errs []error
 	for lock, row := range f.Expect {
 		g.Expect[lock] = map[string]checker.Verdict{}
 		g.Liveness[lock] = map[string]string{}
 		for nem, v := range row {
+			if why, ok := strings.CutPrefix(v, "n/a:"); ok && strings.TrimSpace(why) != "" {
+				if g.NA[lock] == nil {
+					g.NA[lock] = map[string]string{}
+				}
+				g.NA[lock][nem] = strings.TrimSpace(why)
+				continue
+			}
 			verdict, liveness := v, LivenessAvailable
 			if w, ok := strings.CutSuffix(v, "+stuck?"); ok {
 				verdict, liveness = w, ""
@@ -130,7 +142,7 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 			default:
 				field := "expect." + lock + "." + nem
 				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
-					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck (+stuck? when it may)", v)})
+					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck (+stuck? when it may), or \"n/a: REASON\" for a fault that cannot reach the lock under this workload", v)})
 			}
 		}
 	}

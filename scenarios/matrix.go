@@ -308,6 +308,8 @@ func gridCells(g Grid, validate func(settings.Run) error) []Cell {
 				c.Skip, c.Why, c.Reason = StatusSkipped, unavailable(cfg), SkipMissingFeature
 			case baseErr != nil:
 				c.Skip, c.Why, c.Reason = invalid("grid settings of lock "+l, baseErr)
+			case g.NA[l][n] != "":
+				c.Skip, c.Why = StatusNA, fmt.Sprintf("%s (%s)", g.NA[l][n], g.File)
 			default:
 				if err := validate(withOut(cfg)); err != nil {
 					var ue settings.UsageError

@@ -313,3 +313,31 @@ func TestGridLivenessSuffixes(t *testing.T) {
 		}
 	}
 }
+
+// A grid cell marked "n/a: REASON" is a fault that cannot reach the lock
+// under the grid's workload: it does not run, and says why; "n/a:" without
+// a reason is refused like any other bad expectation.
+func TestAGridCellMarkedNotApplicableSaysWhy(t *testing.T) {
+	g, err := ParseGrid("grid.yaml", []byte("cell:\n  workload:\n    clients: 2\nexpect:\n  token-lua:\n    none: safe\n    pause-client: \"n/a: no pause can be aimed here\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := Plan(PlanOptions{Grid: &g, Catalogue: []Scenario{}, Validate: runner.Validate, Filter: "token-lua+*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Cell{}
+	for _, c := range cells {
+		got[c.Name] = c
+	}
+	if c := got["token-lua+pause-client"]; c.Skip != StatusNA || c.Why != "no pause can be aimed here (grid.yaml)" {
+		t.Errorf("token-lua+pause-client: %s, %q", c.Skip, c.Why)
+	}
+	if c := got["token-lua+none"]; c.Skip != "" || c.Expect.Verdict != checker.Safe {
+		t.Errorf("token-lua+none: %s, %q, %v", c.Skip, c.Why, c.Expect)
+	}
+	_, err = ParseGrid("grid.yaml", []byte("cell:\n  workload:\n    clients: 2\nexpect:\n  token-lua:\n    none: \"n/a:\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "n/a: REASON") {
+		t.Errorf("n/a without a reason: %v", err)
+	}
+}
