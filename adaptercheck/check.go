@@ -58,33 +58,26 @@ func Check(ctx context.Context, m *locks.Manifest, scratch string, w io.Writer) 
 	}()
 	var addrs []string
 	var direct []*redis.Client
-	if m.Store != "redis" {
-		// The store's own ensemble, as a run starts it; the nodes answer
-		// whether they keep a lease (cluster.LeaseHolder).
-		store, err := cluster.LookupStore(m.Store)
-		if err != nil {
-			return nil, err
-		}
-		e, err := store.Start(ctx, be, cluster.EnsembleSpec{Members: m.Nodes})
-		if err != nil {
-			return nil, fmt.Errorf("start the %s ensemble for the check: %w", m.Store, err)
-		}
-		defer e.Close()
-		nodes = e.Members()
-		for _, n := range e.Serving() {
-			addrs = append(addrs, n.Addr())
-		}
+	// The store's own ensemble, as a run starts it, without replicas; the
+	// nodes answer whether they keep a lease (cluster.LeaseTTL for Redis,
+	// cluster.LeaseHolder for the others).
+	store, err := cluster.LookupStore(m.Store)
+	if err != nil {
+		return nil, err
 	}
-	for i := 0; m.Store == "redis" && i < m.Nodes; i++ {
-		n, err := be.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("check-node%d", i)})
-		if err != nil {
-			return nil, fmt.Errorf("start a redis-server for the check: %w", err)
-		}
-		nodes = append(nodes, n)
+	e, err := store.Start(ctx, be, cluster.EnsembleSpec{Members: m.Nodes})
+	if err != nil {
+		return nil, fmt.Errorf("start the %s ensemble for the check: %w", m.Store, err)
+	}
+	defer e.Close()
+	nodes = e.Members()
+	for _, n := range e.Serving() {
 		addrs = append(addrs, n.Addr())
-		c := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 2, DisableIdentity: true})
-		defer c.Close()
-		direct = append(direct, c)
+		if m.Store == cluster.StoreRedis {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr(), Protocol: 2, DisableIdentity: true})
+			defer c.Close()
+			direct = append(direct, c)
+		}
 	}
 	c := &checker{m: m, nodes: nodes, direct: direct, w: w}
 	for i := range 2 {

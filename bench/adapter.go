@@ -129,29 +129,18 @@ func inProcess(ctx context.Context, m *locks.Manifest) (inProcessResult, error) 
 		}
 	}()
 	var addrs []string
-	if m.Store == cluster.StoreRedis {
-		for i := range max(m.Nodes, 1) {
-			n, err := local.StartNode(ctx, cluster.NodeSpec{Name: fmt.Sprintf("bench-inprocess-%d", i)})
-			if err != nil {
-				return r, err
-			}
-			nodes = append(nodes, n)
-			addrs = append(addrs, n.Addr())
-		}
-	} else {
-		st, err := cluster.LookupStore(m.Store)
-		if err != nil {
-			return r, err
-		}
-		e, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: max(m.Nodes, 1)})
-		if err != nil {
-			return r, err
-		}
-		defer e.Close()
-		nodes = e.Members()
-		for _, n := range e.Serving() {
-			addrs = append(addrs, n.Addr())
-		}
+	st, err := cluster.LookupStore(m.Store)
+	if err != nil {
+		return r, err
+	}
+	e, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: max(m.Nodes, 1)})
+	if err != nil {
+		return r, err
+	}
+	defer e.Close()
+	nodes = e.Members()
+	for _, n := range e.Serving() {
+		addrs = append(addrs, n.Addr())
 	}
 	cmd := exec.CommandContext(ctx, m.Bench[0], append(m.Bench[1:], addrs...)...)
 	cmd.Dir = m.Dir

@@ -129,8 +129,7 @@ func listOne(w io.Writer, arg string) int {
 		}
 		return 0
 	case "stores", "store":
-		fmt.Fprintf(w, "%-10s %s\n", cluster.StoreRedis, "Redis: one node, replicas with Sentinel, or five masters for Redlock (the lock says which)")
-		for _, name := range cluster.StoreNames()[1:] {
+		for _, name := range cluster.StoreNames() {
 			st, _ := cluster.LookupStore(name)
 			fmt.Fprintf(w, "%-10s %s\n", st.Name, st.Description)
 		}

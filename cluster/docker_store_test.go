@@ -28,10 +28,11 @@ func TestStoresRunInContainers(t *testing.T) {
 			if st.Primary {
 				members = 2
 			}
-			e, err := st.Start(ctx, d, EnsembleSpec{Members: members})
+			started, err := st.Start(ctx, d, EnsembleSpec{Members: members})
 			if err != nil {
 				t.Fatal(err)
 			}
+			e := started.(Elected)
 			stopped := false
 			stop := func() {
 				if !stopped {

@@ -3,26 +3,24 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/suggest"
 	"strings"
+	"time"
+
+	"github.com/lockchaos/lockchaos/internal/suggest"
 
 	"github.com/lockchaos/lockchaos/internal/registry"
 )
 
-// StoreRedis is the store of every Redis lock: independent redis-server
-// nodes, each a Node the backend starts (Backend.StartNode), with replicas
-// and sentinels around them when a run asks.
-const StoreRedis = "redis"
-
 // Store is a kind of server that keeps a lock's state: redis, etcd,
 // zookeeper, postgres. A lock declares the store it needs (locks.Spec's
 // Store); a run starts one ensemble of it. Adding a store is one file in
-// this package that registers it from an init function.
+// this package that registers it from an init function: redis.go,
+// etcd.go, zookeeper.go, postgres.go.
 //
-// Redis is the store the rest of this package is about (Backend, Node,
-// Sentinel): its nodes are independent servers, as many as the lock asks
-// for. The other stores are one ensemble each, whose members the store
-// itself knows how to start, ask and fail over.
+// Redis's lock nodes are independent primaries, as many as the lock asks
+// for, each with its replicas (Replicated). The other stores are one
+// ensemble each, whose members elect a leader or promote a standby the
+// store itself knows how to ask and fail over (Elected).
 type Store struct {
 	Name        string
 	Description string
@@ -31,7 +29,8 @@ type Store struct {
 	Install string
 	// Primary: clients talk to one member, the primary, and the others
 	// stand by to take over (PostgreSQL); otherwise clients talk to every
-	// member (etcd, ZooKeeper). It decides how many lock nodes a run has.
+	// member (etcd, ZooKeeper) or every lock node (Redis). It decides how
+	// many lock nodes a run has.
 	Primary bool
 	// Start starts one ensemble of the store on backend: its members on
 	// free loopback ports, each in its own scratch directory (mkScratch),
@@ -45,8 +44,24 @@ type Store struct {
 // EnsembleSpec says how to start one ensemble.
 type EnsembleSpec struct {
 	// Members is how many servers: etcd's members, ZooKeeper's servers;
-	// PostgreSQL's primary and its standbys.
+	// PostgreSQL's primary and its standbys; Redis's lock nodes (each with
+	// Replicas more).
 	Members int
+	// The rest shapes Redis only (settings.CheckStore refuses them for a
+	// lock of another store, whose replication and durability are its own).
+	//
+	// Replicas per lock node; Sentinels watching every primary, which
+	// allow a failover to take FailoverTimeout (keep it longer than the
+	// run); AOF, the nodes' appendfsync ("" off, "everysec", "always").
+	Replicas, Sentinels int
+	FailoverTimeout     time.Duration
+	AOF                 string
+	// Clocks: the nodes run under the clock shim, each with its own clock
+	// (Replicated.Clock), for the clock nemeses.
+	Clocks bool
+	// Relays makes each member's replication relay (the run's proxies),
+	// where the replication nemeses act; nil only without replicas.
+	Relays Relays
 }
 
 // Ensemble is one running ensemble of a store.
@@ -56,10 +71,20 @@ type Ensemble interface {
 	Members() []Node
 	// Serving are the members clients talk to now, in order: every member
 	// of etcd and ZooKeeper (the client picks and fails over among them),
-	// the primary of PostgreSQL. These are the run's lock nodes: every
-	// client reaches each through its own proxy, and lock node i's links
-	// follow Serving()[i] across a failover.
+	// the primary of PostgreSQL, each Redis lock node's primary. These are
+	// the run's lock nodes: every client reaches each through its own
+	// proxy, and lock node i's links follow Serving()[i] across a failover.
 	Serving() []Node
+	// Close releases what the ensemble holds beyond its members (the
+	// runner stops each member itself); nil when nothing.
+	Close() error
+}
+
+// Elected is the ensemble of a store whose members elect a leader or
+// promote a standby by the store's own protocol: etcd, ZooKeeper,
+// PostgreSQL. The failover nemesis asks it to fail over.
+type Elected interface {
+	Ensemble
 	// Leader is the index in Members of the member that leads now, as the
 	// servers themselves say (etcd's raft leader, ZooKeeper's leader,
 	// PostgreSQL's primary); an error when none does (no quorum yet).
@@ -74,9 +99,6 @@ type Ensemble interface {
 	// error, to >= 0 or a heal says it did harm (a leader killed, a standby
 	// promoted) before it failed; to < 0 and no heal, that it did none.
 	FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error)
-	// Close releases what the ensemble holds beyond its members (the
-	// runner stops each member itself); nil when nothing.
-	Close() error
 }
 
 // asNodes is an ensemble's members as Nodes, for Ensemble.Members.
@@ -90,8 +112,8 @@ func asNodes[T Node](ms []T) []Node {
 
 // LeaseHolder is a node that can say whether it still holds a lease:
 // whether the lock's state for key with token is on this server, asked of
-// it alone. Redis nodes are asked with a script (nemesis/aim.go); a store's
-// members implement this. token is the lease's Token as the lock returned
+// it alone. Redis nodes are asked for the lease's key (LeaseTTL); the
+// other stores' members implement this. token is the lease's Token as the lock returned
 // it (locks.Lease), which for these stores names its state (etcd's key,
 // ZooKeeper's node path, PostgreSQL's backend pid).
 type LeaseHolder interface {
@@ -107,11 +129,10 @@ func (s Store) LockNodes(members int) int {
 	return members
 }
 
-// stores holds every store but redis.
+// stores holds every store.
 var stores = func() *registry.Of[Store] {
 	r := registry.New[Store]("store")
 	r.Unknown = func(name string, known []string) error {
-		known = append([]string{StoreRedis}, known...)
 		return fmt.Errorf("unknown store %q%s; known stores: %s", name, suggest.Hint(name, known, "%q"), strings.Join(known, ", "))
 	}
 	return r
@@ -120,17 +141,25 @@ var stores = func() *registry.Of[Store] {
 // RegisterStore adds a store; a duplicate or malformed one panics at
 // start-up.
 func RegisterStore(s Store) {
-	if s.Name == "" || s.Name == StoreRedis || s.Start == nil {
-		panic(fmt.Sprintf("cluster.RegisterStore: store %q needs a name other than redis and a Start function", s.Name))
+	if s.Name == "" || s.Start == nil {
+		panic(fmt.Sprintf("cluster.RegisterStore: store %q needs a name and a Start function", s.Name))
 	}
 	if err := stores.Add(s.Name, s); err != nil {
 		panic("cluster.RegisterStore: " + err.Error())
 	}
 }
 
-// LookupStore finds a store other than redis by name; the error lists the
-// known ones.
+// LookupStore finds a store by name; the error lists the known ones.
 func LookupStore(name string) (Store, error) { return stores.Lookup(name) }
 
-// StoreNames lists every store, redis first.
-func StoreNames() []string { return append([]string{StoreRedis}, stores.Names()...) }
+// StoreNames lists every store, redis (most locks') first, then in the
+// order they registered.
+func StoreNames() []string {
+	names := []string{StoreRedis}
+	for _, n := range stores.Names() {
+		if n != StoreRedis {
+			names = append(names, n)
+		}
+	}
+	return names
+}

@@ -58,7 +58,7 @@ func wantVerdict(t *testing.T, res checker.Result, want checker.Verdict) {
 // the test's clients dial its members directly (a run puts a proxy in
 // between). A store whose servers are not installed fails the test with
 // the install hint: these tests talk to real servers or do not pass.
-func startStore(t *testing.T, store string, members int) cluster.Ensemble {
+func startStore(t *testing.T, store string, members int) cluster.Elected {
 	t.Helper()
 	s, err := cluster.LookupStore(store)
 	if err != nil {
@@ -74,7 +74,7 @@ func startStore(t *testing.T, store string, members int) cluster.Ensemble {
 		}
 		e.Close()
 	})
-	return e
+	return e.(cluster.Elected)
 }
 
 // servingAddrs are the addresses of the members that serve clients.

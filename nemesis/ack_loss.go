@@ -46,7 +46,7 @@ func init() {
 // Applies needs a Redis lock: the toxic lets a Redis handshake's reply
 // pass, and the fault asks the nodes for the key.
 func (a *AckLoss) Applies(t Topology) error {
-	if t.Store != "" && t.Store != "redis" {
+	if !t.OnRedis() {
 		return fmt.Errorf("ack-loss reads the Redis protocol (a reconnecting client's HELLO is answered) and asks the lock's nodes for the key: lock %s keeps its state in %s", t.Lock, t.Store)
 	}
 	return a.Links.available(t)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/redis/go-redis/v9"
 )
 
 // Faults land by construction. A fault meant to hit a lease does not hope
@@ -380,26 +379,6 @@ func (h Holding) On(i, n int) Holding {
 	return h
 }
 
-// leasePTTL answers key's PTTL on a node (-1: no expiry) if it keeps the
-// lease whose token is ARGV[1] — as its value, or as a field of its hash;
-// for a token that says nothing of its holder ("" or "1"), if the key
-// exists — and -2 if it does not keep it.
-var leasePTTL = redis.NewScript(`
-local t = redis.call("TYPE", KEYS[1]).ok
-local mine = 0
-if ARGV[1] == "" or ARGV[1] == "1" then mine = (t ~= "none") and 1 or 0
-elseif t == "string" then mine = (redis.call("GET", KEYS[1]) == ARGV[1]) and 1 or 0
-elseif t == "hash" then mine = redis.call("HEXISTS", KEYS[1], ARGV[1]) end
-if mine == 0 then return -2 end
-return redis.call("PTTL", KEYS[1])`)
-
-// nodeClient is a connection straight to Redis node n, never through a
-// client's link.
-func nodeClient(n cluster.Node) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second})
-}
-
 // HasLease asks node n directly whether it keeps lease h: a store's
 // member by its own means (cluster.LeaseHolder), a Redis node by the key
 // (prefix, the one the lock adds, + h.Key) holding h.Token as its value or
@@ -416,9 +395,7 @@ func HasLease(ctx context.Context, n cluster.Node, prefix string, h Holding) boo
 		held, err := lh.HoldsLease(ctx, h.Key, h.Token)
 		return err == nil && held
 	}
-	c := nodeClient(n)
-	defer c.Close()
-	ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.Token).Int64()
+	ms, err := cluster.LeaseTTL(ctx, n.Addr(), prefix+h.Key, h.Token)
 	return err == nil && ms != -2
 }
 
@@ -440,10 +417,8 @@ func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Durati
 		if _, store := n.(cluster.LeaseHolder); store {
 			return 0, false
 		}
-		c := nodeClient(n)
-		ms, err := leasePTTL.Run(ctx, c, []string{prefix + h.Key}, h.On(i, len(nodes)).Token).Int64()
+		ms, err := cluster.LeaseTTL(ctx, n.Addr(), prefix+h.Key, h.On(i, len(nodes)).Token)
 		answered := history.Now()
-		c.Close()
 		if err != nil {
 			return 0, false
 		}

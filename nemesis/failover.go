@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -40,7 +41,7 @@ func init() {
 // Applies: the run needs replicas to promote, and no sentinels to promote
 // one too.
 func (f *Failover) Applies(t Topology) error {
-	if t.Store != "" && t.Store != "redis" {
+	if !t.OnRedis() {
 		return f.onNode.Applies(t) // the store's ensemble fails over its own way
 	}
 	if t.Replicas < 1 {
@@ -53,7 +54,7 @@ func (f *Failover) Applies(t Topology) error {
 }
 
 func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
-	if s := env.Topology().Store; s != "" && s != "redis" {
+	if !env.Topology().OnRedis() {
 		return f.storeFailover(ctx, env, step)
 	}
 	repl, err := replicationOf(env)
@@ -66,13 +67,13 @@ func (f *Failover) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 	}
 	// The replica each group would promote is chosen before anything is
 	// cut: cut=promoted cuts only that one.
-	promote := map[*Group]int{}
+	promote := map[*cluster.Group]int{}
 	for _, g := range repl.Groups() {
 		if rs := g.Replicas(); len(rs) > 0 {
 			promote[g] = rs[env.Rand().IntN(len(rs))]
 		}
 	}
-	cutOf := func(g *Group) []int {
+	cutOf := func(g *cluster.Group) []int {
 		return map[string][]int{"all": g.Replicas(), "promoted": {promote[g]}, "none": nil}[f.Cut]
 	}
 	pre, err := prepareFailover(ctx, env, repl, step, failing{cut: f.Cut, votes: f.Votes, node: f.Node}, cutOf)

@@ -58,7 +58,7 @@ func init() {
 
 // Applies: the run needs replicas and sentinels to promote one.
 func (f *FailoverSentinel) Applies(t Topology) error {
-	if t.Store != "" && t.Store != "redis" {
+	if !t.OnRedis() {
 		return fmt.Errorf("failover-sentinel: Redis Sentinel promotes Redis replicas, and lock %s keeps its state in %s: use failover, which fails %s over its own way", t.Lock, t.Store, t.Store)
 	}
 	if t.Replicas < 1 || t.Sentinels < 1 {
@@ -81,7 +81,7 @@ func (f *FailoverSentinel) Inject(ctx context.Context, env Env, step Step) (*Fau
 	if err != nil {
 		return nil, err
 	}
-	cutOf := func(g *Group) []int {
+	cutOf := func(g *cluster.Group) []int {
 		if f.Cut == "all" {
 			return g.Replicas()
 		}
@@ -143,7 +143,7 @@ func awaitPromotion(ctx context.Context, sentinels []string, name, old string, t
 	var last error
 	for k := 0; time.Now().Before(deadline); k++ {
 		s := sentinels[k%len(sentinels)]
-		reply, err := redisDo(ctx, s, "SENTINEL", "get-master-addr-by-name", name)
+		reply, err := cluster.RedisDo(ctx, s, "SENTINEL", "get-master-addr-by-name", name)
 		if err == nil {
 			if hp, ok := reply.([]any); ok && len(hp) == 2 {
 				addr := fmt.Sprintf("%v:%v", hp[0], hp[1])
@@ -185,7 +185,7 @@ func (f *FailoverSentinel) manual(ctx context.Context, env Env, step Step) (*Fau
 	// promote (NOGOODSLAVE) or another failover is on: ask again.
 	deadline := time.Now().Add(f.Timeout)
 	for {
-		_, err = redisDo(ctx, sentinels[0], "SENTINEL", "FAILOVER", g.Name)
+		_, err = cluster.RedisDo(ctx, sentinels[0], "SENTINEL", "FAILOVER", g.Name)
 		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
@@ -223,7 +223,7 @@ func (f *FailoverSentinel) manual(ctx context.Context, env Env, step Step) (*Fau
 	}
 	fault.Aim = a.aim()
 	fault.Heal = func(context.Context) error { return aRelease(a) }
-	role, _ := redisDo(ctx, oldNode.Addr(), "ROLE")
+	role, _ := cluster.RedisDo(ctx, oldNode.Addr(), "ROLE")
 	if r, ok := role.([]any); ok && len(r) > 0 {
 		params["old-primary-role"] = fmt.Sprint(r[0])
 	}

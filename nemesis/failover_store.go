@@ -11,15 +11,14 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 )
 
-// Stores is the capability to act on the ensemble of a lock whose store is
-// not Redis (etcd, ZooKeeper, PostgreSQL).
+// Stores is the capability to act on the ensemble of the lock's store.
 type Stores interface {
-	// Ensemble is the run's ensemble, nil for a Redis lock.
+	// Ensemble is the run's ensemble.
 	Ensemble() cluster.Ensemble
 }
 
 // storeFailover is failover for a lock of another store: the store fails
-// over its own way (cluster.Ensemble.FailOver) while the step's client
+// over its own way (cluster.Elected.FailOver) while the step's client
 // holds its key and is kept inside its critical section — etcd's or
 // ZooKeeper's leader is killed and the others elect a new one;
 // PostgreSQL's standby is promoted. Every client link of a lock node whose
@@ -37,9 +36,10 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	if err != nil {
 		return nil, err
 	}
-	e, store := st.Ensemble(), env.Topology().Store
-	if e == nil {
-		return nil, fmt.Errorf("failover: the run has no %s ensemble", store)
+	store := env.Topology().Store
+	e, ok := st.Ensemble().(cluster.Elected)
+	if !ok {
+		return nil, fmt.Errorf("failover: the run has no %s ensemble that elects its leader", store)
 	}
 	a, held, err := aimHolder(ctx, env, step, stretchBound(env), f.Votes)
 	if err != nil {

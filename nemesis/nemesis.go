@@ -129,7 +129,7 @@ type Links interface {
 type Replication interface {
 	// Groups are the replication groups, one per lock node, in order; a
 	// group without replicas has a single member.
-	Groups() []*Group
+	Groups() []*cluster.Group
 	// Sentinels are the addresses of the run's sentinels (processes or
 	// containers, by backend).
 	Sentinels() []string
@@ -189,7 +189,7 @@ type Topology struct {
 	cluster.Topology
 	workload.Workload
 	// Store is the kind of server the lock keeps its state in: "redis",
-	// "etcd", "zookeeper", "postgres" (cluster.Store).
+	// "etcd", "zookeeper", "postgres" (cluster.Store); see OnRedis.
 	Store string
 	Lock  string
 	// LockNodes is how many lock nodes the run has (Nodes, or the lock's
@@ -213,6 +213,11 @@ type Topology struct {
 	// lock, a majority for Redlock.
 	Quorum int
 }
+
+// OnRedis says whether the lock keeps its state in Redis ("" in a topology
+// from before other stores): its lock nodes are Redis primaries, with the
+// replicas, sentinels, clocks and keys the Redis faults act on.
+func (t Topology) OnRedis() bool { return t.Store == "" || t.Store == cluster.StoreRedis }
 
 // View is the workload as the coordinator sees it in the event stream.
 type View struct {

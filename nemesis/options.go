@@ -99,7 +99,7 @@ var storeWhy = map[string]string{
 // clock deciding expiry, its TTLs, Sentinel) for a lock of another store,
 // saying why.
 func redisOnly(owner string, t Topology) error {
-	if t.Store == "" || t.Store == "redis" {
+	if t.OnRedis() {
 		return nil
 	}
 	why := storeWhy[t.Store]

@@ -33,7 +33,7 @@ type prepared struct {
 	params map[string]string
 	a      *aimed
 	held   []int  // the lock nodes that held the aimed lease before the kill
-	g      *Group // the group that fails over
+	g      *cluster.Group // the group that fails over
 	start  int64  // the kill
 	// missed says why no hold came while replication was cut: then there
 	// is nothing to fail over.
@@ -115,7 +115,7 @@ func (p *prepared) effect(ctx context.Context, env Env, what string) (*history.E
 // first tries, for up to a TTL, to cut while nobody holds a lock (then no
 // stale key can reach them), and otherwise cuts anyway and waits for the
 // stale key to expire. The params say how it went.
-func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, fo failing, cutOf func(*Group) []int) (*prepared, error) {
+func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, fo failing, cutOf func(*cluster.Group) []int) (*prepared, error) {
 	p := &prepared{uncut: func(context.Context) error { return nil }, params: map[string]string{"cut": fo.cut}, start: history.Now()}
 	var (
 		relays   []*proxy.Link
@@ -279,7 +279,7 @@ func redirect(ps *proxy.Proxies, i int, addr string) error {
 
 // rejoin restarts the old primary (member m) and, when attach is set, makes
 // it a replica of the new primary through its relay.
-func rejoin(ctx context.Context, g *Group, m int, restart func(context.Context) error, attach bool) error {
+func rejoin(ctx context.Context, g *cluster.Group, m int, restart func(context.Context) error, attach bool) error {
 	if err := restart(ctx); err != nil {
 		return fmt.Errorf("restart the old primary of lock node %d: %w", g.Index, err)
 	}
@@ -298,7 +298,7 @@ func rejoin(ctx context.Context, g *Group, m int, restart func(context.Context) 
 
 // replOffset reads one offset field of INFO replication, or "?".
 func replOffset(ctx context.Context, addr, field string) string {
-	info, err := redisDo(ctx, addr, "INFO", "replication")
+	info, err := cluster.RedisDo(ctx, addr, "INFO", "replication")
 	s, _ := info.(string)
 	if err != nil {
 		return "?"

@@ -13,7 +13,7 @@ import (
 
 // startGroup starts a primary and n replicas on local redis-servers, each
 // replica replicating through its relay.
-func startGroup(t *testing.T, n int) (*Group, *proxy.Proxies) {
+func startGroup(t *testing.T, n int) (*cluster.Group, *proxy.Proxies) {
 	t.Helper()
 	local, err := cluster.NewLocal()
 	if err != nil {
@@ -38,7 +38,7 @@ func startGroup(t *testing.T, n int) (*Group, *proxy.Proxies) {
 		}
 		relays = append(relays, l)
 	}
-	g := NewGroup(0, members, relays)
+	g := cluster.NewGroup(0, members, relays)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for m := 1; m <= n; m++ {

@@ -1,4 +1,4 @@
-package proxy
+package proxy_test
 
 import (
 	"bufio"
@@ -11,12 +11,13 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/internal/ports"
+	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/redis/go-redis/v9"
 )
 
 // nodeAndProxies starts a redis-server and an empty set of proxies, both
 // gone when the test ends.
-func nodeAndProxies(t *testing.T) (cluster.Node, *Proxies) {
+func nodeAndProxies(t *testing.T) (cluster.Node, *proxy.Proxies) {
 	t.Helper()
 	local, err := cluster.NewLocal()
 	if err != nil {
@@ -27,7 +28,7 @@ func nodeAndProxies(t *testing.T) (cluster.Node, *Proxies) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Stop() })
-	ps := New()
+	ps := proxy.New()
 	t.Cleanup(ps.Close)
 	return n, ps
 }
@@ -46,10 +47,10 @@ func TestLatencyToxicHitsOnlyItsLink(t *testing.T) {
 	if got := ps.Links(func(c int) bool { return c == 1 }, nil); len(got) != 1 || got[0] != fast {
 		t.Fatalf("Links(client 1) = %v", got)
 	}
-	if err := slow.AddToxic(Toxic{Name: "lat", Type: "latency", Stream: "downstream", Attributes: map[string]any{"latency": 150}}); err != nil {
+	if err := slow.AddToxic(proxy.Toxic{Name: "lat", Type: "latency", Stream: "downstream", Attributes: map[string]any{"latency": 150}}); err != nil {
 		t.Fatal(err)
 	}
-	rtt := func(l *Link) time.Duration {
+	rtt := func(l *proxy.Link) time.Duration {
 		c := redis.NewClient(&redis.Options{Addr: l.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true})
 		defer c.Close()
 		c.Ping(context.Background()) // connect first
@@ -97,7 +98,7 @@ func TestLinkFollowsANewUpstreamAndDisablesAndEnables(t *testing.T) {
 		c.Set(ctx, "who", []string{"a", "b"}[i], 0)
 		c.Close()
 	}
-	ps := New()
+	ps := proxy.New()
 	defer ps.Close()
 	l, err := ps.Add(0, 0, nodes[0].Addr())
 	if err != nil {
@@ -195,13 +196,13 @@ func TestSlowReplyDelaysRepliesNotTheHandshake(t *testing.T) {
 	// The SETs that reached the server in each third of a 1.5 s fault, from
 	// a client like a worker's: a 100 ms timeout against 300 ms replies.
 	thirds := func(typ string) [3]int {
-		ps := New()
+		ps := proxy.New()
 		defer ps.Close()
 		l, err := ps.Add(0, 0, n.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.AddToxic(Toxic{Name: "slow", Type: typ, Stream: "downstream", Attributes: map[string]any{"latency": 300}}); err != nil {
+		if err := l.AddToxic(proxy.Toxic{Name: "slow", Type: typ, Stream: "downstream", Attributes: map[string]any{"latency": 300}}); err != nil {
 			t.Fatal(err)
 		}
 		c := redis.NewClient(&redis.Options{Addr: l.Addr(), DialTimeout: 100 * time.Millisecond, ReadTimeout: 100 * time.Millisecond,
@@ -242,8 +243,8 @@ func TestHelloReplyIsRecognised(t *testing.T) {
 		{"$-1\r\n", false},
 		{"*", false},
 	} {
-		if got := IsHelloReply([]byte(tc.b)); got != tc.want {
-			t.Errorf("IsHelloReply(%q) = %v", tc.b, got)
+		if got := proxy.IsHelloReply([]byte(tc.b)); got != tc.want {
+			t.Errorf("proxy.IsHelloReply(%q) = %v", tc.b, got)
 		}
 	}
 }
@@ -268,7 +269,7 @@ func TestAckLossToxicRunsTheCommandAndLosesTheAnswer(t *testing.T) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AddToxic(Toxic{Name: "ack", Type: "ack-loss", Stream: "downstream", Attributes: map[string]any{"tag": t.Name()}}); err != nil {
+	if err := l.AddToxic(proxy.Toxic{Name: "ack", Type: "ack-loss", Stream: "downstream", Attributes: map[string]any{"tag": t.Name()}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Set(ctx, "k1", "v", 0).Err(); err == nil {
@@ -277,8 +278,8 @@ func TestAckLossToxicRunsTheCommandAndLosesTheAnswer(t *testing.T) {
 	if v, _ := direct.Get(ctx, "k1").Result(); v != "v" {
 		t.Fatalf("the server did not run the SET whose answer was lost: k1=%q", v)
 	}
-	if got := Dropped(t.Name()); got < 1 {
-		t.Errorf("Dropped = %d, want at least the SET's answer", got)
+	if got := proxy.Dropped(t.Name()); got < 1 {
+		t.Errorf("proxy.Dropped = %d, want at least the SET's answer", got)
 	}
 	// A raw connection made under the fault: its request runs, and no byte
 	// comes back, then or later.
@@ -348,7 +349,7 @@ func TestCountToxicCountsTheConnectionsAResetHits(t *testing.T) {
 		conns, readers = append(conns, c), append(readers, r)
 	}
 	tag := t.Name() + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	for _, x := range []Toxic{
+	for _, x := range []proxy.Toxic{
 		{Name: "count", Type: "count", Stream: "upstream", Attributes: map[string]any{"tag": tag}},
 		{Name: "reset", Type: "reset_peer", Stream: "upstream", Attributes: map[string]any{"timeout": 0}},
 	} {
@@ -370,8 +371,8 @@ func TestCountToxicCountsTheConnectionsAResetHits(t *testing.T) {
 			t.Errorf("connection %d was answered under reset_peer: %q", i, line)
 		}
 	}
-	if got := Carried(tag); got != 3 {
-		t.Errorf("Carried = %d, want the 3 connections that sent a request", got)
+	if got := proxy.Carried(tag); got != 3 {
+		t.Errorf("proxy.Carried = %d, want the 3 connections that sent a request", got)
 	}
 	// Once the toxics are gone, the idle connection is answered and not
 	// counted.
@@ -384,7 +385,7 @@ func TestCountToxicCountsTheConnectionsAResetHits(t *testing.T) {
 	if line, err := readers[2].ReadString('\n'); line != "+PONG\r\n" {
 		t.Errorf("the idle connection after the fault: %q %v", line, err)
 	}
-	if got := Carried(tag); got != 3 {
-		t.Errorf("Carried = %d after the fault, want still 3", got)
+	if got := proxy.Carried(tag); got != 3 {
+		t.Errorf("proxy.Carried = %d after the fault, want still 3", got)
 	}
 }

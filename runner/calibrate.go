@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockchaos/lockchaos/cluster"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +20,7 @@ type roundTrip struct{ p50, p99 time.Duration }
 // whose per-node timeout is shorter than a round trip never gets a
 // majority, and a run where nothing was ever held tests nothing.
 func (r *run) calibrate(ctx context.Context, addrs [][]string, rs resolved) (roundTrip, error) {
-	if len(addrs) == 0 || rs.lock.StoreName() != cluster.StoreRedis {
+	if len(addrs) == 0 || r.topo.replicated() == nil {
 		// The round trip is measured with PING; the other stores' locks
 		// have no per-node timeout that it could refute.
 		return roundTrip{}, nil

@@ -42,15 +42,27 @@ func (e *env) Acquiring(d time.Duration) []int { return e.r.trk.acquiringFor(d) 
 func (e *env) Proxies() *proxy.Proxies         { return e.r.proxies }
 func (e *env) LockNodes() []cluster.Node       { return e.r.currentLockNodes() }
 func (e *env) Topology() nemesis.Topology      { return e.r.shape }
-func (e *env) Groups() []*nemesis.Group        { return e.r.topo.groups }
 func (e *env) Ensemble() cluster.Ensemble      { return e.r.topo.ensemble }
+
+// Groups, Sentinels and Clock are Redis's (cluster.Replicated): none for
+// another store.
+func (e *env) Groups() []*cluster.Group {
+	if rep := e.r.topo.replicated(); rep != nil {
+		return rep.Groups()
+	}
+	return nil
+}
+
 func (e *env) Clock(n cluster.Node) *cluster.Clock {
-	return e.r.topo.clocks[n]
+	if rep := e.r.topo.replicated(); rep != nil {
+		return rep.Clock(n)
+	}
+	return nil
 }
 
 func (e *env) Sentinels() []string {
 	var out []string
-	for _, s := range e.r.topo.sentinels {
+	for _, s := range e.r.sentinels() {
 		out = append(out, s.Addr())
 	}
 	return out

@@ -145,16 +145,14 @@ func resolve(cfg settings.Run) (resolved, error) {
 	if nodes == 0 {
 		nodes = spec.Nodes
 	}
-	if name := spec.StoreName(); name != cluster.StoreRedis {
-		store, err := cluster.LookupStore(name)
-		if err != nil {
-			return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
-		}
-		if err := cfg.CheckStore(spec); err != nil {
-			return rs, err
-		}
-		nodes = store.LockNodes(nodes)
+	store, err := cluster.LookupStore(spec.StoreName())
+	if err != nil {
+		return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 	}
+	if err := cfg.CheckStore(spec); err != nil {
+		return rs, err
+	}
+	nodes = store.LockNodes(nodes)
 	rs.lockNodes = nodes
 	seen := map[string]bool{}
 	for _, name := range cfg.Nemeses {
@@ -387,11 +385,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		}
 		w.mu.Unlock()
 	}
-	var lockNodes []cluster.Node
-	if rs.lock.StoreName() == cluster.StoreRedis {
-		lockNodes = r.currentLockNodes() // PTTL: only a Redis node can say
-	}
-	r.probe(lockNodes, rs.lock.KeyPrefix, resource)
+	r.probe(rs.lock.KeyPrefix, resource)
 	if interrupted {
 		problems = append(problems, "run interrupted before its duration ended")
 	}
@@ -495,33 +489,28 @@ func (r *run) stopWorkers() []int {
 }
 
 // probe records the final state: each lock key's PTTL on every lock node
-// (a key with no expiry is deadlocked; at prefix+key, where the lock keeps
-// it) and each resource counter.
-func (r *run) probe(lockNodes []cluster.Node, prefix string, resource cluster.Node) {
+// that can say (a Redis node: a key with no expiry is deadlocked; at
+// prefix+key, where the lock keeps it) and each resource counter.
+func (r *run) probe(prefix string, resource cluster.Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var clients []*redis.Client
-	for _, n := range lockNodes {
-		clients = append(clients, redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, DisableIdentity: true, Protocol: 2}))
+	var lockNodes []cluster.Node
+	if r.topo.replicated() != nil {
+		lockNodes = r.currentLockNodes()
 	}
 	res := redis.NewClient(&redis.Options{Addr: resource.Addr(), MaxRetries: -1, DisableIdentity: true, Protocol: 2})
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-		res.Close()
-	}()
+	defer res.Close()
 	for k := 0; k < r.cfg.Keys; k++ {
 		key := workload.KeyName(k)
 		var pttls []int64
-		ok := len(clients) > 0
-		for _, c := range clients {
-			d, err := c.PTTL(ctx, prefix+key).Result()
+		ok := len(lockNodes) > 0
+		for _, n := range lockNodes {
+			ms, err := cluster.LeaseTTL(ctx, n.Addr(), prefix+key, "")
 			if err != nil {
 				ok = false
 				break
 			}
-			pttls = append(pttls, pttlMillis(d))
+			pttls = append(pttls, ms)
 		}
 		if ok {
 			r.record(history.Event{Time: history.Now(), Kind: history.Probe, Client: history.NoClient, F: "lock", Key: key, PTTL: pttls})
@@ -540,15 +529,6 @@ func storeField(spec locks.Spec) string {
 		return s
 	}
 	return ""
-}
-
-// pttlMillis maps go-redis's PTTL answer back to Redis's: -1 no expiry, -2
-// no key, else milliseconds.
-func pttlMillis(d time.Duration) int64 {
-	if d < 0 {
-		return int64(d / time.Nanosecond)
-	}
-	return d.Milliseconds()
 }
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's
@@ -570,7 +550,7 @@ func (s *lockedSource) Uint64() uint64 {
 // ZooKeeper's leader and followers, PostgreSQL's primary.
 func (r *run) nodeRoles(ctx context.Context) []string {
 	var out []string
-	if e := r.topo.ensemble; e != nil {
+	if e, ok := r.topo.ensemble.(cluster.Elected); ok {
 		members := e.Members()
 		leader := -1
 		if l, err := e.Leader(ctx); err == nil && l >= 0 && l < len(members) {
@@ -605,7 +585,7 @@ func (r *run) nodeAddrs() map[string]string {
 	for _, n := range r.nodes {
 		m[n.Name()] = n.Addr()
 	}
-	for _, s := range r.topo.sentinels {
+	for _, s := range r.sentinels() {
 		m[s.Name()] = s.Addr()
 	}
 	return m
