@@ -32,9 +32,9 @@ type prepared struct {
 	uncut  func(context.Context) error
 	params map[string]string
 	a      *aimed
-	held   []int  // the lock nodes that held the aimed lease before the kill
+	held   []int          // the lock nodes that held the aimed lease before the kill
 	g      *cluster.Group // the group that fails over
-	start  int64  // the kill
+	start  int64          // the kill
 	// missed says why no hold came while replication was cut: then there
 	// is nothing to fail over.
 	missed string

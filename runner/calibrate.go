@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/redis/go-redis/v9"
 )
 
