@@ -191,12 +191,6 @@ func (a *aimed) liveAt(t int64) bool {
 	return t < a.Invoked+a.env.Lease().Nanoseconds()
 }
 
-// expiryIn is how long from now until the lease has certainly run out by
-// its TTL unless renewed: until its acquire's return plus the lease.
-func (a *aimed) expiryIn() time.Duration {
-	return time.Duration(a.OK + a.env.Lease().Nanoseconds() - history.Now())
-}
-
 // untilTaken keeps the client inside until another client holds its key —
 // the overlap that a lost lease lets happen —, its hold ends, or the
 // stretch's bound passes, then lets it go. It returns who took the key

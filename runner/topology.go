@@ -114,10 +114,6 @@ func (r *run) startResourceAndLinks(ctx context.Context, backend cluster.Backend
 	return resource, addrs, nil
 }
 
-// sentinelLog is where a sentinel's log is kept after the run: in the run's
-// directory, since the sentinel's own goes with it.
-func (r *run) sentinelLog(s cluster.Sentinel) string { return r.keptLog("sentinels", s.Name()) }
-
 // keptLog is where keepLog puts a log: OUT/kind/name.log.
 func (r *run) keptLog(kind, name string) string {
 	return filepath.Join(r.cfg.Out, kind, name+".log")
