@@ -114,6 +114,23 @@ func TestLeaseInForceIsSaid(t *testing.T) {
 	}
 }
 
+// A key nobody could take from the start was not made unavailable by a
+// fault that came later: the key is stuck, and the fault did not land.
+func TestAKeyStuckBeforeTheFaultIsNotTheFaultsDoing(t *testing.T) {
+	h := new(hist).asked("pause-client").fault(1, "pause-client", []int{0}, 1000, 1900)
+	for at := 20.0; at < 2900; at += 100 {
+		h.acquireAnswer(1, k0, at, at+5, history.Fail)
+	}
+	h.events[0].Run.TTLms = 300
+	r := Check(h.exit(0, 3000, true).exit(1, 3000, true).end(3010).events, Options{})
+	if len(r.Liveness.Stuck) != 1 {
+		t.Fatalf("stuck %+v: %s", r.Liveness.Stuck, r.Summary)
+	}
+	if r.Faults[0].Landed || r.Evidence.Landed != 0 {
+		t.Errorf("a fault landed on a key that was unavailable before it began: %+v", r.Faults[0])
+	}
+}
+
 // A key nobody can take while clients keep trying is stuck, beside the
 // verdict; a fault just before it landed (it broke the lock's liveness).
 // The same unavailability inside a fault window is what the fault does.

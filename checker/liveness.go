@@ -220,7 +220,12 @@ func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl
 			st := StuckKey{Key: k, FromMs: tl.ms(sp.from), ToMs: tl.ms(sp.to), OutsideFaultsMs: out, Tries: sp.tries, Faults: faultsAround(sp.from, sp.to, lease, faults, spans)}
 			for i := range faults {
 				f := &faults[i]
-				if slices.Contains(st.Faults, f.ID) {
+				// A fault broke the key's liveness only if the key was
+				// available until about when it began: a span that had
+				// lasted more than a third of the stuck threshold (a
+				// lease) when the fault came — a lock nobody could take
+				// from the start — was not its doing.
+				if slices.Contains(st.Faults, f.ID) && sp.from+int64(after*1e6)/StuckLeases >= spans[i].start {
 					f.Landed = true
 					note := fmt.Sprintf("afterwards nobody held %s for %s while clients tried %d acquires: the fault broke the lock's liveness", k, Millis(float64(sp.to-sp.from)/1e6), sp.tries)
 					if f.Effect == "" {

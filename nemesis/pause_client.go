@@ -169,6 +169,18 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	if err := proc.Pause(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
 	}
+	// Whether the servers had granted the acquire while its client was
+	// stopped: on a Redis lock, the key exists on a lock node while nobody
+	// else is known to hold it — one node is enough: a quorum lock's
+	// acquire that goes on after the resume holds a lease there that ran
+	// out while its client was stopped, which is what its validity check
+	// is for. (Another store's members are asked by a token the acquire
+	// has not returned yet: its outcome after the resume says it instead.)
+	acq := snapshot(env).Acquires[c]
+	grantedOn := -1
+	if env.Topology().OnRedis() && acq.Outcome == "" && len(env.Holders()) == 0 {
+		grantedOn = len(holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}))
+	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
 		if err := errors.Join(unslow(ctx), proc.Resume(c)); err != nil {
@@ -178,10 +190,20 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// The stale OK is acted on after the resume: the fault lasts
 		// until the client is done with that acquire and the hold it
 		// may have started, so the window covers the overlap it causes.
-		untilDone(env, proc, c)
+		ended := untilAcquired(ctx, env, c, acq.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		f.Effect = &history.Effect{Landed: paused >= lease,
-			Note: fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)}
+		granted := grantedOn > 0 || ended == history.OK
+		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
+		switch {
+		case grantedOn >= 0:
+			note += fmt.Sprintf("; the lock nodes held %s on %d of %d while it was stopped", acq.Key, grantedOn, len(env.LockNodes()))
+		case ended != "":
+			note += fmt.Sprintf("; that acquire ended %s", ended)
+		}
+		if !granted {
+			note += ": no grant was waiting for it, so the pause tested nothing of a stale OK"
+		}
+		f.Effect = &history.Effect{Landed: paused >= lease && granted, Note: note}
 		return nil
 	}
 	return f, nil
@@ -227,6 +249,30 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 
 // untilDone waits, a few TTLs at most, until client c has no acquire in
 // flight and holds nothing: what it did on waking is then in the window.
+// untilAcquired waits, a few TTLs at most, until client c's acquire
+// invoked at invoked has ended and any hold it began is over, and returns
+// how it ended ("" when that is not known: the wait ran out, or the
+// tracker saw a later acquire first).
+func untilAcquired(ctx context.Context, env Env, c int, invoked int64) history.Kind {
+	ctx, cancel := context.WithTimeout(ctx, 5*env.TTL()+2*env.Hold())
+	defer cancel()
+	var ended history.Kind
+	_ = env.Await(ctx, func(v View) bool {
+		a := v.Acquires[c]
+		if a.Invoked != invoked {
+			return true
+		}
+		ended = a.Outcome
+		for _, h := range v.Holders {
+			if h.Client == c {
+				return false
+			}
+		}
+		return ended != ""
+	})
+	return ended
+}
+
 func untilDone(env Env, proc Processes, c int) {
 	deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
 	for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {

@@ -1,6 +1,8 @@
 package nemesis_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,6 +35,31 @@ func TestPauseDuringAcquireActsOnAStaleGrant(t *testing.T) {
 		t.Errorf("the overlap is not attributed to the pause: %+v", res.Mutex.Overlaps[0])
 	}
 	runtest.Landed(t, res, "")
+}
+
+// A pause during an acquire that no server granted tests nothing of a
+// stale OK, however long it lasts: the fault does not land (it used to on
+// its length alone). The lock's acquire here grants nothing: it answers 0
+// and writes no key.
+func TestPauseDuringAnAcquireNobodyGrantedDoesNotLand(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "never.lua")
+	if err := os.WriteFile(script, []byte("-- @acquire\nreturn 0\n-- @release\nreturn 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := runtest.FaultConfig(t, "lua", []string{"pause-client"}, "pause-client.phase=acquire", "lua.file="+script)
+	c.OpTimeout, c.Think, c.Duration = 3*time.Second, 50*ms, 4*time.Second
+	res, err := runtest.RunEvidence(t, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Faults) == 0 {
+		t.Fatalf("no fault was recorded: %s", res.Summary)
+	}
+	for _, f := range res.Faults {
+		if f.Landed {
+			t.Errorf("fault %d landed with no grant to act on: %s", f.ID, f.Effect)
+		}
+	}
 }
 
 // A watchdog that keeps renewing survives a critical section that outlives
