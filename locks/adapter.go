@@ -180,6 +180,9 @@ func (a *adapter) Start(ctx context.Context) error {
 	case "zookeeper":
 		init["connect"] = strings.Join(a.cfg.Addrs, ",")
 	}
+	if s := a.cfg.Sentinels; s != nil {
+		init["sentinels"], init["sentinel_masters"], init["nat"] = s.Addrs, s.Masters, s.NAT
+	}
 	sctx, cancel := context.WithTimeout(ctx, AdapterStartTimeout)
 	defer cancel()
 	ans, err := a.call(sctx, init, 0)

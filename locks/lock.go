@@ -113,6 +113,20 @@ type Preflighter interface {
 	Preflight(ctx context.Context, nodes []*redis.Client) error
 }
 
+// Sentinels is how a client of a Redis run with sentinels finds the lock
+// nodes' primaries itself, as an application configured for Sentinel
+// does: the sentinels' addresses (reached directly: no fault acts on
+// them), the name each watches lock node i under (Masters[i]), and where
+// this client reaches each member a sentinel may name (NAT: the member's
+// own address, as the sentinels give it, to this client's own link to that
+// member, which a failover does not re-point and a fault on the client's
+// links to the lock node acts on).
+type Sentinels struct {
+	Addrs   []string          `json:"addrs"`
+	Masters []string          `json:"masters"`
+	NAT     map[string]string `json:"nat"`
+}
+
 // Config is what a lock gets to build one client's Locker.
 type Config struct {
 	// Nodes are go-redis clients for the lock's nodes, each through this
@@ -124,6 +138,9 @@ type Config struct {
 	// PostgreSQL's primary). A Locker that holds connections of its own
 	// implements io.Closer; the worker closes it at exit.
 	Addrs []string
+	// Sentinels, in a Redis run with sentinels, lets the client follow a
+	// failover by itself; nil otherwise.
+	Sentinels *Sentinels
 	// OpTimeout bounds every request to the store (--op-timeout): a cut
 	// link must give an indeterminate outcome, never a hang.
 	OpTimeout time.Duration

@@ -46,3 +46,6 @@ func RegisterForTest(t *testing.T, s Spec) {
 	Register(s)
 	t.Cleanup(func() { registered.Remove(s.Name) })
 }
+
+// Redirect points lock node i's client links at addr, as a failover does.
+var Redirect = redirect

@@ -9,6 +9,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -77,4 +78,30 @@ func TestManualSentinelFailoverLosesALockTakenOnTheOldPrimary(t *testing.T) {
 		t.Errorf("the fault does not show a manual failover with the lock taken on the old, live primary: %v", p)
 	}
 	runtest.SentinelsSawTheFailover(t, c)
+}
+
+// A client that follows Sentinel itself reaches each member through a link
+// of its own: a failover re-points the links that lead to the lock node's
+// primary and leaves these where they lead, while a fault on the client's
+// links to the lock node finds them too.
+func TestAFailoverLeavesTheLinksToOneMemberAlone(t *testing.T) {
+	ps := proxy.New()
+	defer ps.Close()
+	node, err := ps.Add(0, 0, "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := ps.AddMember(0, 0, "n0", "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nemesis.Redirect(ps, 0, "127.0.0.1:2"); err != nil {
+		t.Fatal(err)
+	}
+	if node.Upstream() != "127.0.0.1:2" || member.Upstream() != "127.0.0.1:1" {
+		t.Errorf("after the failover: the lock node's link leads to %s (want the new primary), the member's to %s (want its member)", node.Upstream(), member.Upstream())
+	}
+	if got := ps.Links(func(c int) bool { return c == 0 }, func(n int) bool { return n == 0 }); len(got) != 2 {
+		t.Errorf("client 0's links to lock node 0: %d, want both", len(got))
+	}
 }

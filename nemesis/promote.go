@@ -265,11 +265,14 @@ func (k keyChecker) close() {
 	}
 }
 
-// redirect points every client link of lock node i at addr.
+// redirect points every client link of lock node i at addr, but those
+// that lead to one member (a client that follows Sentinel itself).
 func redirect(ps *proxy.Proxies, i int, addr string) error {
 	var errs []error
 	for _, l := range ps.Links(nil, is(i)) {
-		errs = append(errs, l.SetUpstream(addr))
+		if l.Member == "" {
+			errs = append(errs, l.SetUpstream(addr))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("point clients at the new primary %s: %w", addr, err)

@@ -45,6 +45,10 @@ type Link struct {
 	Client int // -1 for a relay
 	Node   int // the lock node (replication group) it leads to
 	Name   string
+	// Member, when set, is the one member of the lock node's group this
+	// link leads to (AddMember); otherwise a client link leads to the
+	// lock node's primary, wherever a failover puts it.
+	Member string
 	p      *toxiproxy.Proxy
 
 	mu       sync.Mutex // serialises SetUpstream, Disable and Enable
@@ -58,6 +62,22 @@ func (ps *Proxies) Add(client, node int, upstream string) (*Link, error) {
 		return nil, err
 	}
 	l.Client, l.Node = client, node
+	ps.mu.Lock()
+	ps.links = append(ps.links, l)
+	ps.mu.Unlock()
+	return l, nil
+}
+
+// AddMember starts a client link to one member of lock node node, for a
+// client that finds the primary itself (by asking Sentinel): it leads to
+// that member whatever a failover does, and a fault on the client's links
+// to the lock node acts on it too.
+func (ps *Proxies) AddMember(client, node int, member, upstream string) (*Link, error) {
+	l, err := ps.start(fmt.Sprintf("c%d-%s", client, member), upstream)
+	if err != nil {
+		return nil, err
+	}
+	l.Client, l.Node, l.Member = client, node, member
 	ps.mu.Lock()
 	ps.links = append(ps.links, l)
 	ps.mu.Unlock()

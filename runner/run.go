@@ -218,6 +218,9 @@ type run struct {
 	// topo: replication groups (whose primaries are the lock nodes),
 	// sentinels, clocks.
 	topo topology
+	// sentinelViews are each client's way to follow Sentinel itself, in a
+	// Redis run with sentinels (sentinelView).
+	sentinelViews []*locks.Sentinels
 }
 
 func (r *run) record(e history.Event) {
@@ -284,6 +287,9 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		wc := workload.Config{
 			Workload: r.cfg.Workload, Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Seed: r.cfg.Seed, Adapter: rs.lock.Adapter,
+		}
+		if c < len(r.sentinelViews) {
+			wc.Sentinels = r.sentinelViews[c]
 		}
 		if rs.lock.Adapter != nil {
 			wc.AdapterLog = filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.adapter.log", c))

@@ -110,8 +110,38 @@ func (r *run) startResourceAndLinks(ctx context.Context, backend cluster.Backend
 			}
 			addrs[c] = append(addrs[c], l.Addr())
 		}
+		if !r.cfg.Direct && len(r.sentinels()) > 0 {
+			view, err := r.sentinelView(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			r.sentinelViews = append(r.sentinelViews, view)
+		}
 	}
 	return resource, addrs, nil
+}
+
+// sentinelView gives client c its own link to every member of every lock
+// node, for a client that asks the sentinels for the primary and connects
+// to it itself (locks.Sentinels): the failover nemeses leave these links
+// where they lead, and a fault on the client's links to a lock node acts
+// on them too.
+func (r *run) sentinelView(c int) (*locks.Sentinels, error) {
+	v := &locks.Sentinels{NAT: map[string]string{}}
+	for _, s := range r.sentinels() {
+		v.Addrs = append(v.Addrs, s.Addr())
+	}
+	for _, g := range r.topo.replicated().Groups() {
+		v.Masters = append(v.Masters, g.Name)
+		for _, m := range g.Members() {
+			l, err := r.proxies.AddMember(c, g.Index, m.Name(), m.Addr())
+			if err != nil {
+				return nil, err
+			}
+			v.NAT[m.Addr()] = l.Addr()
+		}
+	}
+	return v, nil
 }
 
 // keptLog is where keepLog puts a log: OUT/kind/name.log.

@@ -49,6 +49,9 @@ type Config struct {
 	Options    map[string]string `json:"options"`
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`
+	// Sentinels, in a Redis run with sentinels, are this client's way to
+	// find the primaries itself (locks.Sentinels).
+	Sentinels *locks.Sentinels `json:"sentinels,omitempty"`
 	// ResourceAddr is the resource node, reached directly: no fault touches it.
 	ResourceAddr string `json:"resource_addr"`
 	Seed         int64  `json:"seed"`

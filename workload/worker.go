@@ -125,6 +125,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 	w.locker, err = spec.New(locks.Config{
 		Nodes:     w.nodes,
 		Addrs:     cfg.LockAddrs,
+		Sentinels: cfg.Sentinels,
 		OpTimeout: cfg.OpTimeout,
 		TTL:       cfg.TTL,
 		Owner:     cfg.Owner,

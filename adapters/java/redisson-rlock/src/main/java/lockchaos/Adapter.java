@@ -13,12 +13,14 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.RedissonRedLock;
+import org.redisson.api.HostPortNatMapper;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.BaseConfig;
 import org.redisson.config.Config;
 import org.redisson.config.ReadMode;
+import org.redisson.config.SentinelServersConfig;
 import org.redisson.config.SubscriptionMode;
 
 /**
@@ -103,8 +105,11 @@ public final class Adapter {
         }
         leaseMode = mode.equals("lease");
         String servers = opts.path("servers").asText("single");
-        if (!servers.equals("single") && !servers.equals("master-slave")) {
-            return answer("error").put("error", "option servers: want single or master-slave, not " + servers);
+        if (!List.of("single", "master-slave", "sentinel").contains(servers)) {
+            return answer("error").put("error", "option servers: want single, master-slave or sentinel, not " + servers);
+        }
+        if (servers.equals("sentinel") && req.path("sentinels").size() == 0) {
+            return answer("error").put("error", "option servers=sentinel: the run has no sentinels (give it --replicas 1 --sentinels 3)");
         }
         String lease = opts.path("lease").asText("");
         leaseMs = lease.isEmpty() ? req.get("ttl_ms").asLong() : Long.parseLong(lease);
@@ -119,7 +124,7 @@ public final class Adapter {
             timeout = Math.max(timeout / (2 * (nodes.size() - (nodes.size() / 2 + 1) + 1)), 1);
         }
         for (int i = 0; i < (kind.equals("redlock") ? nodes.size() : 1); i++) {
-            Config config = config(nodes.get(i).asText(), timeout, servers.equals("master-slave"));
+            Config config = config(nodes.get(i).asText(), timeout, servers, req, i);
             // The watchdog renews every lockWatchdogTimeout/3 a lease of lockWatchdogTimeout.
             config.setLockWatchdogTimeout(leaseMs);
             CLIENTS.add(Redisson.create(config));
@@ -151,20 +156,46 @@ public final class Adapter {
      * connection through lockchaos's proxies is accepted at once even while
      * a fault holds its traffic, so that bounds only the start.
      *
-     * <p>With masterSlave, Redisson's master/slave mode, the node as its
-     * master and no replica addresses (reads and subscriptions stay on the
-     * master): what a Redisson configured for a replicated Redis does to
+     * <p>servers=master-slave is Redisson's master/slave mode, the node as
+     * its master and no replica addresses (reads and subscriptions stay on
+     * the master): what a Redisson configured for a replicated Redis does to
      * its locks. Every lock script then goes out in a batch with WAIT for
      * the master's connected_slaves (slavesSyncTimeout, 1 s), and with
      * checkLockSyncedSlaves (on by default) an acquire fails only when no
      * replica acknowledged it (CommandAsyncService.syncedEval).
+     *
+     * <p>servers=sentinel is Redisson's Sentinel mode, as an application
+     * of a Redis with Sentinel configures it: it asks the run's sentinels
+     * for the primary of the lock node's master name and follows
+     * their failover itself (a scan every second, and their +switch-master
+     * messages). The sentinels name the servers by their own addresses;
+     * the NAT mapper turns each into this client's own link to it, where
+     * lockchaos's network faults act. Its lock scripts, too, are followed
+     * by WAIT for the replicas, as in master/slave mode.
      */
-    static Config config(String addr, int timeout, boolean masterSlave) {
+    static Config config(String addr, int timeout, String mode, JsonNode init, int node) {
         Config config = new Config();
         config.setThreads(2);
         config.setNettyThreads(4);
         BaseConfig<?> servers;
-        if (masterSlave) {
+        if (mode.equals("sentinel")) {
+            Map<String, String> nat = new HashMap<>();
+            init.path("nat").fields().forEachRemaining(e -> nat.put(e.getKey(), e.getValue().asText()));
+            HostPortNatMapper mapper = new HostPortNatMapper();
+            mapper.setHostsPortMap(nat);
+            SentinelServersConfig sentinel = config.useSentinelServers()
+                    .setMasterName(init.path("sentinel_masters").get(node).asText())
+                    .setNatMapper(mapper)
+                    .setReadMode(ReadMode.MASTER)
+                    .setSubscriptionMode(SubscriptionMode.MASTER)
+                    .setMasterConnectionPoolSize(4)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setSlaveConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionPoolSize(2)
+                    .setSubscriptionConnectionMinimumIdleSize(1);
+            init.path("sentinels").forEach(a -> sentinel.addSentinelAddress("redis://" + a.asText()));
+            servers = sentinel;
+        } else if (mode.equals("master-slave")) {
             servers = config.useMasterSlaveServers()
                     .setMasterAddress("redis://" + addr)
                     .setReadMode(ReadMode.MASTER)

@@ -24,7 +24,7 @@ public final class Bench {
         List<String> addrs = Arrays.asList(args).subList(kind.equals("rlock") ? 0 : 1, args.length);
         // RedissonRedLock: a client per node, as the adapter's.
         RedissonClient[] clients = addrs.subList(0, kind.equals("redlock") ? addrs.size() : 1).stream()
-                .map(a -> Redisson.create(Adapter.config(a, 2000, false))).toArray(RedissonClient[]::new);
+                .map(a -> Redisson.create(Adapter.config(a, 2000, "single", null, 0))).toArray(RedissonClient[]::new);
         RedissonClient redisson = clients[0];
         int warm = 1000, n = 2000;
         double[] samples = new double[n];
