@@ -233,8 +233,8 @@ func (w *worker) rest() {
 
 // stretchHold keeps the critical section of h going, running normally (a
 // watchdog keeps renewing), while a nemesis asks for it: until the stretch
-// is withdrawn, its bound since the acquire's invoke passes, or the client
-// learns it lost the lease. It returns false in the last case: the client
+// is withdrawn, its bound since the acquire's invoke passes, the worker is
+// told to stop (the run ends), or the client learns it lost the lease. It returns false in the last case: the client
 // must not touch the resource any more.
 func (w *worker) stretchHold(h *heldLock) bool {
 	said := false
@@ -261,6 +261,7 @@ func (w *worker) stretchHold(h *heldLock) bool {
 				case <-h.lostCh:
 					return false
 				case <-changed:
+				case <-w.stopped: // the run ends: no pause will come
 				}
 				continue
 			}
@@ -272,6 +273,8 @@ func (w *worker) stretchHold(h *heldLock) bool {
 			t.Stop()
 			return false
 		case <-changed:
+			t.Stop()
+		case <-w.stopped:
 			t.Stop()
 		case <-t.C:
 			return true

@@ -322,6 +322,34 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 	}
 }
 
+// A stop line ends a stretched hold at once, even one that waits, without
+// a bound, for a pause that never comes (the run ended before the nemesis
+// paused it): the worker finishes the hold and can exit.
+func TestStopEndsAStretchThatWaitsForAPause(t *testing.T) {
+	w, ev, _ := testWorker(t, Config{Lock: "token-lua", Workload: Workload{TTL: 10 * time.Second, Hold: 20 * ms}})
+	w.stretch.set(KeyName(0), time.Hour, 0, true)
+	go func() { time.Sleep(250 * ms); w.stop.Store(true); close(w.stopped) }()
+	holdOnce(t, w)
+	var all []history.Event
+	stopping := false
+	for _, e := range waitEvents(ev, 9) {
+		if e.Kind != history.Stretch {
+			all = append(all, e)
+		} else if e.Message == StretchStopping {
+			stopping = true
+		}
+	}
+	if !stopping {
+		t.Fatal("the hold never said it waits for a pause")
+	}
+	if got := kinds(all); len(got) != 8 {
+		t.Fatalf("events %q, want a whole hold", got)
+	}
+	if lasted := time.Duration(all[6].Time - all[0].Time); lasted > 5*time.Second {
+		t.Errorf("held %v after the stop line, want it to end at the stop", lasted)
+	}
+}
+
 // A stretch with a rest keeps no hold inside until the worker has rested:
 // a hold begun before the rest is over is not stretched; the rest says
 // when it begins ("resting") and the stretch when it takes effect ("on"),
