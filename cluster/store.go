@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/internal/suggest"
-
 	"github.com/lockchaos/lockchaos/internal/registry"
+	"github.com/lockchaos/lockchaos/internal/suggest"
 )
 
 // Store is a kind of server that keeps a lock's state: redis, etcd,
@@ -113,9 +112,9 @@ func asNodes[T Node](ms []T) []Node {
 // LeaseHolder is a node that can say whether it still holds a lease:
 // whether the lock's state for key with token is on this server, asked of
 // it alone. Redis nodes are asked for the lease's key (LeaseTTL); the
-// other stores' members implement this. token is the lease's Token as the lock returned
-// it (locks.Lease), which for these stores names its state (etcd's key,
-// ZooKeeper's node path, PostgreSQL's backend pid).
+// other stores' members implement this. token is the lease's Token as the
+// lock returned it (locks.Lease), which for these stores names its state
+// (etcd's key, ZooKeeper's node path, PostgreSQL's backend pid).
 type LeaseHolder interface {
 	HoldsLease(ctx context.Context, key, token string) (bool, error)
 }

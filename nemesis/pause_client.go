@@ -247,8 +247,6 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 	return f, nil
 }
 
-// untilDone waits, a few TTLs at most, until client c has no acquire in
-// flight and holds nothing: what it did on waking is then in the window.
 // untilAcquired waits, a few TTLs at most, until client c's acquire
 // invoked at invoked has ended and any hold it began is over, and returns
 // how it ended ("" when that is not known: the wait ran out, or the
@@ -273,6 +271,8 @@ func untilAcquired(ctx context.Context, env Env, c int, invoked int64) history.K
 	return ended
 }
 
+// untilDone waits, a few TTLs at most, until client c has no acquire in
+// flight and holds nothing: what it did on waking is then in the window.
 func untilDone(env Env, proc Processes, c int) {
 	deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
 	for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {

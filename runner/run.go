@@ -215,8 +215,8 @@ type run struct {
 	started      int            // workers started
 	begun        bool           // the run-start is recorded: the workload began
 	nodes        []cluster.Node // every node, the resource last
-	// topo: replication groups (whose primaries are the lock nodes),
-	// sentinels, clocks.
+	// topo: the store's ensemble (for Redis, the replication groups,
+	// whose primaries are the lock nodes, the sentinels and the clocks).
 	topo topology
 	// sentinelViews are each client's way to follow Sentinel itself, in a
 	// Redis run with sentinels (sentinelView).

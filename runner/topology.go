@@ -201,8 +201,7 @@ func (r *run) preflight(ctx context.Context, rs resolved) error {
 	}
 	var clients []*redis.Client
 	for _, n := range r.currentLockNodes() {
-		c := redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1, Protocol: 2, DisableIdentity: true,
-			DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
+		c := cluster.RedisClient(n.Addr())
 		defer c.Close()
 		clients = append(clients, c)
 	}

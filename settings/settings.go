@@ -310,7 +310,7 @@ func (c Run) LockSpec() (locks.Spec, error) {
 // its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
 // and standby).
 func (cfg Run) CheckStore(spec locks.Spec) error {
-	if spec.StoreName() == "redis" {
+	if spec.StoreName() == cluster.StoreRedis {
 		return nil
 	}
 	var errs []error

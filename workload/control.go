@@ -234,8 +234,9 @@ func (w *worker) rest() {
 // stretchHold keeps the critical section of h going, running normally (a
 // watchdog keeps renewing), while a nemesis asks for it: until the stretch
 // is withdrawn, its bound since the acquire's invoke passes, the worker is
-// told to stop (the run ends), or the client learns it lost the lease. It returns false in the last case: the client
-// must not touch the resource any more.
+// told to stop (the run ends), or the client learns it lost the lease. It
+// returns false in the last case: the client must not touch the resource
+// any more.
 func (w *worker) stretchHold(h *heldLock) bool {
 	said := false
 	for !w.stop.Load() {

@@ -167,8 +167,9 @@ public final class Adapter {
      * <p>servers=sentinel is Redisson's Sentinel mode, as an application
      * of a Redis with Sentinel configures it: it asks the run's sentinels
      * for the primary of the lock node's master name and follows
-     * their failover itself (a scan every second, and their +switch-master
-     * messages). The sentinels name the servers by their own addresses;
+     * their failover itself: 3.52.0 asks them again every scanInterval
+     * (1 s; SentinelConnectionManager.scheduleChangeCheck) and subscribes
+     * to no +switch-master. The sentinels name the servers by their own addresses;
      * the NAT mapper turns each into this client's own link to it, where
      * lockchaos's network faults act. Its lock scripts, too, are followed
      * by WAIT for the replicas, as in master/slave mode.
