@@ -44,7 +44,7 @@ func TestClockDriftExpiresAHeldLock(t *testing.T) {
 	// Room for the heal before the workers stop, when the machine is busy
 	// with other tests' servers too (etcd, ZooKeeper, PostgreSQL).
 	c.Duration = 6 * time.Second
-	res, events := runtest.RunFaults(t, &c)
+	res, events := runtest.RunHealed(t, &c)
 	runtest.Verdict(t, res, checker.Violation)
 	runtest.Landed(t, res, history.LeaseLost)
 	if p := res.Faults[0].Params; p["variant"] != "shim" || p["rate"] != "8" {

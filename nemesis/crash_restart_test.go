@@ -45,7 +45,7 @@ func TestCrashRestartForgetsLocksUnlessPersistedOrDelayed(t *testing.T) {
 			// A restart takes up to a few hundred ms on a busy machine:
 			// the lease must outlast it for the node to forget a live one.
 			c.TTL, c.Hold, c.Persistence, c.Duration, c.FaultInterval = time.Second, 200*ms, tc.persistence, 6*time.Second, 500*ms
-			res, events := runtest.RunFaults(t, &c)
+			res, events := runtest.RunHealed(t, &c)
 			runtest.Verdict(t, res, tc.want)
 			runtest.Landed(t, res, tc.lease)
 			if p := res.Faults[0].Params["persistence"]; p != tc.persistence {

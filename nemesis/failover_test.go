@@ -47,7 +47,7 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 			// the CPU hogs twice, 2026-11-26).
 			c := runtest.FaultConfig(t, "token-lua", []string{"failover"}, "failover.cut="+tc.cut, "failover.schedule=at=1s")
 			c.Hold, c.Replicas, c.Duration = 100*ms, 1, 12*time.Second
-			res, events := runtest.RunFaults(t, &c)
+			res, events := runtest.RunHealed(t, &c)
 			runtest.Verdict(t, res, tc.want)
 			runtest.Landed(t, res, tc.lease)
 			p := res.Faults[0].Params

@@ -34,7 +34,7 @@ func healsAndStaysSafe(t *testing.T, name string, opts []string, felt func(check
 	opts = append([]string{name + ".schedule=at=300ms", name + ".duration=2ttl"}, opts...)
 	c := runtest.FaultConfig(t, "token-lua", []string{name}, opts...)
 	c.Hold, c.Duration = 20*ms, 2500*ms
-	res, events := runtest.RunFaults(t, &c)
+	res, events := runtest.RunHealed(t, &c)
 	runtest.Verdict(t, res, checker.Safe)
 	if len(res.Faults) != 1 {
 		t.Errorf("schedule at=300ms injected %d faults, want 1", len(res.Faults))

@@ -214,23 +214,64 @@ func events(t testing.TB, dir string) []history.Event {
 	return events
 }
 
-// AnsweredAfterFirstFault checks that every client got a definite answer
-// from the lock (ok, or not acquired) after the first fault healed: its
-// links, and the node behind them, work again. The run must last long
-// enough for the fault to heal before the workers stop.
-func AnsweredAfterFirstFault(t testing.TB, c settings.Run, events []history.Event) {
+// RunHealed is RunFaults for a test that reads what happened after its
+// first fault healed (AnsweredAfterFirstFault): a run whose first fault
+// healed only after the workers stopped is not the run the test means, and
+// it runs again, in a new folder, up to three times in all. A fault aimed at
+// a hold waits for its step's client to take the key, and with four
+// clients contending one of them can lose every race for seconds (CI,
+// 2026-11-27: the aimed client of a 6 s crash-restart run held the key
+// first at 5.9 s, after 27 holds by the other three).
+func RunHealed(t testing.TB, c *settings.Run) (checker.Result, []history.Event) {
 	t.Helper()
-	var end, stopped int64
-	for _, e := range events {
-		if e.Kind == history.FaultEnd && e.Fault.ID == 1 {
-			end = e.Time
+	res, events := RunFaults(t, c)
+	for attempt := 2; attempt <= 3; attempt++ {
+		start, end, stopped := firstFault(events)
+		if end <= stopped {
+			break
 		}
-		if e.Kind == history.WorkerExit && (stopped == 0 || e.Time < stopped) {
+		t.Logf("the first fault began at %s and healed only after the workers stopped at %s: running it again",
+			since(events, start), since(events, stopped))
+		c.Out = RunDir(t)
+		res, events = RunFaults(t, c)
+	}
+	return res, events
+}
+
+// firstFault is when the first fault began and healed, and when the first
+// worker stopped.
+func firstFault(events []history.Event) (start, end, stopped int64) {
+	for _, e := range events {
+		switch {
+		case e.Kind == history.FaultStart && e.Fault.ID == 1:
+			start = e.Time
+		case e.Kind == history.FaultEnd && e.Fault.ID == 1:
+			end = e.Time
+		case e.Kind == history.WorkerExit && (stopped == 0 || e.Time < stopped):
 			stopped = e.Time
 		}
 	}
+	return start, end, stopped
+}
+
+// since is t as the time since the run began, for a log line.
+func since(events []history.Event, t int64) string {
+	if len(events) == 0 {
+		return "?"
+	}
+	return fmt.Sprintf("t=%.2f s", float64(t-events[0].Time)/1e9)
+}
+
+// AnsweredAfterFirstFault checks that every client got a definite answer
+// from the lock (ok, or not acquired) after the first fault healed: its
+// links, and the node behind them, work again. The run must last long
+// enough for the fault to heal before the workers stop (RunHealed).
+func AnsweredAfterFirstFault(t testing.TB, c settings.Run, events []history.Event) {
+	t.Helper()
+	start, end, stopped := firstFault(events)
 	if end > stopped {
-		t.Fatalf("the first fault healed only after the workers stopped: give the test a longer run")
+		t.Fatalf("the first fault (begun at %s) healed only after the workers stopped at %s in three runs: give the test a longer run",
+			since(events, start), since(events, stopped))
 	}
 	answered := map[int]bool{}
 	for _, e := range events {
