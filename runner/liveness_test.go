@@ -21,6 +21,13 @@ import (
 // the key again every third of the TTL, and the release deletes the key
 // but never stops it. The key comes back under a token nobody holds, and
 // nobody can take it again while the client lives. Safe, and stuck.
+//
+// The renewal sets the watchdog's own lease, ten TTLs (as Redisson's
+// watchdog renews to lockWatchdogTimeout whatever lease the lock was
+// taken with), so that the orphan outlives the client's exit until the
+// run's end probe reads it: with a renewal to one 300 ms TTL, a machine
+// busy enough to take 0.9 s between the workers' stop and the probe let
+// the key expire first (make test beside the CPU hogs, 2026-11-27).
 type renewAfterRelease struct {
 	cfg locks.Config
 }
@@ -49,7 +56,7 @@ func (l *renewAfterRelease) Acquire(ctx context.Context, key string) (locks.Leas
 		for {
 			time.Sleep(l.cfg.TTL / 3)
 			c, cancel := context.WithTimeout(context.Background(), l.cfg.TTL)
-			l.cfg.Nodes[0].Set(c, key, token, l.cfg.TTL)
+			l.cfg.Nodes[0].Set(c, key, token, 10*l.cfg.TTL)
 			cancel()
 		}
 	}()
