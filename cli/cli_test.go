@@ -155,11 +155,14 @@ func TestRunExitCodeMatchesVerdictAndCheckAgrees(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"--lock", "token-lua", "--hold", "10ms"}, ExitSafe},
-		{[]string{"--lock", "set-nx-px", "--nemesis", "pause-client", "--hold", "60ms"}, ExitViolation},
+		{[]string{"--lock", "token-lua", "--hold", "10ms", "--duration", "2s"}, ExitSafe},
+		// Two clients and 4 s: a pause waits for its step's client to
+		// hold the key, and one of four contending clients can lose every
+		// race for seconds (the CLI runs once: no evidence is no verdict).
+		{[]string{"--lock", "set-nx-px", "--nemesis", "pause-client", "--hold", "60ms", "--clients", "2", "--duration", "4s"}, ExitViolation},
 	} {
 		dir := t.TempDir()
-		args := append([]string{"run", "--ttl", "300ms", "--duration", "2s", "--seed", "3", "--out", dir}, tc.args...)
+		args := append([]string{"run", "--ttl", "300ms", "--seed", "3", "--out", dir}, tc.args...)
 		out, stderr, code := lockchaos(t, args...)
 		if code != tc.code {
 			t.Fatalf("lockchaos %v: exit %d, want %d\n%s%s", args, code, tc.code, out, stderr)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
@@ -102,10 +103,12 @@ func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 		}
 		return out
 	}
+	// 5 s: room for two steps even when a step's client loses the races
+	// for the key for a while (a step recorded no earlier than its fault).
 	var runs [][]nemesis.Executed
 	for range 2 {
 		c := runtest.FaultConfig(t, "token-lua", []string{"pause-client"}, "pause-client.duration=2ttl")
-		c.Seed = 42
+		c.Seed, c.Duration = 42, 5*time.Second
 		runtest.RunFaults(t, &c)
 		runs = append(runs, steps(c.Out))
 	}
