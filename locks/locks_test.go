@@ -170,7 +170,9 @@ func TestTokenLuaLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 	rdb := node(t)
 	ttl := 100 * time.Millisecond
 	a := newLock(t, "token-lua", rdb, "a", ttl, nil)
-	b := newLock(t, "token-lua", rdb, "bb", ttl, nil)
+	// b's lease outlasts what follows its acquire by far, on a busy
+	// machine too: only a's is meant to run out.
+	b := newLock(t, "token-lua", rdb, "bb", 20*ttl, nil)
 	la, _ := a.Acquire(ctx, "k")
 	time.Sleep(ttl + 30*time.Millisecond)
 	lb, err := b.Acquire(ctx, "k")

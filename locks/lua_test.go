@@ -59,7 +59,7 @@ func outcome(err error) string {
 // the same way and leave the same state behind.
 func TestLuaTokenFileBehavesLikeTokenLua(t *testing.T) {
 	ctx := context.Background()
-	ttl := 100 * ms
+	ttl := 500 * ms // a few round trips inside each lease, on a busy machine too
 	trace := func(name string, opts map[string]string) []string {
 		rdb := node(t)
 		a := newLock(t, name, rdb, "a", ttl, opts)
@@ -187,8 +187,11 @@ func luaRunCfg(t *testing.T, nemeses ...string) (c settings.Run) {
 // TTL; paused past it, it breaks as token-lua does.
 func TestLuaTokenFileRuns(t *testing.T) {
 	t.Run("renewed-long-holds-are-safe", func(t *testing.T) {
+		// A 600 ms lease renewed every 200 ms: a stall of the busy
+		// machine shorter than 400 ms loses nothing.
 		c := luaRunCfg(t)
-		c.Renew, c.Hold, c.Duration = true, 2*c.TTL, 2*time.Second
+		c.TTL = 600 * ms
+		c.Renew, c.Hold, c.Duration = true, 2*c.TTL, 3*time.Second
 		res, _ := run(t, c)
 		wantVerdict(t, res, checker.Safe)
 		if res.Release.NotHeld != 0 {

@@ -13,7 +13,7 @@ import (
 
 func TestRedsyncMapsItsErrors(t *testing.T) {
 	ctx := context.Background()
-	ttl := 150 * ms
+	ttl := 500 * ms // a few round trips inside each lease, on a busy machine too
 	rdbs := nodes(t, 3)
 	a := newLockOn(t, "redsync", rdbs, "a", ttl, nil)
 	b := newLockOn(t, "redsync", rdbs, "bb", ttl, nil)

@@ -310,9 +310,12 @@ func TestReentrantWatchdogPausedClientViolates(t *testing.T) {
 // Unlike token-lua (runner's TestHoldLongerThanTTLViolatesWithoutFaults),
 // holds twice the lease are safe: the watchdog renews them.
 func TestReentrantWatchdogKeepsLongHoldsSafe(t *testing.T) {
+	// A 600 ms lease renewed every 200 ms: a stall of the busy machine
+	// shorter than 400 ms loses nothing.
 	c := runCfg(t, "reentrant-watchdog")
 	c.LockOptions = map[string]string{"watchdog-timeout": "1ttl"}
-	c.Hold, c.Duration = 2*c.TTL, 3*time.Second
+	c.TTL = 600 * ms
+	c.Hold, c.Duration = 2*c.TTL, 4500*ms
 	res, events := run(t, c)
 	wantVerdict(t, res, checker.Safe)
 	if res.Mutex.Holds < 3 || res.Release.NotHeld != 0 {
