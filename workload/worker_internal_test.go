@@ -181,6 +181,19 @@ func kinds(ev []history.Event) []string {
 	return out
 }
 
+// stretchSaid splits a hold's events into its operations and whether a
+// stretch event said message.
+func stretchSaid(events []history.Event, message string) (ops []history.Event, said bool) {
+	for _, e := range events {
+		if e.Kind != history.Stretch {
+			ops = append(ops, e)
+		} else if e.Message == message {
+			said = true
+		}
+	}
+	return ops, said
+}
+
 func waitEvents(ev *events, n int) []history.Event {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * ms) {
 		if all := ev.get(); len(all) >= n {
@@ -298,15 +311,7 @@ func TestStretchKeepsTheHoldInsideWithinItsBound(t *testing.T) {
 				go func() { time.Sleep(tc.withdraw); w.stretch.set("", 0, 0, false) }()
 			}
 			holdOnce(t, w)
-			var all []history.Event // the hold's operations
-			held := false
-			for _, e := range waitEvents(ev, 9) {
-				if e.Kind != history.Stretch {
-					all = append(all, e)
-				} else if e.Message == StretchHolding {
-					held = true
-				}
-			}
+			all, held := stretchSaid(waitEvents(ev, 9), StretchHolding)
 			if held != tc.held {
 				t.Errorf("the hold said it waits: %v, want %v", held, tc.held)
 			}
@@ -330,15 +335,7 @@ func TestStopEndsAStretchThatWaitsForAPause(t *testing.T) {
 	w.stretch.set(KeyName(0), time.Hour, 0, true)
 	go func() { time.Sleep(250 * ms); w.stop.Store(true); close(w.stopped) }()
 	holdOnce(t, w)
-	var all []history.Event
-	stopping := false
-	for _, e := range waitEvents(ev, 9) {
-		if e.Kind != history.Stretch {
-			all = append(all, e)
-		} else if e.Message == StretchStopping {
-			stopping = true
-		}
-	}
+	all, stopping := stretchSaid(waitEvents(ev, 9), StretchStopping)
 	if !stopping {
 		t.Fatal("the hold never said it waits for a pause")
 	}

@@ -259,7 +259,7 @@ func since(events []history.Event, t int64) string {
 	if len(events) == 0 {
 		return "?"
 	}
-	return fmt.Sprintf("t=%.2f s", float64(t-events[0].Time)/1e9)
+	return "t=" + checker.Seconds(float64(t-events[0].Time)/1e6)
 }
 
 // AnsweredAfterFirstFault checks that every client got a definite answer
