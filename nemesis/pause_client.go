@@ -29,10 +29,12 @@ import (
 //   - phase=wait: a client blocked in a blocking acquire (--wait), queued
 //     behind another client's hold, is paused past its lease. Its session
 //     (etcd, ZooKeeper) or lease expires while it sleeps, and the holder
-//     may let go meanwhile; when it wakes, a lock that re-checks its own
-//     lease after waiting refuses, one that does not (etcd#11456) hands it
-//     a lock it no longer has. The window lasts until that acquire, and
-//     the hold it may start, are done.
+//     may let go meanwhile. It is woken early in another client's hold of
+//     the key (less than half a hold after its start): a lock that
+//     re-checks its own lease after waiting refuses, one that does not
+//     (etcd#11456) hands it a lock it no longer has while that client
+//     holds it. The window lasts until that acquire, and the hold it may
+//     start, are done.
 type PauseClient struct {
 	Duration   time.Duration `opt:"duration" default:"3ttl" help:"how long the client stays stopped"`
 	Phase      string        `opt:"phase" default:"hold" oneof:"hold,acquire,wait" help:"hold (pause a holder), acquire (pause a client whose acquire the server already granted, its OK still on the way) or wait (pause a client blocked in a blocking acquire, waiting for another's hold: needs --wait)"`
@@ -216,6 +218,7 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 	if err := awaitWaiter(ctx, env, proc, c, key); err != nil {
 		return nil, err
 	}
+	waiting := snapshot(env).Acquires[c]
 	start := history.Now()
 	if err := proc.Pause(c); err != nil {
 		return nil, err
@@ -229,22 +232,53 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		Duration: d,
 	}
 	f.Heal = func(ctx context.Context) error {
+		// The waiter wakes early in another client's hold of the key: a
+		// lock that hands it the lock without asking whether its session
+		// survived (etcd#11456) then has two holders for most of that
+		// hold, by construction. Woken between two holds, it would hold
+		// alone for the instant before it learns its session is gone (a
+		// run of the test suite saw exactly that), and prove nothing.
+		other, inHold := awaitFreshHold(ctx, env, c, key)
 		if err := proc.Resume(c); err != nil {
 			return err
 		}
 		resumed := history.Now()
 		// What the lock does on waking is the point: the window covers the
 		// acquire's answer and any hold it starts.
-		untilDone(env, proc, c)
+		untilAcquired(ctx, env, c, waiting.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		f.Effect = &history.Effect{Landed: paused >= lease,
-			Note: fmt.Sprintf("client %d was stopped for %s while its blocking acquire of %s waited behind another client's hold (its lease is %s)", c, round(paused), key, lease)}
-		if !f.Effect.Landed {
-			f.Effect.Note += ": shorter than its lease, which could not run out meanwhile"
+		note := fmt.Sprintf("client %d was stopped for %s while its blocking acquire of %s waited behind another client's hold (its lease is %s)", c, round(paused), key, lease)
+		switch {
+		case paused < lease:
+			note += ": shorter than its lease, which could not run out meanwhile"
+		case !inHold:
+			note += ": it woke while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		default:
+			note += fmt.Sprintf("; it woke %s into client %d's hold", round(time.Duration(resumed-other.OK)), other.Client)
 		}
+		f.Effect = &history.Effect{Landed: paused >= lease && inHold, Note: note}
 		return nil
 	}
 	return f, nil
+}
+
+// awaitFreshHold waits, two holds and a TTL at most, until a client other
+// than c has held key for less than half a hold, and returns that
+// hold; false when none began in time.
+func awaitFreshHold(ctx context.Context, env Env, c int, key string) (Holding, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 2*env.Hold()+env.TTL())
+	defer cancel()
+	var h Holding
+	err := env.Await(ctx, func(v View) bool {
+		for _, x := range v.Holders {
+			if x.Client != c && x.Key == key && history.Now()-x.OK < int64(env.Hold()/2) {
+				h = x
+				return true
+			}
+		}
+		return false
+	})
+	return h, err == nil
 }
 
 // untilAcquired waits, a few TTLs at most, until client c's acquire
@@ -269,22 +303,4 @@ func untilAcquired(ctx context.Context, env Env, c int, invoked int64) history.K
 		return ended != ""
 	})
 	return ended
-}
-
-// untilDone waits, a few TTLs at most, until client c has no acquire in
-// flight and holds nothing: what it did on waking is then in the window.
-func untilDone(env Env, proc Processes, c int) {
-	deadline := time.Now().Add(5*env.TTL() + 2*env.Hold())
-	for time.Now().Before(deadline) && (slices.Contains(proc.Acquiring(0), c) || holds(env, c)) {
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func holds(env Env, c int) bool {
-	for _, h := range env.Holders() {
-		if h.Client == c {
-			return true
-		}
-	}
-	return false
 }
