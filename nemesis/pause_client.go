@@ -263,22 +263,30 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 }
 
 // awaitFreshHold waits, two holds and a TTL at most, until a client other
-// than c has held key for less than half a hold, and returns that
-// hold; false when none began in time.
+// than c has held key for less than half a hold, and returns that hold;
+// false when none began in time, or every other client has exited (the
+// run is ending).
 func awaitFreshHold(ctx context.Context, env Env, c int, key string) (Holding, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*env.Hold()+env.TTL())
 	defer cancel()
 	var h Holding
-	err := env.Await(ctx, func(v View) bool {
+	found := false
+	_ = env.Await(ctx, func(v View) bool {
 		for _, x := range v.Holders {
 			if x.Client != c && x.Key == key && history.Now()-x.OK < int64(env.Hold()/2) {
-				h = x
+				h, found = x, true
 				return true
 			}
 		}
-		return false
+		gone := 0
+		for x := range v.Exited {
+			if x != c {
+				gone++
+			}
+		}
+		return gone >= env.Topology().Clients-1
 	})
-	return h, err == nil
+	return h, found
 }
 
 // untilAcquired waits, a few TTLs at most, until client c's acquire
