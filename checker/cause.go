@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // Causes of an overlap (Overlap.Cause).
@@ -22,20 +24,31 @@ const (
 )
 
 // attribute says what caused the overlap [s, e] of the earlier hold a with
-// a later one: the faults active before it began, and how long the harness
-// measured a stall of a meanwhile — a's own process between its acquire's
-// invoke and the overlap's end (except while a fault stopped it on
-// purpose), and, while a's acquire was in flight, the coordinator (its
-// reply waited in the proxies) and the lock's servers (ready to run, but
-// waiting for a CPU: their run-queue wait). The overlap is the stall's when
-// it is no longer than that delay — had a run on time, it would not have
-// overlapped; otherwise the faults', if any; otherwise the lock's own.
+// the later one b: the faults active before it began, or a stall of the
+// harness that made one of the two outlive its lease.
+//
+// With a lease the history can count (lease > 0), the overlap is the
+// lock's (or an active fault's) whenever the two grants came less than a
+// lease apart, however the history places them: each holder's key was set
+// no sooner than its acquire could have set it (setFrom) and no later than
+// it read its ok, so one grant came while the other's lease still lived,
+// and no stall of either process explains that. Otherwise a stall may: a
+// stall of a — its own process between its grant and the overlap's end
+// (except while a fault stopped it on purpose), and, while its acquire was
+// in flight, the coordinator (its reply waited in the proxies) and the
+// lock's servers (ready to run, but waiting for a CPU) — when it is no
+// shorter than the overlap: had a run on time, it would not have
+// overlapped. Or a stall of b between its grant and its reading the ok,
+// when b's lease may have run out before a's grant and the stall lasted at
+// least that lease (and the overlap): b's answer waited, unread, while its
+// lease ran out. The stall named is the longest of the side it explains.
+// Otherwise the faults', if any; otherwise the lock's own.
 //
 // A reply that was only slower than usual, with no stall measured over it,
 // is the lock's own time (a session opened on the first acquire, a JVM
 // warming up, a retry): "slower than typical" alone never blames the
 // machine.
-func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []keptSpan) (cause string, faults []int, st *StallNote) {
+func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall, kept []keptSpan) (cause string, faults []int, st *StallNote) {
 	faults = faultsBefore(spans, a.invoked, s)
 	// A hold that a fault kept inside (a stretch it waited in) ended when
 	// the fault let it go: no stall before that made it longer. When that
@@ -47,24 +60,92 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []ke
 	if slices.ContainsFunc(spans, func(f faultSpan) bool { return f.lost == a }) {
 		floor = keptUntil(kept, a)
 	}
+	fromA, fromB := a.invoked, b.granted
+	if lease > 0 {
+		fromA, fromB = max(a.invoked, setFrom(a, spans)), setFrom(b, spans)
+	}
+	// a's lease may have run out before b was granted (b's ok came a lease
+	// after a's key could have been set), or b's before a was.
+	aMay := lease <= 0 || s-fromA >= lease
+	bMay := lease > 0 && a.grantedOK-fromB >= lease
+	// a's own stalls until the overlap's end, the coordinator's and the
+	// servers' until its ok; b's before it read its ok (its answer waited,
+	// unread).
+	delayA, worstA := stalled(stalls, spans, a.client, max(fromA, floor), e, a.start)
+	var delayB int64
+	var worstB stall
+	if bMay {
+		delayB, worstB = stalled(stalls, spans, b.client, fromB, s, s)
+	}
+	switch {
+	case aMay && delayA > 0 && delayA >= e-s:
+		return CauseStall, faults, stallNote(worstA, delayA)
+	case bMay && delayB > 0 && delayB >= e-s && delayB >= lease:
+		return CauseStall, faults, stallNote(worstB, delayB)
+	case delayB > delayA:
+		st = stallNote(worstB, delayB)
+	case delayA > 0:
+		st = stallNote(worstA, delayA)
+		// Neither lease may have run out before the other grant: the
+		// second came while the first lived.
+		st.LeaseLived = !aMay && !bMay
+	}
+	if len(faults) > 0 {
+		return CauseFault, faults, st
+	}
+	return CauseNone, faults, st
+}
+
+// setFrom is the earliest the key could have been set for hold h: its
+// latest grant's invoke, or, when an earlier hold kept the key past it
+// (hold.freed) and no fault that can free a key sooner was active
+// meanwhile (a node that forgot it, a failover, a clock moved; a fault of
+// an older history, which does not say what it did), that hold's release
+// or lease end. A blocking acquire's retries are not in the history:
+// without this, its lease would be counted from the invoke it waited
+// after, long before any retry could set the key.
+func setFrom(h *hold, spans []faultSpan) int64 {
+	if h.freed <= h.granted || slices.ContainsFunc(spans, func(f faultSpan) bool {
+		return f.start < h.freed && f.end > h.freedSince && freesKeys(f.action)
+	}) {
+		return h.granted
+	}
+	return h.freed
+}
+
+// freesKeys says whether a fault of this kind can end a lease before its
+// time: a lock node that restarts without it, a replica promoted without
+// it, a clock moved forward. A slow or cut link, a paused process or a
+// killed client only delay.
+func freesKeys(a history.Action) bool {
+	switch a {
+	case history.ActionNetwork, history.ActionPause, history.ActionKill, history.ActionSlow:
+		return false
+	}
+	return true
+}
+
+// stalled is how long the harness stalled client c's side of an overlap
+// from from: c's own process until to, the coordinator and the lock's
+// servers until until (while its acquire was in flight), except while a
+// fault stopped c on purpose; and the longest stall that counted.
+func stalled(stalls []stall, spans []faultSpan, c int, from, to, until int64) (int64, stall) {
 	var parts [][2]int64
 	var worst stall
 	for _, x := range stalls {
-		var from, to int64
+		hi := to
 		switch x.client {
-		case a.client:
-			from, to = a.invoked, e
+		case c:
 		case -1:
-			from, to = a.invoked, a.start
+			hi = until
 		default:
 			continue
 		}
-		from = max(from, floor)
-		lo, hi := max(x.start, from), min(x.end, to)
+		lo, hi := max(x.start, from), min(x.end, hi)
 		if lo >= hi {
 			continue
 		}
-		for _, cut := range stoppedDuring(spans, a.client, lo, hi) {
+		for _, cut := range stoppedDuring(spans, c, lo, hi) {
 			lo, hi = trim(lo, hi, cut)
 		}
 		if lo >= hi {
@@ -75,27 +156,21 @@ func attribute(a *hold, s, e int64, spans []faultSpan, stalls []stall, kept []ke
 			worst = x
 		}
 	}
-	delay := union(parts)
-	if delay > 0 {
-		who := fmt.Sprintf("client %d", worst.client)
-		if worst.client < 0 {
-			who = "the coordinator (which forwards every request through its proxies)"
-		}
-		text := fmt.Sprintf("%s could not run for %s", who, Millis(float64(worst.end-worst.start)/1e6))
-		if worst.why != "" {
-			text = worst.why
-		}
-		st = &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6, Text: text}
+	return union(parts), worst
+}
+
+// stallNote says which stall it was, and how long the harness stalled the
+// side it explains in all.
+func stallNote(worst stall, delay int64) *StallNote {
+	who := fmt.Sprintf("client %d", worst.client)
+	if worst.client < 0 {
+		who = "the coordinator (which forwards every request through its proxies)"
 	}
-	switch {
-	case delay > 0 && delay >= e-s:
-		return CauseStall, faults, st
-	case len(faults) > 0:
-		return CauseFault, faults, st
-	case delay > 0:
-		return CauseNone, faults, st
+	text := fmt.Sprintf("%s could not run for %s", who, Millis(float64(worst.end-worst.start)/1e6))
+	if worst.why != "" {
+		text = worst.why
 	}
-	return CauseNone, faults, nil
+	return &StallNote{Client: worst.client, Ms: float64(worst.end-worst.start) / 1e6, TotalMs: float64(delay) / 1e6, Text: text}
 }
 
 // keptUntil is when a fault let hold a go after keeping it inside its

@@ -1,8 +1,13 @@
 package checker
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/lockchaos/lockchaos/history"
 )
@@ -371,4 +376,120 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stall explains an overlap only when a lease may have run out before
+// the other grant: the earlier holder's, counted by the run's TTL from the
+// earliest its key could have been set (after the key's previous holder
+// released it or its lease ran out: a blocking acquire's retries are not
+// in the history), or the later holder's, whose answer waited unread.
+// When the two grants came less than a lease apart, one came while the
+// other's lease lived: the lock (or an active fault) did it, whatever
+// stalled. The stall named is the one of the side it explains.
+func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		h       *hist
+		cause   string
+		faults  int
+		summary string
+	}{
+		{
+			name: "the second grant came while the first lease lived",
+			// Client 0's lease (300 ms from its acquire's invoke at 9)
+			// lived until at least t=309; client 1 was granted by t=200.
+			// Client 0 could not run for 285 ms, but no stall makes a
+			// lock grant a key whose lease lives.
+			h:       new(hist).start().ttl(300).stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 200, 320),
+			cause:   CauseNone,
+			summary: "no fault was active (client 0 could not run for 285 ms, but the second grant came while the first holder's lease still lived: no stall explains it)",
+		},
+		{
+			name:   "the second grant came while the first lease lived, under a fault",
+			h:      new(hist).start().ttl(300).linkFault(1, "slow-reply", 5, 400).stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 200, 320),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "the first lease may have run out: the stall stands",
+			// The same stall, client 1 granted at 280, past t=259 when
+			// a 250 ms lease counted from client 0's invoke ran out.
+			h:       new(hist).start().ttl(250).stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 280, 320),
+			cause:   CauseStall,
+			summary: "no fault explains it: client 0 could not run for 285 ms",
+		},
+		{
+			name: "the later holder's answer waited unread past its lease",
+			// Client 0's acquire (invoked at 10) set the key, then client
+			// 0 could not run until 600: its lease ran out at ~310 and
+			// client 1 took the key at 401. Client 0 read its ok at 601,
+			// when client 1 held. Client 1's own 80 ms stall is not what
+			// made them overlap: client 0's is.
+			h: new(hist).start().ttl(300).stall(0, 12, 600).acquire(0, k0, 10, 601).release(0, k0, 650, 651).
+				acquire(1, k0, 400, 401).stall(1, 500, 580).release(1, k0, 700, 701),
+			cause:   CauseStall,
+			summary: "no fault explains it: client 0 could not run for 588 ms",
+		},
+		{
+			name: "a blocking acquire's lease counts from when the key could be set, not from its invoke",
+			// Client 1 waits in a blocking acquire from t=5; it could set
+			// the key only once client 0's lease (300 ms from t=0) ran out
+			// or its release (invoked at 250) arrived: not before 250.
+			// It got the key by 310. Client 0's release, slowed by the
+			// link, deleted client 1's live key; client 2 took it at 400,
+			// while client 1's lease still lived (from 250 at the
+			// earliest, until 550). Client 1's 200 ms stall while it
+			// waited, before its key could be set, shortened nothing.
+			h: new(hist).start().ttl(300).linkFault(1, "latency", 0, 700).
+				acquire(0, k0, 0, 1).release(0, k0, 250, 400).
+				stall(1, 50, 250).acquire(1, k0, 5, 310).release(1, k0, 600, 601).
+				acquire(2, k0, 395, 400).release(2, k0, 500, 501),
+			cause:  CauseFault,
+			faults: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).exit(2, 900, true).end(910).events, Options{})
+			if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 {
+				t.Fatalf("%s: %s", r.Verdict, r.Summary)
+			}
+			o := r.Mutex.Overlaps[0]
+			if o.Cause != tc.cause || len(o.Faults) != tc.faults || r.Evidence.Overlaps[tc.cause] != 1 {
+				t.Errorf("cause %s, faults %v, by cause %v; want %s with %d faults (%s)", o.Cause, o.Faults, r.Evidence.Overlaps, tc.cause, tc.faults, r.Summary)
+			}
+			if tc.summary != "" && !strings.Contains(r.Summary, tc.summary) {
+				t.Errorf("summary %q\nwant it to say %q", r.Summary, tc.summary)
+			}
+		})
+	}
+}
+
+// However the stalls fall, an overlap whose two grants came less than a
+// lease apart (as the history bounds them) is never a stall's.
+func TestPropertyNoStallOverALiveLease(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		const lease = 300
+		h := new(hist).start().ttl(lease)
+		aInv := rapid.Float64Range(0, 100).Draw(t, "aInv")
+		aOK := aInv + rapid.Float64Range(0.5, 400).Draw(t, "aLat")
+		bInv := rapid.Float64Range(aInv, aOK+400).Draw(t, "bInv")
+		bOK := max(bInv+rapid.Float64Range(0.5, 400).Draw(t, "bLat"), aOK+0.5)
+		aEnd := bOK + rapid.Float64Range(0.5, 300).Draw(t, "aPast")
+		bEnd := bOK + rapid.Float64Range(0.5, 300).Draw(t, "bHold")
+		for i := range rapid.IntRange(0, 4).Draw(t, "stalls") {
+			c := rapid.IntRange(-1, 1).Draw(t, fmt.Sprint("who", i))
+			from := rapid.Float64Range(0, 1200).Draw(t, fmt.Sprint("from", i))
+			h.stall(c, from, from+rapid.Float64Range(1, 800).Draw(t, fmt.Sprint("len", i)))
+		}
+		h.acquire(0, k0, aInv, aOK).release(0, k0, aEnd, aEnd+1).acquire(1, k0, bInv, bOK).release(1, k0, bEnd, bEnd+1)
+		slices.SortStableFunc(h.events, func(x, y history.Event) int { return cmp.Compare(x.Time, y.Time) })
+		r := Check(h.exit(0, 3000, true).exit(1, 3000, true).end(3010).events, Options{})
+		if len(r.Mutex.Overlaps) != 1 {
+			t.Fatalf("%d overlaps: %s", len(r.Mutex.Overlaps), r.Summary)
+		}
+		o := r.Mutex.Overlaps[0]
+		if live := bOK-aInv < lease && aOK-bInv < lease; live && o.Cause == CauseStall {
+			t.Fatalf("the grants came less than a lease apart, yet %s: %s", o.Cause, r.Summary)
+		}
+	})
 }

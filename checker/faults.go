@@ -15,6 +15,7 @@ type faultSpan struct {
 	id         int
 	start, end int64
 	stopped    []int // clients whose process it stopped
+	action     history.Action
 	// lost is the hold the fault aimed at when it landed and its nemesis
 	// measured that hold's lease taken away (a node that no longer had the
 	// key), else nil.

@@ -165,3 +165,22 @@ func (h *hist) aimed(id int, name string, c int, key string, since, from, to flo
 	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
 	return h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f, Effect: effect})
 }
+
+// ttl sets the lease of the run begun last (its run-start's TTL), in ms.
+func (h *hist) ttl(leaseMs int64) *hist {
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Kind == history.RunStart {
+			h.events[i].Run.TTLms = leaseMs
+			break
+		}
+	}
+	return h
+}
+
+// linkFault records fault id, a slowed or cut link (it delays, it frees
+// no key), active from..to.
+func (h *hist) linkFault(id int, name string, from, to float64) *hist {
+	f := &history.Fault{ID: id, Name: name, Target: "lock node 0", Action: history.ActionNetwork}
+	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	return h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
+}

@@ -35,6 +35,13 @@ type hold struct {
 	// successful acquire (a reentrant one sets the lease again): the lock's
 	// nodes set the lease between the two.
 	granted, grantedOK int64
+	// freed is no sooner than the key could have been free for this hold's
+	// acquire to set it: an earlier hold of the key (ended before this one
+	// began, its lease set by freedSince) kept it until its release or its
+	// lease's end, whichever came first (Stream.freedFor); 0 when no earlier
+	// hold says more than the acquire's invoke. A blocking acquire
+	// (--wait) retries unseen, so its invoke alone says little.
+	freed, freedSince int64
 	// overlapped: another client's hold of the key overlapped it.
 	overlapped bool
 }

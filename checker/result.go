@@ -217,11 +217,16 @@ type StallNote struct {
 	// Client is the process that stalled: a client, or -1 the coordinator.
 	Client int `json:"client"`
 	// Ms is that stall's length; TotalMs everything the harness stalled the
-	// earlier holder between its acquire and the overlap's end.
+	// holder it names between its grant and the overlap's end (or, for the
+	// later holder, its reading the ok).
 	Ms      float64 `json:"ms"`
 	TotalMs float64 `json:"total_ms"`
 	// Text says it in words: "client 2 could not run for 260 ms".
 	Text string `json:"text"`
+	// LeaseLived: the two grants came less than a lease apart, however the
+	// history places them, so one came while the other's lease lived: the
+	// stall does not explain the overlap, whatever its length.
+	LeaseLived bool `json:"lease_lived,omitempty"`
 }
 
 // HoldSpan is one client's critical section and how it ended.
@@ -437,7 +442,9 @@ func (r Result) RaceNotRun() string {
 // run that asked for faults and in which none landed became inconclusive.
 //
 // 4 added faults[].left_in_time and evidence.leases_lost_left_in_time: a
-// lease lost after its holder left opened no race (Result.RaceNotRun).
+// lease lost after its holder left opened no race (Result.RaceNotRun);
+// later, within 4, fields omitted when empty: mutex.overlaps[].stall's
+// lease_lived, liveness.stalled and the stuck spans' stalled_ms.
 const ResultSchema = 4
 
 // Reproduce is how to make the run again: written into result.json by the

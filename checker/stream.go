@@ -290,6 +290,7 @@ func (s *Stream) holdStarted(h *hold) {
 		}
 	}
 	s.liveNote(ks, h.start, liveStarted)
+	s.freedFor(ks, h)
 	ks.open = append(ks.open, h)
 	if len(s.firstHolds) < maxFaultHolds && !s.opts.Live {
 		s.firstHolds = append(s.firstHolds, h)
@@ -306,6 +307,27 @@ func (s *Stream) holdStarted(h *hold) {
 		}
 	}
 	s.touch(ks)
+}
+
+// freedFor sets h.freed from the key's holds that ended before h began:
+// each kept the key from its grant's ok until its release was invoked or
+// its lease, counted from its grant's invoke, ran out, whichever came
+// first, so h's acquire set the key no sooner (with a lock that keeps its
+// leases and no fault meanwhile: setSince checks the faults).
+func (s *Stream) freedFor(ks *keyState, h *hold) {
+	var tl timeline
+	tl.setLease(s.runInfo())
+	if tl.lease <= 0 {
+		return
+	}
+	for _, p := range ks.recent {
+		if p.grantedOK <= 0 || p.end < 0 {
+			continue
+		}
+		if until := min(p.end, p.granted+tl.lease); until > h.freed {
+			h.freed, h.freedSince = until, p.granted
+		}
+	}
 }
 
 func (s *Stream) holdEnded(h *hold) {
@@ -672,7 +694,7 @@ func (s *Stream) judgeFaults(tl timeline) ([]FaultWindow, []faultSpan) {
 		}
 		judge(f, tl)
 		windows = append(windows, f.w)
-		span := faultSpan{id: f.w.ID, start: f.start, end: f.end, stopped: f.fault.Stopped}
+		span := faultSpan{id: f.w.ID, start: f.start, end: f.end, stopped: f.fault.Stopped, action: f.w.Action}
 		if f.w.Landed && f.effect != nil && f.effect.Lease == history.LeaseLost {
 			span.lost = f.aimed // the nemesis's own word, not the history's
 		}

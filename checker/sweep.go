@@ -42,7 +42,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, keptSpans []kep
 		}
 		count++
 		end := min(a.end, b.end)
-		cause, causes, st := attribute(a, b.start, end, faults, holderStalls, keptSpans)
+		cause, causes, st := attribute(a, b, b.start, end, tl.lease, faults, holderStalls, keptSpans)
 		if cause == CauseNone {
 			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
 				cause, causes, st = r.cause, r.faults, r.note(a.client)

@@ -209,6 +209,9 @@ func OverlapCause(o Overlap, all []FaultWindow) string {
 	case CauseFault:
 		return causedBy(all, o.Faults)
 	}
+	if o.Stall != nil && o.Stall.LeaseLived {
+		return "no fault was active (" + o.Stall.Text + ", but the second grant came while the first holder's lease still lived: no stall explains it)"
+	}
 	if o.Stall != nil {
 		return "no fault was active (" + o.Stall.Text + ", shorter than the overlap)"
 	}
