@@ -113,6 +113,11 @@ type stall struct {
 	start, end int64
 	why        string // "" for a process that could not run
 	node       string // a lock node's server that waited for a CPU
+	// key is the key of the client's acquire or release in flight when
+	// it ran again, invoked at since ("": none): a stall that may have
+	// kept the key from its clients (liveness).
+	key   string
+	since int64
 }
 
 // malformed counts events that break the history's own rules. Each one is a
@@ -307,6 +312,10 @@ func (rp *replayer) add(e history.Event) {
 			if e.Node != "" {
 				s.client = history.NoClient
 				s.why = fmt.Sprintf("lock node %s was ready to run but waited %s for a CPU", e.Node, Millis(float64(e.StallNs)/1e6))
+			} else if cs := rp.clients[e.Client]; cs != nil && cs.pending != nil {
+				if inv := cs.pending.inv; inv.F == history.Acquire || inv.F == history.Release {
+					s.key, s.since = inv.Key, inv.Time
+				}
 			}
 			tr.stalls = append(tr.stalls, s)
 		}

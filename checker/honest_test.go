@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,5 +243,70 @@ func TestUnavailabilityEndsWhenNobodyTries(t *testing.T) {
 	r := Check(h.end(3000).events, Options{})
 	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Keys) != 1 || r.Liveness.Keys[0].LongestMs != 305 {
 		t.Errorf("stuck %+v, keys %+v; want the span 120–425 ms and nothing stuck", r.Liveness.Stuck, r.Liveness.Keys)
+	}
+}
+
+// Unavailability the harness measured itself causing is no evidence
+// against the lock: a span counts for its time outside faults and outside
+// the stalls that may have kept the key from its clients (a lock node
+// waiting for a CPU, the coordinator, a client unable to run with its
+// acquire in flight), each for the time it was measured. Stuck but for
+// them is no evidence either way: neither stuck nor shown available, and
+// no fault broke anything. Beyond them, the key is stuck as before.
+func TestLivenessDiscountsMeasuredStalls(t *testing.T) {
+	// As TestStuckKeyIsAFinding: nobody held lock:0 from 120 to 2600 ms,
+	// 2430 ms of it outside the fault (150–200); stuck after 900 ms.
+	build := func(more func(h *hist)) Result {
+		h := new(hist).asked("crash-restart").hold(0, k0, 10, 100).fault(1, "crash-restart", []int{0}, 150, 200)
+		more(h)
+		h.hold(1, k0, 2600, 2650)
+		h.events[0].Run.TTLms = 300
+		slices.SortStableFunc(h.events, func(x, y history.Event) int { return cmp.Compare(x.Time, y.Time) })
+		return Check(h.exit(0, 3000, true).exit(1, 3000, true).end(3010).events, Options{})
+	}
+	tries := func(h *hist, from, to float64) {
+		for at := from; at < to; at += 100 {
+			h.acquireAnswer(1, k0, at, at+5, history.Fail)
+		}
+	}
+	// A lock node waited 1.7 s for a CPU: 730 ms left, not stuck.
+	r := build(func(h *hist) { tries(h, 120, 2500); h.nodeStall("n0", 300, 2000) })
+	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Stalled) != 1 {
+		t.Fatalf("stuck %+v, stalled %+v: %s", r.Liveness.Stuck, r.Liveness.Stalled, r.Summary)
+	}
+	if st := r.Liveness.Stalled[0]; st.FromMs != 120 || st.ToMs != 2600 || st.OutsideFaultsMs != 2430 || st.StalledMs != 1700 {
+		t.Errorf("stalled %+v", st)
+	}
+	if r.Faults[0].Landed {
+		t.Errorf("a span only the stalls kept from being stuck landed the fault: %+v", r.Faults[0])
+	}
+	if want := "liveness: no evidence — nobody held lock:0 for 2.48 s from t=0.12 s while clients tried 25 acquires, 2.43 s of it outside faults, but measured stalls of the harness cover 1.7 s of that, and the 730 ms left is under the 900 ms after which a key is stuck"; !strings.Contains(r.Summary, want) {
+		t.Errorf("summary %q\nwant %q", r.Summary, want)
+	}
+	// A stall discounts only the time it was measured, outside the fault
+	// (which already does): 130–1000 ms covers 820 ms of the span outside
+	// it, and 1.61 s is left: stuck, and the fault before it landed.
+	r = build(func(h *hist) { tries(h, 120, 2500); h.nodeStall("n0", 130, 1000) })
+	if len(r.Liveness.Stuck) != 1 || len(r.Liveness.Stalled) != 0 || r.Liveness.Stuck[0].StalledMs != 820 || !r.Faults[0].Landed {
+		t.Fatalf("stuck %+v, stalled %+v, fault %+v", r.Liveness.Stuck, r.Liveness.Stalled, r.Faults[0])
+	}
+	if want := "(2.43 s of it outside faults, 1.61 s outside measured stalls of the harness too)"; !strings.Contains(r.Summary, want) {
+		t.Errorf("summary %q\nwant %q", r.Summary, want)
+	}
+	// A client that could not run with nothing of the key in flight kept
+	// nobody from it: still stuck.
+	r = build(func(h *hist) { tries(h, 120, 2500); h.stall(0, 300, 2000) })
+	if len(r.Liveness.Stuck) != 1 || r.Liveness.Stuck[0].StalledMs != 0 {
+		t.Errorf("an idle client's stall: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
+	}
+	// A client that could not run while its acquire of the key was in
+	// flight may have held it unseen: 1.76 s of its stall counts.
+	r = build(func(h *hist) {
+		tries(h, 120, 300)
+		h.acquireAnswer(1, k0, 300, 2100, history.Fail).stall(1, 320, 2080)
+		tries(h, 2100, 2500)
+	})
+	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Stalled) != 1 || r.Liveness.Stalled[0].StalledMs != 1760 {
+		t.Errorf("a client's stall with its acquire in flight: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
 	}
 }

@@ -19,6 +19,16 @@ import (
 // liveness (an orphaned ZooKeeper node, a renewal that outlived its
 // release, a key left without expiry). Unavailability inside a fault
 // window (a partition, a node down) is what the fault does, not a finding.
+//
+// Nor is unavailability that the harness measured itself causing: a lock
+// node's server ready to run but waiting for a CPU, the coordinator (which
+// forwards every request) unable to run, or a client unable to run while
+// its acquire or release of the key was in flight. A span counts against
+// the lock only for its time outside faults and outside such stalls, each
+// discounted for the time it was measured, never more. A span stuck by
+// its time outside faults but not once the stalls are taken out is no
+// evidence either way (LivenessResult.Stalled): neither stuck nor shown
+// available.
 
 // StuckLeases and StuckLeaseless set the threshold (StuckAfter).
 const (
@@ -57,7 +67,10 @@ type StuckKey struct {
 	FromMs          float64 `json:"from_ms"`
 	ToMs            float64 `json:"to_ms"`
 	OutsideFaultsMs float64 `json:"outside_faults_ms"`
-	Tries           int     `json:"tries"`
+	// StalledMs is how much of OutsideFaultsMs measured stalls of the
+	// harness cover (stalledFor): only the rest counts against the lock.
+	StalledMs float64 `json:"stalled_ms,omitempty"`
+	Tries     int     `json:"tries"`
 	// Faults are the faults after which it got stuck: active during the
 	// span or ended less than a lease before it began. Each landed: it
 	// broke the lock's liveness.
@@ -176,7 +189,7 @@ func (s *Stream) runInfo() *history.RunInfo {
 // liveness ends the free spans still open at end (the workload's stop),
 // and finds each key's longest unavailable span and the stuck ones.
 // It marks the faults after which a key got stuck as landed.
-func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl timeline) LivenessResult {
+func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, stalls []stall, tl timeline) LivenessResult {
 	after := StuckAfter(s.runInfo())
 	res := LivenessResult{DeadlockedKeys: deadlockedKeys(s.probes), StuckAfterMs: after, Keys: []KeyAvailability{}}
 	var lease int64
@@ -218,6 +231,13 @@ func (s *Stream) liveness(end int64, faults []FaultWindow, spans []faultSpan, tl
 				continue
 			}
 			st := StuckKey{Key: k, FromMs: tl.ms(sp.from), ToMs: tl.ms(sp.to), OutsideFaultsMs: out, Tries: sp.tries, Faults: faultsAround(sp.from, sp.to, lease, faults, spans)}
+			st.StalledMs = float64(stalledFor(k, sp.from, sp.to, spans, stalls)) / 1e6
+			if out-st.StalledMs < after {
+				// Stuck but for what the harness's stalls explain: no
+				// evidence either way, and no fault broke anything.
+				res.Stalled = append(res.Stalled, st)
+				continue
+			}
 			for i := range faults {
 				f := &faults[i]
 				// A fault broke the key's liveness only if the key was
@@ -294,6 +314,35 @@ func faultsAround(from, to, lease int64, faults []FaultWindow, spans []faultSpan
 	return ids
 }
 
+// stalledFor is how much of [from, to] outside every fault span the
+// harness measured stalls that may have kept key k from its clients: a
+// lock node's server waiting for a CPU, the coordinator unable to run (it
+// forwards every request), or a client unable to run while its acquire
+// or release of k was in flight. Each covers the time it was measured.
+func stalledFor(k string, from, to int64, spans []faultSpan, stalls []stall) int64 {
+	var faults, both [][2]int64
+	for _, f := range spans {
+		if lo, hi := max(f.start, from), min(f.end, to); lo < hi {
+			faults = append(faults, [2]int64{lo, hi})
+		}
+	}
+	both = append(both, faults...)
+	for _, x := range stalls {
+		lo := x.start
+		switch {
+		case x.client < 0:
+		case x.key == k:
+			lo = max(lo, x.since)
+		default:
+			continue
+		}
+		if lo, hi := max(lo, from), min(x.end, to); lo < hi {
+			both = append(both, [2]int64{lo, hi})
+		}
+	}
+	return union(both) - union(faults)
+}
+
 // outside is how much of [from, to] no fault span covers.
 func outside(from, to int64, spans []faultSpan) int64 {
 	var parts [][2]int64
@@ -308,6 +357,9 @@ func outside(from, to int64, spans []faultSpan) int64 {
 // stuckSentence says which keys got stuck, and which were left held by
 // nobody the history knows, for the summary.
 func stuckSentence(l LivenessResult) string {
+	if len(l.Stuck) == 0 && len(l.Stalled) > 0 {
+		return "liveness: " + StalledSentence(l)
+	}
 	if len(l.Stuck) == 0 {
 		// Most runs end during or just after a fault; the summary tells
 		// of a cut span only when the key stayed free for a lease after
@@ -321,13 +373,32 @@ func stuckSentence(l LivenessResult) string {
 		return ""
 	}
 	x := l.Stuck[0]
-	s := fmt.Sprintf("liveness: stuck — nobody held %s for %s from t=%s (%s of it outside faults) while clients tried %d acquires; a key is stuck after %s",
-		x.Key, Millis(x.ToMs-x.FromMs), Seconds(x.FromMs), Millis(x.OutsideFaultsMs), x.Tries, Millis(l.StuckAfterMs))
+	out := Millis(x.OutsideFaultsMs) + " of it outside faults"
+	if x.StalledMs > 0 {
+		out += fmt.Sprintf(", %s outside measured stalls of the harness too", Millis(x.OutsideFaultsMs-x.StalledMs))
+	}
+	s := fmt.Sprintf("liveness: stuck — nobody held %s for %s from t=%s (%s) while clients tried %d acquires; a key is stuck after %s",
+		x.Key, Millis(x.ToMs-x.FromMs), Seconds(x.FromMs), out, x.Tries, Millis(l.StuckAfterMs))
 	if n := len(l.Stuck) - 1; n > 0 {
 		s += fmt.Sprintf(" (%s more)", plural(n, "stuck span", "stuck spans"))
 	}
 	if len(l.Orphans) > 0 {
 		s += "; " + l.Orphans[0]
+	}
+	return s
+}
+
+// StalledSentence says of the first span that only the harness's stalls
+// kept from being stuck that it is no evidence either way; "" when none.
+func StalledSentence(l LivenessResult) string {
+	if len(l.Stalled) == 0 {
+		return ""
+	}
+	x := l.Stalled[0]
+	s := fmt.Sprintf("no evidence — nobody held %s for %s from t=%s while clients tried %d acquires, %s of it outside faults, but measured stalls of the harness cover %s of that, and the %s left is under the %s after which a key is stuck",
+		x.Key, Millis(x.ToMs-x.FromMs), Seconds(x.FromMs), x.Tries, Millis(x.OutsideFaultsMs), Millis(x.StalledMs), Millis(x.OutsideFaultsMs-x.StalledMs), Millis(l.StuckAfterMs))
+	if n := len(l.Stalled) - 1; n > 0 {
+		s += fmt.Sprintf(" (%s more)", plural(n, "such span", "such spans"))
 	}
 	return s
 }

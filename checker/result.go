@@ -350,6 +350,12 @@ type LivenessResult struct {
 	// The summary says so only when the key stayed free for a lease after
 	// the faults healed; most runs end during or just after a fault.
 	Unfinished []StuckKey `json:"unfinished,omitempty"`
+	// Stalled are spans that were unavailable past StuckAfterMs outside
+	// faults, but not once the time measured stalls of the harness cover
+	// is taken out (StuckKey.StalledMs): the machine may have kept the key
+	// from its clients. No evidence either way: neither stuck nor shown
+	// available.
+	Stalled []StuckKey `json:"stalled,omitempty"`
 }
 
 // FaultWindow is one fault, in ms since the run started.

@@ -600,7 +600,7 @@ func (s *Stream) Result() Result {
 	if tr.runStart != nil && tr.workloadNs > 0 {
 		workloadEnd = min(workloadEnd, tr.runStart.Time+tr.workloadNs)
 	}
-	liveness := s.liveness(workloadEnd, faults, spans, tl)
+	liveness := s.liveness(workloadEnd, faults, spans, tr.stalls, tl)
 	landed := map[int]bool{}
 	for _, f := range faults {
 		landed[f.ID] = f.Landed

@@ -124,6 +124,12 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 //   - A key expected to get stuck that nobody held from a fault to the
 //     end of a run too short to call it stuck is no evidence
 //     (LivenessResult.Unfinished), when all else was as expected.
+//   - Liveness judged (available or stuck expected) with no key stuck,
+//     where a span would have been stuck but for the time measured stalls
+//     of the harness cover (LivenessResult.Stalled), is no evidence either
+//     way, when all else was as expected: the machine, not the lock, may
+//     have kept the key. A key stuck beyond what the stalls cover stays
+//     stuck.
 //   - Safe where a violation was expected is a mismatch when the faults
 //     landed and the leases they hit survived; when a lease was lost and
 //     only no second client came for it in time, or only faults aimed at
@@ -189,6 +195,12 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 		rest.Liveness = ""
 		if ok, _ := rest.Met(res); ok {
 			return false, true, "the run ended too soon after its fault to tell whether a key got stuck (" + checker.UnfinishedSentence(res.Liveness) + ")"
+		}
+	}
+	if rest := e; e.Liveness != "" && len(res.Liveness.Stuck) == 0 && len(res.Liveness.Stalled) > 0 {
+		rest.Liveness = ""
+		if ok, _ := rest.Met(res); ok {
+			return false, true, "liveness is " + checker.StalledSentence(res.Liveness)
 		}
 	}
 	ok, diffs := e.Met(res)

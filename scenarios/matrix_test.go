@@ -54,6 +54,9 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	stuck.Liveness.Stuck = []checker.StuckKey{{Key: "lock:0", FromMs: 2000, ToMs: 8000, OutsideFaultsMs: 5000, Faults: []int{1}}}
 	cutShort := safe // nobody held it from the fault to the run's end, 1.3 s of 3 s
 	cutShort.Liveness.Unfinished = []checker.StuckKey{{Key: "lock:0", FromMs: 4600, ToMs: 8900, OutsideFaultsMs: 1300, Faults: []int{1}}}
+	stalled := safe // 3.4 s without a holder outside faults, 3.1 s of it measured stalls: stuck after 3 s
+	stalled.Liveness.StuckAfterMs = 3000
+	stalled.Liveness.Stalled = []checker.StuckKey{{Key: "lock:0", FromMs: 2000, ToMs: 5400, OutsideFaultsMs: 3400, StalledMs: 3100}}
 	for _, tc := range []struct {
 		name    string
 		expect  Expectation
@@ -93,6 +96,11 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 		{"stuck and a deadlock expected, cut short without the deadlock", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck, Deadlock: &yes}, true, cutShort, nil, StatusMismatch, "safe", false},
 		{"stuck expected, available", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, safe, nil, StatusMismatch, "safe", false},
 		{"available expected, stuck", Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}, true, stuck, nil, StatusMismatch, "safe+stuck", false},
+		{"available expected, stuck but for measured stalls: no evidence", Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}, true, stalled, nil, StatusInconclusive, "safe", true},
+		{"stuck expected, stuck but for measured stalls: no evidence", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, stalled, nil, StatusInconclusive, "safe", true},
+		{"stuck expected, stuck beyond measured stalls", Expectation{Verdict: checker.Safe, Liveness: LivenessStuck}, true, func() checker.Result { r := stuck; r.Liveness.Stalled = stalled.Liveness.Stalled; return r }(), nil, StatusMatch, "safe+stuck", false},
+		{"available expected, a violation and stalls", Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}, true, func() checker.Result { r := violation; r.Liveness = stalled.Liveness; return r }(), nil, StatusMismatch, "violation", false},
+		{"liveness not judged, stuck but for measured stalls", Expectation{Verdict: checker.Safe}, true, stalled, nil, StatusMatch, "safe", false},
 		{"setup error", Expectation{Verdict: checker.Safe}, true, checker.Result{}, errors.New("no redis"), StatusError, "error", false},
 	} {
 		c := Cell{Name: tc.name, Expect: tc.expect}
@@ -109,6 +117,9 @@ func TestClassifyComparesEveryPartOfTheExpectation(t *testing.T) {
 	}
 	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Violation}, Config: settings.Run{Nemeses: []string{"x"}}}, violation, nil, true); r.Status != StatusMatch {
 		t.Errorf("an interrupted run with a violation is %s, want match: the violation is real", r.Status)
+	}
+	if r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe, Liveness: LivenessAvailable}}, stalled, nil, false); !strings.Contains(r.Detail, "liveness is no evidence — nobody held lock:0 for 3.4 s from t=2.00 s") {
+		t.Errorf("a run stuck but for stalls says %q", r.Detail)
 	}
 	r, _ := classify(Cell{Expect: Expectation{Verdict: checker.Safe}, Config: settings.Run{Nemeses: []string{"x"}}}, evidence(checker.Violation, 1, 1, byStall), nil, false)
 	if !strings.Contains(r.Detail, "client 2 could not run for 260 ms") {
