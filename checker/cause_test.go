@@ -18,13 +18,7 @@ import (
 // stall that a fault caused on purpose (a SIGSTOP) is the fault; a stall
 // shorter than the overlap explains nothing.
 func TestOverlapCauses(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		h       *hist
-		cause   string
-		faults  int
-		summary string
-	}{
+	for _, tc := range []overlapCase{
 		{
 			name: "descheduled holder",
 			// Client 0 meant to hold 20 ms; it could not run from 15 to 300,
@@ -191,22 +185,33 @@ func TestOverlapCauses(t *testing.T) {
 			faults: 1,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
-			if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 {
-				t.Fatalf("%s: %s", r.Verdict, r.Summary)
-			}
-			o := r.Mutex.Overlaps[0]
-			if o.Cause != tc.cause || len(o.Faults) != tc.faults || r.Evidence.Overlaps[tc.cause] != 1 {
-				t.Errorf("cause %s, faults %v, by cause %v; want %s with %d faults", o.Cause, o.Faults, r.Evidence.Overlaps, tc.cause, tc.faults)
-			}
-			if tc.summary != "" && !strings.Contains(r.Summary, tc.summary) {
-				t.Errorf("summary %q\nwant it to say %q", r.Summary, tc.summary)
-			}
-			if r.FirstViolationMs == nil || *r.FirstViolationMs < 0 || r.FirstViolationCause != tc.cause {
-				t.Errorf("first violation %v (%s)", r.FirstViolationMs, r.FirstViolationCause)
-			}
-		})
+		t.Run(tc.name, tc.check)
+	}
+}
+
+// overlapCase is a history with one overlap, and what caused it.
+type overlapCase struct {
+	name    string
+	h       *hist
+	cause   string
+	faults  int
+	summary string // "" or what the run's summary must say
+}
+
+func (tc overlapCase) check(t *testing.T) {
+	r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).exit(2, 900, true).end(910).events, Options{})
+	if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 {
+		t.Fatalf("%s: %s", r.Verdict, r.Summary)
+	}
+	o := r.Mutex.Overlaps[0]
+	if o.Cause != tc.cause || len(o.Faults) != tc.faults || r.Evidence.Overlaps[tc.cause] != 1 {
+		t.Errorf("cause %s, faults %v, by cause %v; want %s with %d faults (%s)", o.Cause, o.Faults, r.Evidence.Overlaps, tc.cause, tc.faults, r.Summary)
+	}
+	if tc.summary != "" && !strings.Contains(r.Summary, tc.summary) {
+		t.Errorf("summary %q\nwant it to say %q", r.Summary, tc.summary)
+	}
+	if r.FirstViolationMs == nil || *r.FirstViolationMs < 0 || r.FirstViolationCause != tc.cause {
+		t.Errorf("first violation %v (%s)", r.FirstViolationMs, r.FirstViolationCause)
 	}
 }
 
@@ -387,13 +392,7 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 // other's lease lived: the lock (or an active fault) did it, whatever
 // stalled. The stall named is the one of the side it explains.
 func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		h       *hist
-		cause   string
-		faults  int
-		summary string
-	}{
+	for _, tc := range []overlapCase{
 		{
 			name: "the second grant came while the first lease lived",
 			// Client 0's lease (300 ms from its acquire's invoke at 9)
@@ -448,19 +447,7 @@ func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
 			faults: 1,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := Check(tc.h.exit(0, 900, true).exit(1, 900, true).exit(2, 900, true).end(910).events, Options{})
-			if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 {
-				t.Fatalf("%s: %s", r.Verdict, r.Summary)
-			}
-			o := r.Mutex.Overlaps[0]
-			if o.Cause != tc.cause || len(o.Faults) != tc.faults || r.Evidence.Overlaps[tc.cause] != 1 {
-				t.Errorf("cause %s, faults %v, by cause %v; want %s with %d faults (%s)", o.Cause, o.Faults, r.Evidence.Overlaps, tc.cause, tc.faults, r.Summary)
-			}
-			if tc.summary != "" && !strings.Contains(r.Summary, tc.summary) {
-				t.Errorf("summary %q\nwant it to say %q", r.Summary, tc.summary)
-			}
-		})
+		t.Run(tc.name, tc.check)
 	}
 }
 
