@@ -103,7 +103,10 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 // an older history, which does not say what it did), that hold's release
 // or lease end. A blocking acquire's retries are not in the history:
 // without this, its lease would be counted from the invoke it waited
-// after, long before any retry could set the key.
+// after, long before any retry could set the key. (With a lock whose
+// release deletes whoever holds the key, another client's stale release
+// may have freed it sooner: an overlap that follows is that release's, the
+// lock's own doing, never a stall's.)
 func setFrom(h *hold, spans []faultSpan) int64 {
 	if h.freed <= h.granted || slices.ContainsFunc(spans, func(f faultSpan) bool {
 		return f.start < h.freed && f.end > h.freedSince && freesKeys(f.action)

@@ -61,6 +61,8 @@ func Witness(res checker.Result) []string {
 		switch {
 		case ttl > 0 && a.EndMs-a.StartMs > ttl:
 			s += fmt.Sprintf(": client %d's critical section lasted %s, longer than the %s lease", a.Client, checker.Millis(a.EndMs-a.StartMs), checker.Millis(ttl))
+		case o.Stall != nil && o.Stall.LeaseLived:
+			s += ": " + o.Stall.Text + " (a stall of the harness, which does not explain it: the second grant came while the first holder's lease still lived)"
 		case o.Stall != nil:
 			s += ": " + o.Stall.Text + " (a stall of the harness)"
 		}
