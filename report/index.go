@@ -280,7 +280,7 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 <tr><th>lock \ fault</th>{{range .Nemeses}}<th class="nem">{{.}}</th>{{end}}</tr>
 {{range .Matrix}}<tr><th>{{.Lock}}</th>{{range .Cells}}<td class="{{.Class}}" data-lock="{{.Lock}}" data-nemesis="{{.Nemesis}}" data-verdict="{{.Verdict}}" data-status="{{.Status}}" title="{{.Name}}: {{.Detail}}">{{if .Link}}<a href="{{.Link}}">{{.Text}}</a>{{else}}{{.Text}}{{end}}{{if .Mark}}<span class="mark">{{.Mark}}</span>{{end}}</td>{{end}}</tr>
 {{end}}</table>
-<p class="muted">Each cell is a short run of the lock against the fault with the grid's workload (scenarios/grid.yaml), linked to its report; every cell has an expectation there. A cell matches only for the right reason: a violation caused by a fault that landed (hit a live lease), safe after at least one fault landed. A cell whose runs were no evidence either way (the faults never landed, or a stall of the harness made the overlap) is inconclusive, and fails the matrix.</p>
+<p class="muted">Each cell is a short run of the lock against the fault with the grid's workload (scenarios/grid.yaml), linked to its report; every cell has an expectation there. A cell matches only for the right reason: a violation caused by a fault that landed (hit a live lease), safe after at least one fault landed. A cell whose runs were no evidence either way (the faults never landed, or a stall of the harness made the overlap or the unavailability) is inconclusive, and fails the matrix.</p>
 {{end}}
 
 {{if .Catalogue}}<h2 id="catalogue">The catalogue of known failure modes</h2>

@@ -468,7 +468,7 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run grid.RunFunc) Ce
 		r.Detail = fmt.Sprintf("%d of up to %d seeds run (%s) — %s", len(found), seeds, strings.Join(found, ", "), r.Detail)
 	}
 	if attempts > len(found) {
-		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, or whose overlap a stall of the harness made, is run again) — %s", attempts, r.Detail)
+		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, or whose overlap or unavailability a stall of the harness made, is run again) — %s", attempts, r.Detail)
 	}
 	return r
 }
