@@ -86,9 +86,9 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 		st = stallNote(worstB, delayB)
 	case delayA > 0:
 		st = stallNote(worstA, delayA)
-		// Neither lease may have run out before the other grant: the
-		// second came while the first lived.
-		st.LeaseLived = !aMay && !bMay
+		// a's lease had not run out when b's acquire returned: no stall
+		// of a made it outlive its lease.
+		st.LeaseLived = !aMay
 	}
 	if len(faults) > 0 {
 		return CauseFault, faults, st

@@ -401,7 +401,7 @@ func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
 			// lock grant a key whose lease lives.
 			h:       new(hist).start().ttl(300).stall(0, 15, 300).hold(0, k0, 10, 305).hold(1, k0, 200, 320),
 			cause:   CauseNone,
-			summary: "no fault was active (client 0 could not run for 285 ms, but the second grant came while the first holder's lease still lived: no stall explains it)",
+			summary: "no fault was active (client 0 could not run for 285 ms, but client 0's lease still lived when client 1's acquire returned: no stall explains it)",
 		},
 		{
 			name:   "the second grant came while the first lease lived, under a fault",

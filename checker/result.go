@@ -223,9 +223,9 @@ type StallNote struct {
 	TotalMs float64 `json:"total_ms"`
 	// Text says it in words: "client 2 could not run for 260 ms".
 	Text string `json:"text"`
-	// LeaseLived: the two grants came less than a lease apart, however the
-	// history places them, so one came while the other's lease lived: the
-	// stall does not explain the overlap, whatever its length.
+	// LeaseLived: the earlier holder's lease, counted from the earliest its
+	// key could have been set, still lived when the later holder's acquire
+	// returned: its stall does not explain the overlap, whatever its length.
 	LeaseLived bool `json:"lease_lived,omitempty"`
 }
 

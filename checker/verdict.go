@@ -210,7 +210,7 @@ func OverlapCause(o Overlap, all []FaultWindow) string {
 		return causedBy(all, o.Faults)
 	}
 	if o.Stall != nil && o.Stall.LeaseLived {
-		return "no fault was active (" + o.Stall.Text + ", but the second grant came while the first holder's lease still lived: no stall explains it)"
+		return fmt.Sprintf("no fault was active (%s, but client %d's lease still lived when client %d's acquire returned: no stall explains it)", o.Stall.Text, o.Clients[0], o.Clients[1])
 	}
 	if o.Stall != nil {
 		return "no fault was active (" + o.Stall.Text + ", shorter than the overlap)"

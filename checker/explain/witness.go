@@ -62,7 +62,7 @@ func Witness(res checker.Result) []string {
 		case ttl > 0 && a.EndMs-a.StartMs > ttl:
 			s += fmt.Sprintf(": client %d's critical section lasted %s, longer than the %s lease", a.Client, checker.Millis(a.EndMs-a.StartMs), checker.Millis(ttl))
 		case o.Stall != nil && o.Stall.LeaseLived:
-			s += ": " + o.Stall.Text + " (a stall of the harness, which does not explain it: the second grant came while the first holder's lease still lived)"
+			s += fmt.Sprintf(": %s (a stall of the harness, which does not explain it: client %d's lease still lived when client %d's acquire returned)", o.Stall.Text, a.Client, b.Client)
 		case o.Stall != nil:
 			s += ": " + o.Stall.Text + " (a stall of the harness)"
 		}

@@ -64,7 +64,7 @@ func TestWitnessForgottenLeaseAndNoFault(t *testing.T) {
 	}
 	res.Mutex.Overlaps[0].Holds[0].EndMs = 600
 	res.Mutex.Overlaps[0].Stall = &checker.StallNote{Client: 2, Ms: 150, Text: "client 2 could not run for 150 ms", LeaseLived: true}
-	if got := strings.Join(Witness(res), "\n"); !strings.Contains(got, "No fault was active: client 2 could not run for 150 ms (a stall of the harness, which does not explain it: the second grant came while the first holder's lease still lived).") {
+	if got := strings.Join(Witness(res), "\n"); !strings.Contains(got, "No fault was active: client 2 could not run for 150 ms (a stall of the harness, which does not explain it: client 2's lease still lived when client 3's acquire returned).") {
 		t.Errorf("witness:\n%s", got)
 	}
 	if Witness(checker.Result{Verdict: checker.Safe}) != nil {
