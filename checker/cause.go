@@ -38,10 +38,9 @@ const (
 // in flight, the coordinator (its reply waited in the proxies) and the
 // lock's servers (ready to run, but waiting for a CPU) — when it is no
 // shorter than the overlap: had a run on time, it would not have
-// overlapped. Or a stall of b between its grant and its reading the ok,
-// when b's lease may have run out before a's grant and the stall lasted at
-// least that lease (and the overlap): b's answer waited, unread, while its
-// lease ran out. The stall named is the longest of the side it explains.
+// overlapped. Or a stall of b (its answer waiting, unread, while its
+// lease ran out), when b's lease may have run out before a's grant and
+// the stall lasted at least that lease and the overlap. The stall named is the longest of the side it explains.
 // Otherwise the faults', if any; otherwise the lock's own.
 //
 // A reply that was only slower than usual, with no stall measured over it,
@@ -62,20 +61,20 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 	}
 	fromA, fromB := a.invoked, b.granted
 	if lease > 0 {
-		fromA, fromB = max(a.invoked, setFrom(a, spans)), setFrom(b, spans)
+		fromA, fromB = max(a.invoked, setFrom(a, lease, spans, stalls)), setFrom(b, lease, spans, stalls)
 	}
 	// a's lease may have run out before b was granted (b's ok came a lease
 	// after a's key could have been set), or b's before a was.
 	aMay := lease <= 0 || s-fromA >= lease
 	bMay := lease > 0 && a.grantedOK-fromB >= lease
-	// a's own stalls until the overlap's end, the coordinator's and the
-	// servers' until its ok; b's before it read its ok (its answer waited,
-	// unread).
+	// Each side's own stalls until the overlap's end, the coordinator's
+	// and the servers' until its ok (b's answer may have waited, unread,
+	// while its lease ran out).
 	delayA, worstA := stalled(stalls, spans, a.client, max(fromA, floor), e, a.start)
 	var delayB int64
 	var worstB stall
 	if bMay {
-		delayB, worstB = stalled(stalls, spans, b.client, fromB, s, s)
+		delayB, worstB = stalled(stalls, spans, b.client, fromB, e, s)
 	}
 	switch {
 	case aMay && delayA > 0 && delayA >= e-s:
@@ -97,23 +96,38 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 }
 
 // setFrom is the earliest the key could have been set for hold h: its
-// latest grant's invoke, or, when an earlier hold kept the key past it
-// (hold.freed) and no fault that can free a key sooner was active
-// meanwhile (a node that forgot it, a failover, a clock moved; a fault of
-// an older history, which does not say what it did), that hold's release
-// or lease end. A blocking acquire's retries are not in the history:
-// without this, its lease would be counted from the invoke it waited
-// after, long before any retry could set the key. (With a lock whose
-// release deletes whoever holds the key, another client's stale release
-// may have freed it sooner: an overlap that follows is that release's, the
-// lock's own doing, never a stall's.)
-func setFrom(h *hold, spans []faultSpan) int64 {
-	if h.freed <= h.granted || slices.ContainsFunc(spans, func(f faultSpan) bool {
-		return f.start < h.freed && f.end > h.freedSince && freesKeys(f.action)
-	}) {
-		return h.granted
+// latest grant's invoke, or, when an earlier hold kept the key past it and
+// no fault that can free a key sooner was active meanwhile (a node that
+// forgot it, a failover, a clock moved; a fault of an older history, which
+// does not say what it did), that hold's release or lease end. A blocking
+// acquire's retries are not in the history: without this, its lease would
+// be counted from the invoke it waited after, long before any retry could
+// set the key.
+//
+// An earlier hold granted a lease or more after h's invoke (hold.freedLate)
+// may have been granted after h's own key ran out, h's answer waiting
+// unread meanwhile: that hold then bounds nothing, and a stall of h as long
+// as a lease could have made it so. Its bound counts only when the harness
+// stalled h's side less than a lease before h read its ok. (With a lock
+// whose release deletes whoever holds the key, another client's stale
+// release may have freed it sooner: an overlap that follows is that
+// release's, the lock's own doing, never a stall's.)
+func setFrom(h *hold, lease int64, spans []faultSpan, stalls []stall) int64 {
+	from := h.granted
+	ok := func(freed, since int64) bool {
+		return freed > from && !slices.ContainsFunc(spans, func(f faultSpan) bool {
+			return f.start < freed && f.end > since && freesKeys(f.action)
+		})
 	}
-	return h.freed
+	if ok(h.freed, h.freedSince) {
+		from = h.freed
+	}
+	if ok(h.freedLate, h.freedLateSince) {
+		if d, _ := stalled(stalls, spans, h.client, h.granted, h.start, h.start); d < lease {
+			from = h.freedLate
+		}
+	}
+	return from
 }
 
 // freesKeys says whether a fault of this kind can end a lease before its

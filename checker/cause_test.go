@@ -446,6 +446,19 @@ func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
 			cause:  CauseFault,
 			faults: 1,
 		},
+		{
+			name: "a hold granted after the acquire's own key ran out bounds nothing",
+			// Client 0's acquire (invoked at 10) set the key at once; then
+			// client 0 could not run until 700. Its lease ran out at ~310;
+			// client 1 took the key at 401 and let it go at 500; client 0
+			// read its ok at 701, its lease long gone, and client 2 took the
+			// key at 761. Client 1's hold, granted a lease after client 0's
+			// invoke, does not say client 0's key was set after it.
+			h: new(hist).start().ttl(300).stall(0, 12, 700).acquire(0, k0, 10, 701).release(0, k0, 900, 901).
+				hold(1, k0, 401, 500).hold(2, k0, 761, 850),
+			cause:   CauseStall,
+			summary: "no fault explains it: client 0 could not run for 688 ms",
+		},
 	} {
 		t.Run(tc.name, tc.check)
 	}
@@ -477,6 +490,91 @@ func TestPropertyNoStallOverALiveLease(t *testing.T) {
 		o := r.Mutex.Overlaps[0]
 		if live := bOK-aInv < lease && aOK-bInv < lease; live && o.Cause == CauseStall {
 			t.Fatalf("the grants came less than a lease apart, yet %s: %s", o.Cause, r.Summary)
+		}
+	})
+}
+
+// A lock that keeps its leases (a key set at the server's instant, lasting
+// the TTL, released only by its owner) makes two holds overlap only by a
+// stall of the harness: its clients' answers unread while they could not
+// run, their holds stretched past their leases. When every such delay is
+// measured, however the clients wait (blocking acquires that retry unseen
+// included), no overlap is the lock's own.
+func TestPropertyAKeptLeaseOverlapsOnlyByAStall(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		const lease, clients = 300.0, 3
+		h := new(hist).start().ttl(lease)
+		type client struct {
+			next     float64 // when it acts next
+			invoked  float64 // its acquire in flight since, or -1
+			holding  bool    // next, it releases
+			blocking bool
+		}
+		var cs [clients]*client
+		for c := range cs {
+			cs[c] = &client{next: rapid.Float64Range(0, 50).Draw(t, "t0"), invoked: -1}
+		}
+		owner, expires := -1, 0.0
+		for step := 0; step < 60; step++ {
+			c := 0
+			for i := range cs {
+				if cs[i].next < cs[c].next {
+					c = i
+				}
+			}
+			cl, now := cs[c], cs[c].next
+			if cl.holding {
+				h.op(c, history.Invoke, history.Release, k0, now)
+				if owner == c && now < expires {
+					owner = -1 // its own key, still set: deleted
+				}
+				h.op(c, history.OK, history.Release, k0, now+1)
+				cl.holding, cl.next = false, now+1+rapid.Float64Range(5, 60).Draw(t, "think")
+				continue
+			}
+			if cl.invoked < 0 {
+				cl.invoked, cl.blocking = now, rapid.Bool().Draw(t, "blocking")
+				h.op(c, history.Invoke, history.Acquire, k0, now)
+			}
+			if owner >= 0 && now < expires {
+				if cl.blocking && now-cl.invoked < 4*lease {
+					cl.next = now + rapid.Float64Range(5, 60).Draw(t, "retry")
+					continue
+				}
+				h.op(c, history.Fail, history.Acquire, k0, now+1)
+				cl.invoked, cl.next = -1, now+1+rapid.Float64Range(5, 60).Draw(t, "think")
+				continue
+			}
+			// The key is set now; the answer is read after a stall, if any.
+			owner, expires = c, now+lease
+			ok := now + 1
+			if rapid.IntRange(0, 3).Draw(t, "stallsBeforeOK") == 0 {
+				d := rapid.Float64Range(20, 3*lease).Draw(t, "unread")
+				h.stall(c, now, now+d)
+				ok = now + d
+			}
+			h.op(c, history.OK, history.Acquire, k0, ok)
+			end := ok + rapid.Float64Range(5, lease/2).Draw(t, "hold")
+			if rapid.IntRange(0, 3).Draw(t, "stallsInHold") == 0 {
+				d := rapid.Float64Range(20, 2*lease).Draw(t, "stretched")
+				h.stall(c, end, end+d)
+				end += d
+			}
+			cl.invoked, cl.holding, cl.next = -1, true, end
+		}
+		for c, cl := range cs {
+			if cl.holding {
+				h.op(c, history.Invoke, history.Release, k0, cl.next).op(c, history.OK, history.Release, k0, cl.next+1)
+			}
+		}
+		slices.SortStableFunc(h.events, func(x, y history.Event) int { return cmp.Compare(x.Time, y.Time) })
+		last := h.events[len(h.events)-1].Time
+		for c := range clients {
+			h.exit(c, float64(last)/1e6+10, true)
+		}
+		r := Check(h.end(float64(last)/1e6+20).events, Options{})
+		if n := r.Evidence.Overlaps[CauseNone]; n > 0 {
+			t.Fatalf("%d of %d overlaps the lock's own: %s", n, r.Mutex.OverlapCount, r.Summary)
 		}
 	})
 }

@@ -36,12 +36,16 @@ type hold struct {
 	// nodes set the lease between the two.
 	granted, grantedOK int64
 	// freed is no sooner than the key could have been free for this hold's
-	// acquire to set it: an earlier hold of the key (ended before this one
-	// began, its lease set by freedSince) kept it until its release or its
-	// lease's end, whichever came first (Stream.freedFor); 0 when no earlier
-	// hold says more than the acquire's invoke. A blocking acquire
-	// (--wait) retries unseen, so its invoke alone says little.
-	freed, freedSince int64
+	// acquire to set it: an earlier hold of the key, its lease set by
+	// freedSince and its ok less than a lease after this acquire's invoke
+	// (so set before this acquire could have set the key), kept it until
+	// its release or its lease's end, whichever came first (Stream.freedFor);
+	// 0 when no earlier hold says more than the acquire's invoke. freedLate
+	// is the same from any earlier hold, set by freedLateSince: one granted
+	// later may have come after this acquire's own key ran out, unread
+	// (setFrom). A blocking acquire (--wait) retries unseen, so its invoke
+	// alone says little.
+	freed, freedSince, freedLate, freedLateSince int64
 	// overlapped: another client's hold of the key overlapped it.
 	overlapped bool
 }

@@ -309,11 +309,12 @@ func (s *Stream) holdStarted(h *hold) {
 	s.touch(ks)
 }
 
-// freedFor sets h.freed from the key's holds that ended before h began:
-// each kept the key from its grant's ok until its release was invoked or
-// its lease, counted from its grant's invoke, ran out, whichever came
-// first, so h's acquire set the key no sooner (with a lock that keeps its
-// leases and no fault meanwhile: setSince checks the faults).
+// freedFor sets h.freed and h.freedLate from the key's holds that ended
+// before h began: each kept the key from its grant's ok until its release
+// was invoked or its lease, counted from its grant's invoke, ran out,
+// whichever came first, so h's acquire set the key no sooner — when it
+// set it after that hold's grant, with a lock that keeps its leases and no
+// fault meanwhile (setFrom).
 func (s *Stream) freedFor(ks *keyState, h *hold) {
 	var tl timeline
 	tl.setLease(s.runInfo())
@@ -324,7 +325,11 @@ func (s *Stream) freedFor(ks *keyState, h *hold) {
 		if p.grantedOK <= 0 || p.end < 0 {
 			continue
 		}
-		if until := min(p.end, p.granted+tl.lease); until > h.freed {
+		until := min(p.end, p.granted+tl.lease)
+		if until > h.freedLate {
+			h.freedLate, h.freedLateSince = until, p.granted
+		}
+		if p.grantedOK < h.granted+tl.lease && until > h.freed {
 			h.freed, h.freedSince = until, p.granted
 		}
 	}
