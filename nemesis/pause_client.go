@@ -50,6 +50,14 @@ func init() {
 	})
 }
 
+// Applies refuses phase=wait in a run without a blocking acquire.
+func (p *PauseClient) Applies(t Topology) error {
+	if p.Phase == "wait" {
+		return blocking("pause-client", "with phase=wait", t)
+	}
+	return nil
+}
+
 func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	proc, err := processesOf(env)
 	if err != nil {
