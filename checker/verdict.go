@@ -356,9 +356,13 @@ func (f FaultWindow) Label() string {
 // Seconds writes a time of the run: "3.41 s".
 func Seconds(ms float64) string { return fmt.Sprintf("%.2f s", ms/1e3) }
 
-// Millis says how long ms lasted: "0.412 ms", "4.2 ms", "312 ms", "1.2 s".
+// Millis says how long ms lasted: "1 ns", "0.412 ms", "4.2 ms", "312 ms",
+// "1.2 s". A span shorter than a microsecond is told in nanoseconds: an
+// overlap of 1 ns is not one of "0.000 ms".
 func Millis(ms float64) string {
 	switch {
+	case ms < 0.001:
+		return fmt.Sprintf("%.0f ns", ms*1e6)
 	case ms < 1:
 		return fmt.Sprintf("%.3f ms", ms)
 	case ms >= 1000:
