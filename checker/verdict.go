@@ -276,6 +276,20 @@ func unlandedCauses(r *Result) string {
 	return s
 }
 
+// askedNemeses are the nemeses a run asked for, as its run-start records
+// them. "none" is no nemesis: every run without faults recorded it until
+// the settings dropped it (506f455 and before), and such a history keeps
+// the verdict it had, safe with no fault asked for.
+func askedNemeses(run *history.RunInfo) []string {
+	out := []string{}
+	for _, n := range run.Nemesis {
+		if n != "" && n != "none" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // noFaultLanded says, of a run that asked for nemeses and in which no
 // fault landed, why that leaves it untested: "" otherwise. Such a run is
 // no evidence about the lock under those faults, whatever else it shows,
