@@ -226,13 +226,21 @@ type View struct {
 	Acquires map[int]Acquire
 	// Exited are the clients whose process has ended.
 	Exited map[int]bool
-	// Waiting says when each client's stretched hold last reached the end
-	// of its work and began to wait, before its write.
-	Waiting map[int]int64
+	// Waiting says, of each client, which stretched hold last reached the
+	// end of its work and began to wait, before its write, and when.
+	Waiting map[int]Wait
 	// Lost says when each client's lock last reported a lease of a key
 	// lost (a lost event: the library learned it in the background, and
 	// the client stopped).
 	Lost map[int]map[string]int64
+}
+
+// Wait is a stretched hold that reached the end of its work: the hold
+// (its Invoked 0 when the coordinator saw no hold of the key then) and
+// when it began to wait.
+type Wait struct {
+	At int64
+	Holding
 }
 
 // Acquire is one client's latest acquire: in flight (Outcome "") or done.
