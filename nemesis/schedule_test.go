@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -28,8 +29,10 @@ type fakeEnv struct {
 	renews    bool // Topology().Renews
 	// waits, when set, says which hold of each client waits (View.Waiting);
 	// otherwise every hold reaches its wait at once.
-	waits   map[int]Wait
-	changed chan struct{}
+	waits map[int]Wait
+	// acquires are each client's latest acquire (View.Acquires).
+	acquires map[int]Acquire
+	changed  chan struct{}
 }
 
 var testShape = Shape{Clients: 4, Keys: 1, LockNodes: 1, KeyName: func(int) string { return "lock:0" }}
@@ -70,7 +73,7 @@ func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 		if f.waits != nil {
 			waiting = f.waits
 		}
-		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Acquires: maps.Clone(f.acquires), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil
