@@ -17,6 +17,21 @@ type nodesEnv struct {
 
 func (e nodesEnv) LockNodes() []cluster.Node { return e.nodes }
 
+// localNode starts a redis-server, stopped when the test ends.
+func localNode(t *testing.T, name string) cluster.Node {
+	t.Helper()
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Stop() })
+	return node
+}
+
 // The lease left at a grant is read on the lock's nodes even when it ran
 // out there before the acquire returned — as a lock that asks its nodes
 // one after another holds it under late replies, each node's lease set a
@@ -26,15 +41,7 @@ func (e nodesEnv) LockNodes() []cluster.Node { return e.nodes }
 // called such a lease long enough for the hold. Seen while the acquire was
 // in flight, the node says when it ran out: before the grant.
 func TestTheLeaseLeftIsReadOnTheNodesWhileTheAcquireIsInFlight(t *testing.T) {
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "sight"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Stop() })
+	node := localNode(t, "sight")
 	env := nodesEnv{newFakeEnv(), []cluster.Node{node}}
 	ctx := context.Background()
 

@@ -32,15 +32,7 @@ func (e proxiedEnv) LockNodes() []cluster.Node { return e.nodes }
 // refusal (issue 42.4): a grant that never came is no lease the fault
 // outlasted, and the fault waits for the next acquire.
 func TestSlowReplyLandsOnARefusalOnlyWithAReplyHeldBack(t *testing.T) {
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := local.StartNode(context.Background(), cluster.NodeSpec{Name: "refusal"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Stop() })
+	node := localNode(t, "refusal")
 	ps := proxy.New()
 	t.Cleanup(ps.Close)
 	link, err := ps.Add(1, 0, node.Addr())
