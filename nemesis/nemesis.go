@@ -110,9 +110,10 @@ type Processes interface {
 	// its critical section, once its work is done, for at most max from
 	// that hold's acquire invoke (the worker enforces the bound itself),
 	// and returns when the worker says it will (history time), or
-	// ErrNoTarget when it has exited. With stop, the first such hold waits
-	// there without the bound (View.Waiting says from when) until the
-	// stretch is withdrawn: for the caller to Pause it there. With rest >
+	// ErrNoTarget when it has exited. With stop, the first such hold that
+	// gets there within the bound waits there without it (View.Waiting
+	// says which hold, and from when) until the stretch is withdrawn: for
+	// the caller to Pause it there. With rest >
 	// 0 the client first holds nothing for rest, and the stretch begins
 	// (and Stretch returns) when the rest is over. Unstretch withdraws it.
 	Stretch(ctx context.Context, client int, key string, max, rest time.Duration, stop bool) (int64, error)
