@@ -654,7 +654,7 @@ func (s *Stream) Result() Result {
 		r.Lock, r.Seed = run.Lock, run.Seed
 		settings := *run
 		r.Settings = &settings
-		r.Nemesis = append(r.Nemesis, run.Nemesis...)
+		r.Nemesis = askedNemeses(run)
 	}
 	if len(overlaps) > 0 {
 		o := overlaps[0]

@@ -279,6 +279,20 @@ func unlandedCauses(r *Result) string {
 	return s
 }
 
+// askedNemeses are the nemeses a run asked for, as its run-start records
+// them. "none" is no nemesis: every run without faults recorded it until
+// the settings dropped it (506f455 and before), and such a history keeps
+// the verdict it had, safe with no fault asked for.
+func askedNemeses(run *history.RunInfo) []string {
+	out := []string{}
+	for _, n := range run.Nemesis {
+		if n != "" && n != "none" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // noFaultLanded says, of a run that asked for nemeses and in which no
 // fault landed, why that leaves it untested: "" otherwise. Such a run is
 // no evidence about the lock under those faults, whatever else it shows,
@@ -359,9 +373,13 @@ func (f FaultWindow) Label() string {
 // Seconds writes a time of the run: "3.41 s".
 func Seconds(ms float64) string { return fmt.Sprintf("%.2f s", ms/1e3) }
 
-// Millis says how long ms lasted: "0.412 ms", "4.2 ms", "312 ms", "1.2 s".
+// Millis says how long ms lasted: "1 ns", "0.412 ms", "4.2 ms", "312 ms",
+// "1.2 s". A span shorter than a microsecond is told in nanoseconds: an
+// overlap of 1 ns is not one of "0.000 ms".
 func Millis(ms float64) string {
 	switch {
+	case ms < 0.001:
+		return fmt.Sprintf("%.0f ns", ms*1e6)
 	case ms < 1:
 		return fmt.Sprintf("%.3f ms", ms)
 	case ms >= 1000:

@@ -133,3 +133,19 @@ func TestNoEvidence(t *testing.T) {
 		})
 	}
 }
+
+// An overlap of 1 ns is told as what it is, not as one of "0.000 ms"; the
+// one formatter of spans says so everywhere.
+func TestATinyOverlapIsToldInNanoseconds(t *testing.T) {
+	var h hist
+	h.start().acquire(0, "k", 9, 10).acquire(1, "k", 18, 19.999999).release(0, "k", 20, 21).release(1, "k", 30, 31).end(40)
+	res := Check(h.events, Options{})
+	if res.Verdict != Violation || !strings.Contains(res.Summary, "both held k for 1 ns from") {
+		t.Errorf("verdict %s, summary %q; want a violation of 1 ns", res.Verdict, res.Summary)
+	}
+	for ms, want := range map[float64]string{1e-6: "1 ns", 0.0004: "400 ns", 0.412: "0.412 ms", 4.2: "4.2 ms", 312: "312 ms", 1200: "1.2 s"} {
+		if got := Millis(ms); got != want {
+			t.Errorf("Millis(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}

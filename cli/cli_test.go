@@ -142,6 +142,10 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		{[]string{"run", "--scenario", "pause-past-ttl"}, "did you mean pause-past-ttl-set-nx-px or pause-past-ttl-token-lua?"},
 		{[]string{"run", "--lock", "token-lua", "--nemesis", "pause-client", "--opt", "pause-client.duraton=1ttl", "--out", t.TempDir()}, `no option "duraton" (did you mean duration?)`},
 		{[]string{"check", "/nonexistent"}, "/nonexistent holds no history.jsonl"},
+		// A fault that waits for a blocked acquire, in a run whose acquires
+		// try once: refused before it starts, not run to end with no fault.
+		{[]string{"run", "--lock", "token-lua", "--nemesis", "pause-client", "--opt", "pause-client.phase=wait", "--out", t.TempDir()}, "pause-client with phase=wait waits for a client blocked in a blocking acquire, and this run's acquires try once: give --wait"},
+		{[]string{"run", "--lock", "token-lua", "--nemesis", "latency", "--opt", "latency.when=wait", "--out", t.TempDir()}, "with when=wait waits for a client blocked in a blocking acquire"},
 	} {
 		_, stderr, code := lockchaos(t, tc.args...)
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {

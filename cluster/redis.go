@@ -331,6 +331,34 @@ func LeaseTTL(ctx context.Context, addr, key, token string) (int64, error) {
 	return leasePTTL.Run(ctx, c, []string{key}, token).Int64()
 }
 
+// keyMarks answers key's PTTL (-1: no expiry) and the marks of the leases
+// it keeps: a string's value, a hash's fields; nothing when there is no
+// key.
+var keyMarks = redis.NewScript(`
+local t = redis.call("TYPE", KEYS[1]).ok
+if t == "none" then return {} end
+local out = {redis.call("PTTL", KEYS[1])}
+if t == "string" then out[2] = redis.call("GET", KEYS[1])
+elseif t == "hash" then for _, f in ipairs(redis.call("HKEYS", KEYS[1])) do out[#out+1] = f end end
+return out`)
+
+// KeyMarks asks the Redis node c (a RedisClient) for key's PTTL in ms and
+// the marks of the leases it keeps (a string's value, a hash's fields);
+// exists is false when there is no key.
+func KeyMarks(ctx context.Context, c *redis.Client, key string) (pttl int64, marks []string, exists bool, err error) {
+	r, err := keyMarks.Run(ctx, c, []string{key}).Slice()
+	if err != nil || len(r) == 0 {
+		return 0, nil, false, err
+	}
+	pttl, _ = r[0].(int64)
+	for _, m := range r[1:] {
+		if s, ok := m.(string); ok {
+			marks = append(marks, s)
+		}
+	}
+	return pttl, marks, true, nil
+}
+
 // Group is one lock node's replication group: a primary and its replicas.
 // Every member replicates, when it is a replica, through its own relay (a
 // proxy whose upstream is the current primary), so a nemesis can cut or

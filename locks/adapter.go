@@ -437,8 +437,11 @@ func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (
 		}
 		if a.m.Lost {
 			a.mu.Lock()
+			// A re-entry shares its hold's signal; a grant after a signal
+			// fired is a new lease, whose own loss is still to come (a
+			// library that reuses one token across holds).
 			s := a.lost[ans.Token]
-			if s == nil {
+			if s == nil || s.fired {
 				s = &lostSignal{ch: make(chan struct{})}
 				a.lost[ans.Token] = s
 			}
@@ -462,16 +465,18 @@ func (a *adapter) Release(ctx context.Context, l Lease) error {
 
 func (a *adapter) release(ctx context.Context, l Lease) error {
 	ans, err := a.call(ctx, map[string]any{"type": "release", "key": l.Key, "token": l.Token}, 0)
-	if err != nil {
-		return err
-	}
+	// The hold is over whatever the answer: its lost signal is no later
+	// hold's.
 	a.mu.Lock()
-	if s := a.lost[l.Token]; s != nil {
+	if s := a.lost[l.Token]; s != nil && s.ch == l.Lost {
 		if s.holds--; s.holds <= 0 {
 			delete(a.lost, l.Token)
 		}
 	}
 	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	switch ans.Type {
 	case "released":
 		return nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -397,41 +398,128 @@ func HasLease(ctx context.Context, n cluster.Node, prefix string, h Holding) boo
 // returned (h.OK), asking the lock nodes directly: a node that keeps h
 // answers its key's PTTL, read at a time after the grant (the answer's
 // arrival, so the figure is an upper bound), and one that no longer does
-// had at most the time since the grant. The lease is lost once fewer than
-// a quorum keep it: the quorum-th longest. ok is false when a node does
-// not answer, when no node keeps the lease (the token may not be what the
-// lock stores: nothing was read of its lease), or when the nodes are a
-// store's members, which say whether they keep a lease, not for how long.
-func leaseLeftAtGrant(ctx context.Context, env Env, h Holding) (left time.Duration, ok bool) {
+// had at most the time since the grant — or, when seen (a leaseSight kept
+// while the acquire was in flight) saw the lease on it, at most what was
+// left of it by its last expiry read there: a lock that asks its nodes one
+// after another under late replies holds leases that ran out on its first
+// nodes before its acquire returned, and on all of them before the nodes
+// can be asked afterwards. The lease is lost once fewer than a quorum keep
+// it: the quorum-th longest. ok is false when a node does not answer, when
+// nothing was read of the lease on any node (the token may not be what the
+// lock stores), or when the nodes are a store's members, which say whether
+// they keep a lease, not for how long.
+func leaseLeftAtGrant(ctx context.Context, env Env, h Holding, seen *leaseSight) (left time.Duration, ok bool) {
 	prefix := env.Topology().KeyPrefix
 	var lefts []time.Duration
-	keeping := 0
+	read := 0
 	nodes := env.LockNodes()
 	for i, n := range nodes {
 		if _, store := n.(cluster.LeaseHolder); store {
 			return 0, false
 		}
-		ms, err := cluster.LeaseTTL(ctx, n.Addr(), prefix+h.Key, h.On(i, len(nodes)).Token)
+		token := h.On(i, len(nodes)).Token
+		ms, err := cluster.LeaseTTL(ctx, n.Addr(), prefix+h.Key, token)
 		answered := history.Now()
 		if err != nil {
 			return 0, false
 		}
 		since := time.Duration(answered - h.OK)
-		switch {
+		switch expiry, saw := seen.expiry(i, token, h.Invoked); {
 		case ms == -1: // no expiry: this node never lets the lease go
-			lefts, keeping = append(lefts, time.Duration(1<<62)), keeping+1
+			lefts, read = append(lefts, time.Duration(1<<62)), read+1
 		case ms >= 0:
-			lefts, keeping = append(lefts, since+time.Duration(ms)*time.Millisecond), keeping+1
+			lefts, read = append(lefts, since+time.Duration(ms)*time.Millisecond), read+1
+		case saw:
+			lefts, read = append(lefts, min(since, max(0, time.Duration(expiry-h.OK)))), read+1
 		default:
 			lefts = append(lefts, since)
 		}
 	}
 	q := quorum(env)
-	if keeping == 0 || len(lefts) < q {
+	if read == 0 || len(lefts) < q {
 		return 0, false
 	}
 	slices.Sort(lefts)
 	return lefts[len(lefts)-q], true
+}
+
+// leaseSight is what the lock nodes said of a key while an acquire was in
+// flight: on each node, for each lease mark the key held (a string's value,
+// a hash's field; "" for any), when its expiry read last said it would run
+// out (an upper bound: the read's answer time plus the PTTL), and the
+// first time it was seen.
+type leaseSight struct {
+	mu    sync.Mutex
+	nodes []map[string]sighted
+}
+
+type sighted struct{ first, expiry int64 }
+
+// watchLease reads key on every Redis lock node every hundredth of the TTL
+// (at least every millisecond) until the returned stop is called (stop waits for the reads to end).
+// Store members are not read (nil sight).
+func watchLease(ctx context.Context, env Env, key string) (*leaseSight, func()) {
+	nodes := env.LockNodes()
+	for _, n := range nodes {
+		if _, store := n.(cluster.LeaseHolder); store {
+			return nil, func() {}
+		}
+	}
+	s := &leaseSight{nodes: make([]map[string]sighted, len(nodes))}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		s.nodes[i] = map[string]sighted{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cluster.RedisClient(n.Addr())
+			defer c.Close()
+			for ctx.Err() == nil {
+				pttl, marks, exists, err := cluster.KeyMarks(ctx, c, env.Topology().KeyPrefix+key)
+				if err == nil && exists {
+					s.saw(i, pttl, marks, history.Now())
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(max(time.Millisecond, env.TTL()/100)):
+				}
+			}
+		}()
+	}
+	return s, func() { cancel(); wg.Wait() }
+}
+
+func (s *leaseSight) saw(i int, pttl int64, marks []string, at int64) {
+	expiry := int64(1 << 62) // no expiry
+	if pttl >= 0 {
+		expiry = at + pttl*int64(time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range append(marks, "") {
+		x, ok := s.nodes[i][m]
+		if !ok {
+			x.first = at
+		}
+		x.expiry = expiry
+		s.nodes[i][m] = x
+	}
+}
+
+// expiry says when lease token, first seen on node i at or after from, was
+// last read to run out there ("" or "1": any lease of the key).
+func (s *leaseSight) expiry(i int, token string, from int64) (int64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	if token == "1" {
+		token = ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.nodes[i][token]
+	return x.expiry, ok && x.first >= from
 }
 
 // quorum is how many lock nodes a holder needs.

@@ -20,8 +20,16 @@ type onLinks struct {
 	When  string     `opt:"when" default:"hold" oneof:"hold,wait" help:"hold: once the step's client holds the key; wait: once it waits in a blocking acquire behind another client's hold (needs --wait) — the faults on its links then slow or cut a waiter's keep-alives"`
 }
 
-// Applies checks a fixed client or node number against the topology.
-func (o onLinks) Applies(t Topology) error { return o.Links.available(t) }
+// Applies checks a fixed client or node number against the topology, and
+// that a run whose faults wait for a waiter (when=wait) has one.
+func (o onLinks) Applies(t Topology) error {
+	if o.When == "wait" {
+		if err := blocking("a link fault", "with when=wait", t); err != nil {
+			return err
+		}
+	}
+	return o.Links.available(t)
+}
 
 // linkChoice is a links option.
 type linkChoice struct {

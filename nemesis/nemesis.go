@@ -110,9 +110,10 @@ type Processes interface {
 	// its critical section, once its work is done, for at most max from
 	// that hold's acquire invoke (the worker enforces the bound itself),
 	// and returns when the worker says it will (history time), or
-	// ErrNoTarget when it has exited. With stop, the first such hold waits
-	// there without the bound (View.Waiting says from when) until the
-	// stretch is withdrawn: for the caller to Pause it there. With rest >
+	// ErrNoTarget when it has exited. With stop, the first such hold that
+	// gets there within the bound waits there without it (View.Waiting
+	// says which hold, and from when) until the stretch is withdrawn: for
+	// the caller to Pause it there. With rest >
 	// 0 the client first holds nothing for rest, and the stretch begins
 	// (and Stretch returns) when the rest is over. Unstretch withdraws it.
 	Stretch(ctx context.Context, client int, key string, max, rest time.Duration, stop bool) (int64, error)
@@ -226,13 +227,21 @@ type View struct {
 	Acquires map[int]Acquire
 	// Exited are the clients whose process has ended.
 	Exited map[int]bool
-	// Waiting says when each client's stretched hold last reached the end
-	// of its work and began to wait, before its write.
-	Waiting map[int]int64
+	// Waiting says, of each client, which stretched hold last reached the
+	// end of its work and began to wait, before its write, and when.
+	Waiting map[int]Wait
 	// Lost says when each client's lock last reported a lease of a key
 	// lost (a lost event: the library learned it in the background, and
 	// the client stopped).
 	Lost map[int]map[string]int64
+}
+
+// Wait is a stretched hold that reached the end of its work: the hold
+// (its Invoked 0 when the coordinator saw no hold of the key then) and
+// when it began to wait.
+type Wait struct {
+	At int64
+	Holding
 }
 
 // Acquire is one client's latest acquire: in flight (Outcome "") or done.

@@ -118,3 +118,13 @@ func leased(owner string, t Topology) error {
 	}
 	return nil
 }
+
+// blocking refuses a fault that waits for a client blocked in a blocking
+// acquire (what names it: "phase=wait") in a run whose acquires try once:
+// no client would ever wait, and the run would end without the fault.
+func blocking(owner, what string, t Topology) error {
+	if t.Wait <= 0 {
+		return fmt.Errorf("%s %s waits for a client blocked in a blocking acquire, and this run's acquires try once: give --wait (workload.wait in a scenario file), e.g. --wait 5ttl", owner, what)
+	}
+	return nil
+}

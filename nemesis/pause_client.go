@@ -50,6 +50,14 @@ func init() {
 	})
 }
 
+// Applies refuses phase=wait in a run without a blocking acquire.
+func (p *PauseClient) Applies(t Topology) error {
+	if p.Phase == "wait" {
+		return blocking("pause-client", "with phase=wait", t)
+	}
+	return nil
+}
+
 func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
 	proc, err := processesOf(env)
 	if err != nil {
@@ -71,10 +79,10 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	if err != nil {
 		return nil, err
 	}
-	var waiting int64
+	var waiting Wait
 	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
 	_ = env.Await(wctx, func(v View) bool {
-		if w := v.Waiting[a.Client]; w >= a.OK {
+		if w, ok := v.Waiting[a.Client]; ok && w.At >= a.OK {
 			waiting = w
 			return true
 		}
@@ -82,8 +90,17 @@ func (p *PauseClient) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	})
 	cancel()
 	start := history.Now()
-	if waiting != 0 {
-		start = waiting
+	if waiting.At != 0 {
+		start = waiting.At
+	}
+	// The stop waits in the first stretched hold that reaches the end of
+	// its work within its bound: when the hold first aimed at ended before
+	// (its lock reported its lease lost, its work outlasted the bound on
+	// a busy machine), the client's next hold of the key waits, and that
+	// is the hold the pause stops. It is aimed at that one: aimed at the
+	// first, a pause that landed was judged to have come after its hold.
+	if waiting.Invoked != 0 && waiting.Invoked != a.Invoked {
+		a.Holding = waiting.Holding
 	}
 	if err := proc.Pause(a.Client); err != nil {
 		return nil, errors.Join(err, a.release())

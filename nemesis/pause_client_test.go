@@ -17,7 +17,20 @@ func TestBadPauseClientOptionsAreRefused(t *testing.T) {
 	})
 }
 
-func TestPauseClientAppliesToEveryRun(t *testing.T) { appliesToEveryRun(t, "pause-client") }
+// A pause of a waiter needs a run whose acquires wait; the other phases
+// apply to every run.
+func TestPauseOfAWaiterNeedsABlockingAcquire(t *testing.T) {
+	waiting := topoRun
+	waiting.Wait = time.Second
+	applies(t, []appliesCase{
+		{"pause-client", nil, topoRun, ""},
+		{"pause-client", map[string]string{"phase": "acquire"}, topoRun, ""},
+		{"pause-client", map[string]string{"phase": "wait"}, topoRun, "pause-client with phase=wait waits for a client blocked in a blocking acquire, and this run's acquires try once: give --wait"},
+		{"pause-client", map[string]string{"phase": "wait"}, waiting, ""},
+		{"latency", map[string]string{"when": "wait"}, topoRun, "a link fault with when=wait waits for a client blocked"},
+		{"latency", map[string]string{"when": "wait"}, waiting, ""},
+	})
+}
 
 // Kleppmann's pause during the acquire: the server grants the lock, the OK
 // waits in the paused client's socket buffer, and the client acts on it

@@ -3,6 +3,7 @@ package nemesis
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -26,7 +27,12 @@ type fakeEnv struct {
 	exited    map[int]bool
 	lost      map[int]map[string]int64
 	renews    bool // Topology().Renews
-	changed   chan struct{}
+	// waits, when set, says which hold of each client waits (View.Waiting);
+	// otherwise every hold reaches its wait at once.
+	waits map[int]Wait
+	// acquires are each client's latest acquire (View.Acquires).
+	acquires map[int]Acquire
+	changed  chan struct{}
 }
 
 var testShape = Shape{Clients: 4, Keys: 1, LockNodes: 1, KeyName: func(int) string { return "lock:0" }}
@@ -58,11 +64,16 @@ func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 	for {
 		f.mu.Lock()
 		// A fake hold reaches the end of its work at once.
-		waiting := map[int]int64{}
+		waiting := map[int]Wait{}
 		for _, h := range f.holders {
-			waiting[h.Client] = max(waiting[h.Client], h.OK)
+			if h.OK >= waiting[h.Client].At {
+				waiting[h.Client] = Wait{At: h.OK, Holding: h}
+			}
 		}
-		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
+		if f.waits != nil {
+			waiting = f.waits
+		}
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Acquires: maps.Clone(f.acquires), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // SlowReply delays only the replies on one client's links: the server acts
@@ -24,8 +25,13 @@ import (
 // is lost inside the critical section, and the client is kept there until
 // another client takes the key. A lock or client that refuses a lease that
 // late (a timeout shorter than the delay, Redlock's per-node timeout, its
-// validity check) has met the fault too: the fault landed, and the lock
-// stayed safe. How much lease the client had is read on the lock's nodes;
+// validity check, more late round trips than its deadline allows) has met
+// the fault too: it gave up with a late reply still held back for it, the
+// fault landed, and the lock stayed safe. An acquire that got no lease
+// although its reply was due out before its deadline (a busy machine made
+// it later still) met nothing: a grant that never came is no lease the
+// fault outlasted, and the fault waits for the next acquire. How much
+// lease the client had is read on the lock's nodes;
 // a lock that renews in the background first rests its client, so that no
 // renewal timer of an earlier grant lengthens the aimed one.
 type SlowReply struct {
@@ -69,9 +75,33 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	start := history.Now()
 	// proxy.SlowReplyToxic: every reply late but a Redis handshake's, so
 	// that a client reconnecting after a timeout still sends its command.
-	heal, err := addToxics(links, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+	// The replies held back on c's own links are logged: an acquire of c
+	// that got no lease refused a late one only if it gave up with a reply
+	// still held back for it (a later round trip than its deadline allowed,
+	// a per-node timeout shorter than the delay).
+	var own, others []*proxy.Link
+	for _, l := range links {
+		if l.Client == c {
+			own = append(own, l)
+		} else {
+			others = append(others, l)
+		}
+	}
+	logName := fmt.Sprintf("slow-reply-%d-%d", c, start)
+	replies, forget := proxy.NewReplyLog(logName)
+	healOwn, err := addToxics(own, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds(), "log": logName})
 	if err != nil {
+		forget()
 		return nil, err
+	}
+	healOthers, err := addToxics(others, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
+	if err != nil {
+		forget()
+		return nil, errors.Join(err, healOwn(ctx))
+	}
+	heal := func(ctx context.Context) error {
+		defer forget()
+		return errors.Join(healOwn(ctx), healOthers(ctx))
 	}
 	f := &Fault{
 		Target:  target,
@@ -109,28 +139,53 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	case err != nil:
 		return nil, errors.Join(err, heal(ctx))
 	}
-	// An acquire that found the lock taken says nothing about the late
-	// reply: wait for one that the lock granted, or that gave up on it.
+	// Only a lease that comes back late can be outlasted, or refused: an
+	// acquire that found the lock taken says nothing about the late reply,
+	// and neither does one that got no lease while no reply was held back
+	// for it when it gave up — its reply was due out before its deadline,
+	// and only a busy machine made it later still (a grant that never came
+	// is no lease the fault outlasted). Wait for one the lock granted, or
+	// one that gave up on a reply still held back (replies.HeldPast): a
+	// lock that needs more late round trips than its deadline allows, or
+	// asks each node for less than the delay, refuses a late lease by its
+	// own design.
 	after := max(armed, start)
+	// The lease is read on the lock's nodes while the acquire is in
+	// flight too: a lock that asks its nodes one after another holds
+	// leases there that ran out before it returned.
+	seen, unwatch := watchLease(ctx, env, key)
 	var acq Acquire
+	missed := 0 // acquires that got no lease, with no reply held back
 	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
 	err = env.Await(wctx, func(v View) bool {
 		acq = v.Acquires[c]
-		if acq.Key == key && acq.Invoked >= after && acq.Outcome == history.Fail {
-			after = acq.Invoked + 1
+		if acq.Key != key || acq.Invoked < after || acq.Outcome == "" || acq.Outcome == history.OK {
+			return acq.Key == key && acq.Invoked >= after && acq.Outcome == history.OK
 		}
-		return acq.Key == key && acq.Invoked >= after && acq.Outcome != ""
+		if acq.Outcome == history.Info && replies.HeldPast(acq.Invoked, acq.Done) {
+			return true
+		}
+		if acq.Outcome == history.Info {
+			missed++
+		}
+		after = acq.Invoked + 1
+		return false
 	})
 	cancel()
+	unwatch()
 	if err != nil {
 		// The replies were slow all along: a fault that happened, if one
 		// that never met a lease. The schedule records it and heals it.
-		f.Effect = &history.Effect{Note: fmt.Sprintf("no acquire of %s by client %d under the slow replies found the lock free", key, c)}
+		note := fmt.Sprintf("no acquire of %s by client %d under the slow replies found the lock free", key, c)
+		if missed > 0 {
+			note += fmt.Sprintf("; %d got no lease, with no reply held back for it when it gave up (its late reply was due before its deadline): no late lease was handed out to outlast", missed)
+		}
+		f.Effect = &history.Effect{Note: note}
 		return f, errors.Join(ctx.Err(), proc.Unstretch(c))
 	}
 	took := time.Duration(acq.Done - acq.Invoked)
 	if acq.Outcome != history.OK {
-		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease (no answer in time, after %s): a late lease was not handed out", c, key, round(took))}
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease: it gave up after %s with a reply %s late still held back for it, so a late lease was not handed out", c, key, round(took), delay)}
 		f.Duration = time.Until(timeOf(start).Add(duration))
 		return f, proc.Unstretch(c)
 	}
@@ -149,7 +204,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	// delay, since the command that set it ran at the latest a delay
 	// before the last reply arrived.
 	hold := env.Hold()
-	left, measured := leaseLeftAtGrant(ctx, env, h)
+	left, measured := leaseLeftAtGrant(ctx, env, h, seen)
 	how := "by its nodes"
 	if !measured {
 		left, how = env.Lease()-delay, "at the latest reply"

@@ -57,6 +57,38 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 	}
 }
 
+// A late lease that the lock refuses by its own design lands: setnx-expire's
+// acquire is two round trips, and its second reply, 0.85 TTL late, is still
+// held back for it when its op timeout (the TTL) passes; Redlock gives each
+// node 5% of the TTL. Each gives up with a reply still held back, and the
+// fault landed on a refusal: safe is evidence. (An acquire whose one reply
+// was due out before its deadline and came after it, on a busy machine,
+// refused nothing: issue 42.4, TestReplyLogSaysWhatWasHeldBack.)
+func TestSlowReplyLandsOnALeaseRefusedByDesign(t *testing.T) {
+	for _, tc := range []struct {
+		lock string
+		opts []string
+	}{
+		{"setnx-expire", nil},
+		{"redlock", []string{"redlock.drift-factor=0.05"}}, // the grid's: a 1 s lease on a busy machine
+	} {
+		t.Run(tc.lock, func(t *testing.T) {
+			c := runtest.FaultConfig(t, tc.lock, []string{"slow-reply"}, tc.opts...)
+			if tc.lock == "redlock" {
+				c.TTL, c.Hold = time.Second, 200*time.Millisecond
+			}
+			c.Clients, c.Think, c.Wait, c.Duration = 2, c.TTL, c.TTL, 13*c.TTL
+			res, _ := runtest.RunFaults(t, &c)
+			runtest.Verdict(t, res, checker.Safe)
+			for _, f := range res.Faults {
+				if !f.Landed || !strings.Contains(f.Effect, "still held back for it") {
+					t.Errorf("fault %d landed %v: %s; want a late lease refused with a reply held back", f.ID, f.Landed, f.Effect)
+				}
+			}
+		})
+	}
+}
+
 // The fault reads the lease left at the grant on the lock's node (the
 // key's PTTL), not from its own delay: a lock that confirms its SET with a
 // second round trip (token-lua-wait's WAIT) waits for two late replies

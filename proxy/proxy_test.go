@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/redis/go-redis/v9"
@@ -387,5 +388,50 @@ func TestCountToxicCountsTheConnectionsAResetHits(t *testing.T) {
 	}
 	if got := proxy.Carried(tag); got != 3 {
 		t.Errorf("proxy.Carried = %d after the fault, want still 3", got)
+	}
+}
+
+// A slow-reply toxic with a log records each reply it holds back: when it
+// came from the server and when it was due out. A client that gave up
+// while the reply was held back for it gave up on a late reply (it
+// refused it); one that gave up after the reply was due out did not — its
+// reply came late only because the machine was slow (issue 42.4).
+func TestReplyLogSaysWhatWasHeldBack(t *testing.T) {
+	n, ps := nodeAndProxies(t)
+	l, err := ps.Add(0, 0, n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, forget := proxy.NewReplyLog("test-replies")
+	defer forget()
+	if err := l.AddToxic(proxy.Toxic{Name: "slow", Type: "slow-reply", Stream: "downstream", Attributes: map[string]any{"latency": 1000, "log": "test-replies"}}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", l.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sent := history.Now()
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("reply %q, %v", line, err)
+	}
+	read := history.Now()
+	if d := time.Duration(read - sent); d < time.Second {
+		t.Fatalf("the reply came after %v, less than its delay", d)
+	}
+	// It came from the server at most a delay before it was read, and was
+	// due out a delay after it came.
+	if !log.HeldPast(sent, read-int64(time.Second)) {
+		t.Errorf("a client that gave up a delay before it read the reply did not give up on a reply held back")
+	}
+	if log.HeldPast(sent, read) {
+		t.Errorf("a client that gave up once the reply was out gave up on a reply held back")
+	}
+	if log.HeldPast(read, read+int64(time.Hour)) {
+		t.Errorf("a reply that came before the acquire counts")
 	}
 }

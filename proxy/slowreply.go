@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"sync"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/lockchaos/lockchaos/history"
 )
 
 // SlowReplyToxic delays replies by Latency ms, except the reply to a Redis
@@ -25,6 +28,53 @@ import (
 // connection set-up included.
 type SlowReplyToxic struct {
 	Latency int64 `json:"latency"` // ms
+	// Log, when set, names the ReplyLog (NewReplyLog) that records each
+	// reply the toxic delays.
+	Log string `json:"log,omitempty"`
+}
+
+// ReplyLog records the replies slow-reply toxics delayed: when each came
+// from the server, and when it was due out to the client (a delay later),
+// in history time.
+type ReplyLog struct {
+	mu      sync.Mutex
+	replies [][2]int64
+}
+
+// maxLoggedReplies bounds a log: the newest are kept.
+const maxLoggedReplies = 4096
+
+var replyLogs sync.Map // name → *ReplyLog
+
+// NewReplyLog registers a log for the toxics whose Log is name; forget
+// removes it.
+func NewReplyLog(name string) (l *ReplyLog, forget func()) {
+	l = &ReplyLog{}
+	replyLogs.Store(name, l)
+	return l, func() { replyLogs.Delete(name) }
+}
+
+func (l *ReplyLog) add(came, due int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.replies) == maxLoggedReplies {
+		l.replies = l.replies[1:]
+	}
+	l.replies = append(l.replies, [2]int64{came, due})
+}
+
+// HeldPast says whether a reply that came from the server between from and
+// to was still held back at to, due out after it: a client that stopped
+// waiting at to gave up on a reply its delay kept from it.
+func (l *ReplyLog) HeldPast(from, to int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.replies {
+		if r[0] >= from && r[0] <= to && r[1] > to {
+			return true
+		}
+	}
+	return false
 }
 
 // GetBufferSize is as toxiproxy's latency toxic's.
@@ -34,6 +84,10 @@ func (t *SlowReplyToxic) GetBufferSize() int { return 1024 }
 // once.
 func (t *SlowReplyToxic) Pipe(stub *toxics.ToxicStub) {
 	delay := time.Duration(t.Latency) * time.Millisecond
+	var log *ReplyLog
+	if l, ok := replyLogs.Load(t.Log); ok && t.Log != "" {
+		log = l.(*ReplyLog)
+	}
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -46,6 +100,10 @@ func (t *SlowReplyToxic) Pipe(stub *toxics.ToxicStub) {
 			if IsHelloReply(c.Data) {
 				stub.Output <- c
 				continue
+			}
+			if log != nil {
+				came := history.Now() - time.Since(c.Timestamp).Nanoseconds()
+				log.add(came, came+delay.Nanoseconds())
 			}
 			select {
 			case <-time.After(delay - time.Since(c.Timestamp)):

@@ -22,7 +22,7 @@ type tracker struct {
 	acquires  map[int]nemesis.Acquire // each client's latest
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
-	waiting   map[int]int64 // when a stretched hold last reached its wait
+	waiting   map[int]nemesis.Wait // the stretched hold that last reached its wait
 	lost      map[int]map[string]int64
 	stats     struct{ acquires, holds, faults, stalls int }
 	// stopped are, per client, the times a fault stopped its process on
@@ -57,7 +57,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, waiting: map[int]int64{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -82,7 +82,13 @@ func (t *tracker) observe(e history.Event) {
 			t.stats.stalls++
 		}
 	case e.Kind == history.Stretch && (e.Message == workload.StretchHolding || e.Message == workload.StretchStopping):
-		t.waiting[e.Client] = e.Time
+		// The hold that waits is the one in progress: its events come in
+		// order, and it holds until it writes.
+		w := nemesis.Wait{At: e.Time}
+		if h := t.holding[e.Client][e.Key]; h != nil {
+			w.Holding = holding(e.Client, e.Key, h)
+		}
+		t.waiting[e.Client] = w
 	case e.Kind == history.Stretch && e.Message == workload.StretchResting:
 		// the stretch's "on" comes when the rest is over
 	case e.Kind == history.Stretch:

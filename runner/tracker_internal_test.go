@@ -1,0 +1,40 @@
+package runner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/workload"
+)
+
+// The stop of a stretch waits in the first stretched hold that reaches
+// the end of its work, which need not be the first stretched hold: one
+// whose lock reported it lost (or whose work outlasted the stretch's bound)
+// never gets there, and the client's next hold of the key waits instead.
+// The view says which hold waits, so that a pause is aimed at the hold it
+// stops, not at the one before it (issue 42.5).
+func TestTheViewSaysWhichHoldWaits(t *testing.T) {
+	tr := newTracker()
+	ev := func(e history.Event) { tr.observe(e) }
+	key := "lock:0"
+	ev(history.Event{Time: 10, Kind: history.Stretch, Client: 1, Key: key, Message: "on"})
+	// The first stretched hold: its lock reports it lost before its wait.
+	ev(history.Event{Time: 20, Kind: history.Invoke, Client: 1, F: history.Acquire, Key: key})
+	ev(history.Event{Time: 30, Kind: history.OK, Client: 1, F: history.Acquire, Key: key, Token: "t"})
+	ev(history.Event{Time: 40, Kind: history.Lost, Client: 1, Key: key})
+	ev(history.Event{Time: 50, Kind: history.Invoke, Client: 1, F: history.Release, Key: key, Token: "t"})
+	ev(history.Event{Time: 60, Kind: history.Fail, Client: 1, F: history.Release, Key: key, Error: history.ErrNotHeld})
+	// The next one, with the same token (an adapter that reuses it), waits.
+	ev(history.Event{Time: 70, Kind: history.Invoke, Client: 1, F: history.Acquire, Key: key})
+	ev(history.Event{Time: 80, Kind: history.OK, Client: 1, F: history.Acquire, Key: key, Token: "t"})
+	ev(history.Event{Time: 90, Kind: history.Stretch, Client: 1, Key: key, Message: workload.StretchStopping})
+	var w nemesis.Wait
+	if err := tr.await(context.Background(), func(v nemesis.View) bool { w = v.Waiting[1]; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if w.At != 90 || w.Client != 1 || w.Key != key || w.Invoked != 70 || w.OK != 80 {
+		t.Errorf("waiting %+v, want the hold invoked at 70 (ok at 80), waiting since 90", w)
+	}
+}
