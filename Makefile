@@ -1,6 +1,7 @@
 # lockchaos — see README.md.
 #   make chaos   the main job: the scenario catalogue on local redis-server processes
-#   make test    vet and every test (unit, property, integration against real Redis)
+#   make test    vet and every test (unit, property, integration against real Redis);
+#                it fails if the tests changed the checkout
 #   make setup   install what the two need (redis, gcc, chromium, docker), as root, when missing
 
 GO      ?= go
@@ -9,7 +10,7 @@ BIN     := bin/lockchaos
 IMAGE   ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build install shim setup adapters image store-images test chaos chaos-quick bench vet docs clean
+.PHONY: all build install shim setup adapters image store-images test chaos chaos-quick bench vet docs screenshots clean
 
 all: build
 
@@ -117,8 +118,23 @@ docs:
 	$(GO) run ./cmd/lockchaos list --markdown > docs/OPTIONS.md
 	$(GO) run ./cmd/lockchaos list --schema > docs/scenario.schema.json
 
+# screenshots retakes the screenshots README.md and docs/report.md show
+# (docs/report-*.png) in the browser tests that check those pages; a plain
+# test run leaves them in its temporary folders (needs chromium and redis).
+screenshots: shim
+	LOCKCHAOS_DOCS_SCREENSHOTS=1 $(GO) test -count=1 -run '^(TestRunPageLanesInBrowser|TestReadmeQuickstartRunsAsWritten)$$' ./report ./cli
+
+# test fails when the tests changed the checkout: they write to temporary
+# folders, never to tracked files (git status before and after, and the
+# content of every change, must be the same).
 test: setup shim vet
-	$(GO) test -count=1 -timeout 15m ./...
+	@before=$$(git status --porcelain -uall 2>/dev/null; git diff HEAD 2>/dev/null | cksum); \
+	echo "$(GO) test -count=1 -timeout 15m ./..."; \
+	$(GO) test -count=1 -timeout 15m ./... || exit $$?; \
+	after=$$(git status --porcelain -uall 2>/dev/null; git diff HEAD 2>/dev/null | cksum); \
+	if [ "$$before" != "$$after" ]; then \
+	  echo "make test: the tests changed the checkout (or it was edited meanwhile):" >&2; git status --short >&2; exit 1; \
+	fi
 
 chaos: setup build
 	./$(BIN) chaos $(CHAOS_FLAGS)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/internal/browser"
 	runreport "github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // lockchaosIn runs the binary in dir with env added, as an installed binary
@@ -32,11 +34,22 @@ func lockchaosIn(t *testing.T, dir string, env []string, args ...string) (stdout
 }
 
 // Outside the repository a built-in scenario runs by its name; an unknown
-// name lists the built-in ones.
+// name lists the built-in ones. A run that is no evidence either way (a
+// stall of the busy machine made its only overlap) runs again, up to three
+// times, as the matrix runs it.
 func TestRunBuiltinScenarioByName(t *testing.T) {
 	dir := t.TempDir()
-	out := filepath.Join(dir, "run")
-	stdout, stderr, code := lockchaosIn(t, dir, nil, "run", "--scenario", "token-lua-no-fault", "--duration", "1s", "--out", out)
+	var stdout, stderr string
+	var code int
+	for attempt := 1; attempt <= 3; attempt++ {
+		out := filepath.Join(dir, fmt.Sprintf("run-%d", attempt))
+		stdout, stderr, code = lockchaosIn(t, dir, nil, "run", "--scenario", "token-lua-no-fault", "--duration", "1s", "--out", out)
+		res, err := rundir.Check(out, 0)
+		if err != nil || res.NoEvidence() == "" {
+			break
+		}
+		t.Logf("no evidence (%s): %s; running it again", res.NoEvidence(), strings.TrimSpace(stdout))
+	}
 	if code != ExitSafe || !strings.Contains(stdout, "scenario token-lua-no-fault expects safe: as expected") {
 		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -140,16 +153,10 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 	if n := browser.CountColor(t, shot, runreport.ColorViolation); n < 1000 {
 		t.Errorf("the screenshot shows %d pixels of the violation header's colour: the page did not render", n)
 	}
-	b, err := os.ReadFile(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !strings.Contains(text, "docs/report-next-steps.png") {
 		t.Error("the README does not show docs/report-next-steps.png")
 	}
-	if err := os.WriteFile(filepath.Join("..", "docs", "report-next-steps.png"), b, 0o644); err != nil {
-		t.Errorf("commit the screenshot: %v", err)
-	}
+	browser.Publish(t, shot, filepath.Join("..", "docs", "report-next-steps.png"))
 }
 
 // example/ is a module of its own, as a user's code is: it builds against

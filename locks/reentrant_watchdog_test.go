@@ -219,52 +219,94 @@ func TestReentrantWatchdogStopsSilentlyWhenARenewalFails(t *testing.T) {
 // 3.44.0 stops for good (redisson#775) and the lease runs out under its
 // owner; with keep-renewing (Redisson 3.44.0 and later) the next renewal,
 // after the pause, keeps the lease alive.
+//
+// With keep-renewing the lease outlives the pause by 50 ms only (renewals
+// every 200 ms with a 50 ms timeout): beside a busy machine's other jobs
+// the next renewal can come, or time out, too late, and b takes the lock
+// although the watchdog renews on. Which of the two happened is told apart
+// without a clock: a watchdog still renewing finds its field gone at its
+// next renewal and closes Lost; a stopped one never does. A run in which
+// the renewals were late, none of them failed, or the acquire timed out is
+// no evidence, and runs again (three times in all).
 func TestReentrantWatchdogKeepRenewingRidesOutAFailedRenewal(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keep-renewing=%v", keep), func(t *testing.T) {
-			ctx := context.Background()
-			admin := node(t)
-			impatient := redis.NewClient(&redis.Options{Addr: admin.Options().Addr, ReadTimeout: 50 * ms, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
-			t.Cleanup(func() { impatient.Close() })
-			// Renewals at 200, 400, 600 ms…: the pause covers the first
-			// one only, with 100 ms to spare on either side.
-			ttl := 600 * ms
-			opts := map[string]string{"watchdog-timeout": "1ttl", "keep-renewing": fmt.Sprint(keep)}
-			a := newLock(t, "reentrant-watchdog", impatient, "a", ttl, opts)
-			b := newLock(t, "reentrant-watchdog", admin, "bb", ttl, opts)
-			la, err := a.Acquire(ctx, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := admin.Do(ctx, "CLIENT", "PAUSE", 300, "WRITE").Err(); err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(3 * ttl)
-			lb, err := b.Acquire(ctx, "k")
-			if !keep {
-				if err != nil {
-					t.Fatalf("b could not take the lock: %v (the watchdog went on renewing after the failure)", err)
+			for attempt := 1; ; attempt++ {
+				late := rideOutAFailedRenewal(t, keep)
+				if late == "" || t.Failed() {
+					return
 				}
-				b.Release(ctx, lb)
-				return
-			}
-			if err == nil {
-				b.Release(ctx, lb)
-				t.Fatal("b took the lock: the watchdog stopped after one failed renewal")
-			}
-			if !errors.Is(err, locks.ErrNotAcquired) {
-				t.Fatal(err)
-			}
-			select {
-			case <-la.Lost:
-				t.Error("the owner was told it lost a lease it kept")
-			default:
-			}
-			if err := a.Release(ctx, la); err != nil {
-				t.Errorf("a's release of the lease its watchdog kept: %v", err)
+				if attempt == 3 {
+					t.Fatalf("three runs in a row were no evidence: %s", late)
+				}
+				t.Logf("no evidence: %s; running it again", late)
 			}
 		})
 	}
+}
+
+// rideOutAFailedRenewal is one run of TestReentrantWatchdogKeepRenewingRidesOutAFailedRenewal:
+// it says why the run is no evidence ("" when it is).
+func rideOutAFailedRenewal(t *testing.T, keep bool) (late string) {
+	ctx := context.Background()
+	admin := node(t)
+	impatient := redis.NewClient(&redis.Options{Addr: admin.Options().Addr, ReadTimeout: 50 * ms, MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { impatient.Close() })
+	// Renewals at 200, 400, 600 ms…: the pause covers the first
+	// one only, with 100 ms to spare on either side.
+	ttl := 600 * ms
+	opts := map[string]string{"watchdog-timeout": "1ttl", "keep-renewing": fmt.Sprint(keep)}
+	a := newLock(t, "reentrant-watchdog", impatient, "a", ttl, opts)
+	b := newLock(t, "reentrant-watchdog", admin, "bb", ttl, opts)
+	la, err := a.Acquire(ctx, "k")
+	if err != nil {
+		// Its 50 ms timeout is for the renewals; the next run has a node
+		// of its own.
+		return fmt.Sprintf("a's acquire got no answer within its 50 ms timeout (%v)", err)
+	}
+	if err := admin.Do(ctx, "CLIENT", "PAUSE", 300, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * ttl)
+	// A request that failed drops its connection: none dropped, no
+	// renewal failed (the pause held none back: a's watchdog, descheduled,
+	// sent none while it lasted), and the run tried nothing.
+	noneFailed := ""
+	if impatient.PoolStats().StaleConns == 0 {
+		noneFailed = "no renewal of a's failed: the pause held none back"
+	}
+	lb, err := b.Acquire(ctx, "k")
+	if !keep {
+		if err != nil && noneFailed != "" {
+			return noneFailed
+		}
+		if err != nil {
+			t.Fatalf("b could not take the lock: %v (the watchdog went on renewing after the failure)", err)
+		}
+		b.Release(ctx, lb)
+		return ""
+	}
+	if err == nil {
+		b.Release(ctx, lb)
+		select {
+		case <-la.Lost:
+			return "b took the lock, and a's watchdog, renewing on, found its lease gone: its renewals came too late"
+		case <-time.After(10 * ttl):
+		}
+		t.Fatal("b took the lock: the watchdog stopped after one failed renewal")
+	}
+	if !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatal(err)
+	}
+	select {
+	case <-la.Lost:
+		t.Error("the owner was told it lost a lease it kept")
+	default:
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Errorf("a's release of the lease its watchdog kept: %v", err)
+	}
+	return noneFailed
 }
 
 func TestReentrantWatchdogExplicitLeaseTimeJustExpires(t *testing.T) {

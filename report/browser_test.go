@@ -204,8 +204,8 @@ func rgb(hex string) string {
 
 // TestRunPageLanesInBrowser renders a run with faults that overlap in
 // time, faults on lock nodes, a hold that outlived its lease and acquires
-// that failed, at 1280 and at 800 px, and commits the screenshots under
-// docs/ (docs/report-lanes.png, docs/report-800px.png).
+// that failed, at 1280 and at 800 px; `make screenshots` writes the
+// screenshots to docs/ (docs/report-lanes.png, docs/report-800px.png).
 func TestRunPageLanesInBrowser(t *testing.T) {
 	page, html := writePage(t, lanes())
 	// A probe writes what the browser laid out into the DOM: the smallest
@@ -314,7 +314,7 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 	if n := browser.CountColor(t, shot, "#e03131"); n < 20 {
 		t.Errorf("the screenshot shows %d pixels of the overlap red", n)
 	}
-	copyShot(t, shot, "report-lanes.png")
+	browser.Publish(t, shot, filepath.Join("..", "docs", "report-lanes.png"))
 
 	// At 800 px no SVG text renders below 10 px.
 	narrow := browser.Browse(t, probed, "--dump-dom", "--window-size=800,1600")
@@ -329,18 +329,5 @@ for (const r of document.querySelectorAll("#timeline rect.fault")) { const b = r
 	}
 	shot800 := filepath.Join(t.ArtifactDir(), "report-800px.png")
 	browser.Browse(t, page, "--screenshot="+shot800, "--window-size=800,1600", "--hide-scrollbars")
-	copyShot(t, shot800, "report-800px.png")
-}
-
-// copyShot commits a screenshot under docs/, where the README shows it.
-func copyShot(t *testing.T, from, name string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "docs", name), b, 0o644); err != nil {
-		t.Errorf("commit the screenshot: %v", err)
-	}
-	t.Logf("screenshot: docs/%s", name)
+	browser.Publish(t, shot800, filepath.Join("..", "docs", "report-800px.png"))
 }

@@ -60,6 +60,31 @@ func Browse(t testing.TB, page string, extra ...string) string {
 	return out.String()
 }
 
+// ScreenshotsEnv, set to 1, makes the tests that take the screenshots the
+// docs show write them there (Publish): `make screenshots` sets it. A plain
+// test run leaves them in the test's artifact folder, so that it leaves the
+// checkout as it found it.
+const ScreenshotsEnv = "LOCKCHAOS_DOCS_SCREENSHOTS"
+
+// Publish writes the screenshot shot to docs, a path of the checkout's
+// (relative to the test's package), when ScreenshotsEnv is 1, and otherwise
+// only logs where the test left it.
+func Publish(t testing.TB, shot, docs string) {
+	t.Helper()
+	if os.Getenv(ScreenshotsEnv) != "1" {
+		t.Logf("screenshot: %s (%s=1, as make screenshots sets it, writes it to %s)", shot, ScreenshotsEnv, docs)
+		return
+	}
+	b, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(docs, b, 0o644); err != nil {
+		t.Fatalf("write the screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", docs)
+}
+
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
