@@ -38,7 +38,11 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 		completed = fs // flagsOf asks for the flags, not a parse
 		return 0, false
 	}
+	twice := onlyOnce(fs)
 	err := fs.Parse(args)
+	if err == nil {
+		err = twice()
+	}
 	switch {
 	case err == nil:
 		return 0, true
@@ -58,6 +62,63 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 		return ExitUsage, false
 	}
 }
+
+// repeatable marks a flag that may be given more than once (--opt); every
+// other flag takes one value.
+type repeatable interface{ repeatable() }
+
+func (*listFlag) repeatable() {}
+
+// onlyOnce watches the flags of fs that take one value while fs parses:
+// given twice (`--lock token-lua --lock fenced`), the last would silently
+// win. The returned func puts the flags back as they were and says which
+// was given twice, with both values. A flag set by an earlier parse of the
+// same flag set (shrink's, whose flags may come on either side of the
+// folder) counts as given.
+func onlyOnce(fs *flag.FlagSet) (twice func() error) {
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	var dup error
+	orig := map[string]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); ok {
+			return
+		}
+		orig[f.Name] = f.Value
+		o := once{Value: f.Value, name: f.Name, given: given, dup: &dup}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			f.Value = onceBool{o}
+		} else {
+			f.Value = o
+		}
+	})
+	return func() error {
+		for name, v := range orig {
+			fs.Lookup(name).Value = v
+		}
+		return dup
+	}
+}
+
+// once is a single-value flag that notes a second value.
+type once struct {
+	flag.Value
+	name  string
+	given map[string]string
+	dup   *error
+}
+
+func (o once) Set(s string) error {
+	if prev, ok := o.given[o.name]; ok && *o.dup == nil {
+		*o.dup = fmt.Errorf("--%s given twice (%s, then %s): it takes one value", o.name, prev, s)
+	}
+	o.given[o.name] = s
+	return o.Value.Set(s)
+}
+
+type onceBool struct{ once }
+
+func (onceBool) IsBoolFlag() bool { return true }
 
 // printUsage writes usage, then the flags, if any.
 func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
