@@ -68,7 +68,8 @@ Usage:
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
 differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
-(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced, 3, 4.
+(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced,
+2 interrupted, 3, 4.
 audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
 
 Run 'lockchaos help run' for the flags of run.

@@ -1,9 +1,38 @@
 package cli
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/shrink"
 )
+
+// syncBuffer is a bytes.Buffer that a process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
 
 // A flag that takes one value, given twice, is a usage error naming the
 // flag and both values: the last does not silently win. --opt, which is
@@ -34,5 +63,63 @@ func TestFlagGivenTwiceIsAUsageError(t *testing.T) {
 	_, stderr, code := lockchaos(t, "run", "--lock", "nope", "--opt", "pause-client.duration=1ttl", "--opt", "pause-client.phase=acquire", "--out", dir)
 	if code != ExitUsage || strings.Contains(stderr, "twice") || !strings.Contains(stderr, `unknown lock "nope"`) {
 		t.Errorf("run --opt twice: exit %d, stderr %q; want the unknown lock, not a flag given twice", code, stderr)
+	}
+}
+
+// violatingRun makes a run folder whose verdict is violation (token-lua
+// under pause-client, as TestShrinkFindsTheMinimalPause does), trying a
+// few seeds: a run may miss.
+func violatingRun(t *testing.T) string {
+	t.Helper()
+	run := filepath.Join(t.TempDir(), "run")
+	for seed := 1; seed <= 4; seed++ {
+		os.RemoveAll(run)
+		stdout, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--nemesis", "pause-client", "--clients", "4", "--keys", "2",
+			"--ttl", "300ms", "--hold", "60ms", "--duration", "4s", "--seed", fmt.Sprint(seed), "--quiet", "--out", run)
+		switch code {
+		case ExitViolation:
+			return run
+		case ExitSetup, ExitUsage:
+			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
+		}
+	}
+	t.Fatal("four runs of token-lua under pause-client did not violate")
+	return ""
+}
+
+// An interrupted shrink exits 2, as compare, audit and chaos do: once
+// while the original is run again (nothing written but shrink.json), once
+// in the search (the smallest found so far written).
+func TestInterruptedShrinkExitsTwo(t *testing.T) {
+	run := violatingRun(t)
+	for _, tc := range []struct {
+		name, after string // SIGINT once stderr holds after
+		want        string
+	}{
+		// (The original's run, cut short, may still hold its violation:
+		// then the search stops at once, with the original as the best.)
+		{"while the original runs again", "budget ", "interrupted"},
+		{"in the search", "shrink: #1 the original", "search stopped early (interrupted)"},
+	} {
+		out := filepath.Join(t.TempDir(), "shrink")
+		cmd := exec.Command(bin, "shrink", run, "--tries", "3", "--budget", "10m", "--out", out)
+		var stdout bytes.Buffer
+		stderr := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = &stdout, stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 1200 && !strings.Contains(stderr.String(), tc.after); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitShrinkInterrupted || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
+			t.Errorf("shrink interrupted %s: %v, want exit %d saying %q\n%s%s", tc.name, err, ExitShrinkInterrupted, tc.want, stdout.String(), stderr.String())
+		}
+		if rep, err := shrink.Read(out); err != nil || rep.Stopped != shrink.StoppedInterrupted {
+			t.Errorf("shrink interrupted %s: shrink.json %v, %+v; want it to say interrupted", tc.name, err, rep)
+		}
 	}
 }

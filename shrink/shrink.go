@@ -94,8 +94,8 @@ type Report struct {
 	// BudgetS bounds the search; Seconds is how long it all took.
 	BudgetS float64 `json:"budget_s"`
 	Seconds float64 `json:"seconds"`
-	// Stopped says why the search ended early: budget or interrupted; ""
-	// when it ran to its end.
+	// Stopped says why the search ended early: StoppedBudget or
+	// StoppedInterrupted; "" when it ran to its end.
 	Stopped string `json:"stopped,omitempty"`
 	// Reproduced: the original violated again, unchanged.
 	Reproduced bool `json:"reproduced"`
@@ -412,12 +412,18 @@ func (s *shrinker) test(c candidate, what string) bool {
 	return a.Violated
 }
 
+// Why a search ended early (Report.Stopped).
+const (
+	StoppedBudget      = "budget"
+	StoppedInterrupted = "interrupted"
+)
+
 func (s *shrinker) stopped() string {
 	switch {
 	case s.ctx.Err() != nil:
-		return "interrupted"
+		return StoppedInterrupted
 	case s.budget.Err() != nil:
-		return "budget"
+		return StoppedBudget
 	}
 	return ""
 }
@@ -624,6 +630,7 @@ func (s *shrinker) finish() error {
 	s.rep.Scenario = ScenarioFile
 	chosen := s.bestDir
 	if s.ctx.Err() != nil {
+		s.rep.Stopped = StoppedInterrupted
 		s.printf("shrink: wrote %s (%s); interrupted: not run again", scen, size)
 	} else {
 		s.printf("shrink: wrote %s (%s); running it %d times", scen, size, s.o.Tries)
