@@ -182,7 +182,10 @@ A run that asks for a nemesis is evidence only if one of its faults landed
 (hit a live lease the way its nemesis aims to): when none did, or no fault
 was injected at all, the run is inconclusive (exit 2) with the reason, never
 safe; a violation it proves still stands. A run without --nemesis is a plain
-run. The final line also says what went wrong beside the verdict: the
+run. With --scenario, a run that is no evidence either way about what the
+scenario expects (a violation that only a stall of the harness made, faults
+that never landed: what chaos counts as inconclusive) exits 2 and says
+"no evidence: …" after its verdict line. The final line also says what went wrong beside the verdict: the
 lock's errors by kind, a problem the coordinator recorded ("degraded"), a
 lease in force other than --ttl.
 Times are durations (300ms, 2s) or, where a SPAN is taken, multiples of the
@@ -276,8 +279,7 @@ func cmdRun(args []string) int {
 	defer stop()
 	res, err := runner.Run(ctx, cfg)
 	code := report(os.Stdout, cfg.Out, res, err)
-	afterRun(os.Stdout, cfg.Out, res, sc)
-	return code
+	return afterRun(os.Stdout, cfg.Out, res, sc, code)
 }
 
 // report prints the one-line summary and maps the outcome to an exit code.
@@ -361,8 +363,7 @@ func cmdCheck(args []string) int {
 		return ExitSetup
 	}
 	code := report(os.Stdout, dir, res, nil)
-	afterRun(os.Stdout, dir, res, nil)
-	return code
+	return afterRun(os.Stdout, dir, res, nil, code)
 }
 
 // adapterNote marks an adapter lock in the list: where its manifest is.

@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/shrink"
 )
 
@@ -121,5 +125,67 @@ func TestInterruptedShrinkExitsTwo(t *testing.T) {
 		if rep, err := shrink.Read(out); err != nil || rep.Stopped != shrink.StoppedInterrupted {
 			t.Errorf("shrink interrupted %s: shrink.json %v, %+v; want it to say interrupted", tc.name, err, rep)
 		}
+	}
+}
+
+// writeHistory writes events as a run folder's history.jsonl.
+func writeHistory(t *testing.T, dir string, events []history.Event) {
+	t.Helper()
+	w, err := history.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		w.Append(e)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stallOverlap is a run without faults in which two clients held lock:0
+// at once while client 0 could not run (a stall of the harness measured
+// across the whole overlap): no evidence about the lock either way.
+func stallOverlap() []history.Event {
+	ms := func(t float64) int64 { return int64(t * 1e6) }
+	op := func(c int, kind history.Kind, f string, t float64) history.Event {
+		return history.Event{Time: ms(t), Kind: kind, Client: c, F: f, Key: "lock:0"}
+	}
+	return []history.Event{
+		{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{Lock: "token-lua", Nemesis: []string{}, Seed: 7, Clients: 2, Keys: 1, TTLms: 300, Holdms: 60}},
+		op(0, history.Invoke, history.Acquire, 9), op(0, history.OK, history.Acquire, 10),
+		op(1, history.Invoke, history.Acquire, 279), op(1, history.OK, history.Acquire, 280),
+		{Time: ms(300), Kind: history.Stall, Client: 0, StallNs: ms(285)},
+		op(0, history.Invoke, history.Release, 305), op(0, history.OK, history.Release, 306),
+		op(1, history.Invoke, history.Release, 320), op(1, history.OK, history.Release, 321),
+		{Time: ms(400), Kind: history.RunEnd, Client: history.NoClient},
+	}
+}
+
+// A run of a scenario whose only overlap was a stall of the harness is no
+// evidence about what the scenario expects, as chaos, compare and audit
+// count it: `run --scenario` says so and exits 2, and its verdict line
+// stays the checker's.
+func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	writeHistory(t, dir, stallOverlap())
+	res, err := rundir.Check(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != checker.Violation || !res.StallOnly() {
+		t.Fatalf("the history checks as %s (%s); want a violation made by a stall only", res.Verdict, res.Summary)
+	}
+	s, err := scenarios.Load("token-lua-no-fault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := report(&out, dir, res, nil)
+	code = afterRun(&out, dir, res, &s, code)
+	if code != ExitInconclusive || !strings.HasPrefix(out.String(), "violation: ") ||
+		!strings.Contains(out.String(), "scenario token-lua-no-fault expects safe: no evidence: every overlap came from a stall of the harness") ||
+		strings.Contains(out.String(), "NOT as expected") {
+		t.Errorf("exit %d, printed:\n%s\nwant the violation line, then no evidence, and exit %d", code, out.String(), ExitInconclusive)
 	}
 }
