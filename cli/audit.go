@@ -136,7 +136,13 @@ func cmdAudit(args []string) int {
 	if len(na) > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos audit: %d of %d faults apply to %s; not %s (audit.md says why)\n", len(spec.Nemeses)-len(na), len(spec.Nemeses), spec.Lock, strings.Join(na, ", "))
 	}
-	*out = outFolder(*out, "audit")
+	if dir, err := outFolder(*out, "audit"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit: results folder:", err)
+		return ExitSetup
+	} else {
+		*out = dir
+	}
+	defer markLatest(*out) // once it holds its result
 	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
 		return code
 	}

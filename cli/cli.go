@@ -59,7 +59,7 @@ Usage:
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
   lockchaos adapter check NAME|FILE | build [NAME...]              test an adapter lock (any language) / build them
-  lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest)
+  lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest with a result)
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
   lockchaos completion bash|zsh|fish                               shell completion (source <(lockchaos completion bash))
@@ -270,7 +270,11 @@ func cmdRun(args []string) int {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
-	cfg.Out = outFolder(cfg.Out, "run")
+	outGiven := cfg.Out != ""
+	if cfg.Out, err = outFolder(cfg.Out, "run"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos run: results folder:", err)
+		return ExitSetup
+	}
 	cfg.Force = *force
 	if !*quiet {
 		cfg.Progress = os.Stderr
@@ -278,8 +282,16 @@ func cmdRun(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := runner.Run(ctx, cfg)
+	if held := (*rundir.HeldError)(nil); errors.As(err, &held) && outGiven {
+		held.Flag = "--out"
+	}
 	code := report(os.Stdout, cfg.Out, res, err)
-	return afterRun(os.Stdout, cfg.Out, res, sc, code)
+	code = afterRun(os.Stdout, cfg.Out, res, sc, code)
+	if !outGiven && res.Verdict == "" {
+		os.Remove(cfg.Out) // the folder made for it, if the run left it empty
+	}
+	markLatest(cfg.Out)
+	return code
 }
 
 // report prints the one-line summary and maps the outcome to an exit code.

@@ -99,7 +99,13 @@ func cmdCompare(args []string) int {
 			return ExitUsage
 		}
 	}
-	*out = outFolder(*out, "compare")
+	if dir, err := outFolder(*out, "compare"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos compare: results folder:", err)
+		return ExitSetup
+	} else {
+		*out = dir
+	}
+	defer markLatest(*out) // once it holds its result
 	if code, ok := claimOut("compare", *out, compare.JSONFile, "a comparison", *force, true); !ok {
 		return code
 	}

@@ -189,3 +189,94 @@ func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 		t.Errorf("exit %d, printed:\n%s\nwant the violation line, then no evidence, and exit %d", code, out.String(), ExitInconclusive)
 	}
 }
+
+// Four runs started at once without --out each get a folder of their own
+// (the same second's name, then -2, -3 …), and each folder one run's
+// history: none is refused for a flag it was not given.
+func TestRunsStartedTogetherGetFoldersOfTheirOwn(t *testing.T) {
+	work := t.TempDir()
+	type outcome struct {
+		stdout, stderr string
+		code           int
+	}
+	done := make(chan outcome)
+	for i := 0; i < 4; i++ {
+		go func() {
+			o, e, c := lockchaosIn(t, work, nil, "run", "--lock", "token-lua", "--ttl", "300ms", "--duration", "1s", "--quiet")
+			done <- outcome{o, e, c}
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		o := <-done
+		if o.code != ExitSafe {
+			t.Errorf("a run of four started together: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(work, "results", "run-*"))
+	if len(dirs) != 4 {
+		t.Fatalf("four runs wrote %d folders: %v", len(dirs), dirs)
+	}
+	for _, d := range dirs {
+		events, _, err := history.ReadFile(filepath.Join(d, rundir.HistoryFile))
+		starts := 0
+		for _, e := range events {
+			if e.Kind == history.RunStart {
+				starts++
+			}
+		}
+		if err != nil || starts != 1 {
+			t.Errorf("%s: %d run starts in its history (%v); want one run's", d, starts, err)
+		}
+	}
+}
+
+// Folders claimed at once: a default name is never handed out twice, and
+// of runs given the same --out at once exactly one gets it; the others
+// are told the folder holds a run, naming --out only when it was given.
+func TestOutFoldersAreClaimedAtomically(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const n = 16
+	names := make(chan string, n)
+	claims := make(chan error, n)
+	shared := filepath.Join(t.TempDir(), "shared")
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dir, err := outFolder("", "run")
+			if err != nil {
+				t.Error(err)
+			}
+			names <- dir
+			claims <- rundir.Claim(shared, false)
+		}()
+	}
+	wg.Wait()
+	close(names)
+	close(claims)
+	seen := map[string]bool{}
+	for d := range names {
+		if seen[d] {
+			t.Errorf("%s handed out twice", d)
+		}
+		seen[d] = true
+	}
+	won := 0
+	for err := range claims {
+		var held *rundir.HeldError
+		switch {
+		case err == nil:
+			won++
+		case !errors.As(err, &held) || strings.Contains(err.Error(), "--out "+shared):
+			t.Errorf("a claim that lost: %v; want a HeldError that blames no flag", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d runs claimed the same folder; want exactly one", won, n)
+	}
+	held := &rundir.HeldError{Dir: shared, Found: []string{rundir.HistoryFile}, Flag: "--out"}
+	if !strings.HasPrefix(held.Error(), "--out "+shared+" already holds a run") {
+		t.Errorf("given --out: %q", held.Error())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,33 +158,53 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
-// outFolder is where a command writes a folder of results: out as given,
-// or results/NAME-<time> (name "" for results/<time>). A folder right
-// under results/ becomes results/latest (markLatest).
-func outFolder(out, name string) string {
-	if out == "" {
-		stamp := time.Now().Format("20060102-150405")
-		out = filepath.Join(resultsDir, stamp)
-		if name != "" {
-			out = filepath.Join(resultsDir, name+"-"+stamp)
+// outFolder is where a command writes its folder of results: out as
+// given, or a new folder results/NAME-<time> (name "" for
+// results/<time>), made here. os.Mkdir claims the name: of commands
+// started in the same second each gets a folder of its own (the time, then
+// -2, -3 …), never one another's.
+func outFolder(out, name string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+		return "", err
+	}
+	base := time.Now().Format("20060102-150405")
+	if name != "" {
+		base = name + "-" + base
+	}
+	base = filepath.Join(resultsDir, base)
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
 		}
 	}
-	markLatest(out)
-	return out
 }
 
 // resultsDir holds the folders of past runs (lockchaos runs lists them).
 const resultsDir = "results"
 
 // markLatest points results/latest at out, as Jepsen's store/latest does,
-// when out is a folder right under results/ (a run asked to write
-// elsewhere leaves it alone). The link is replaced atomically; failing to
-// make it fails nothing.
+// once out holds a result (pastResult: a run's result.json, a matrix's
+// summary.json, a comparison's or an audit's) and is a folder right under
+// results/. results/latest is thus the newest folder with a result: a run
+// that failed before writing one leaves it where it was (lockchaos runs
+// lists the failed run). The link is replaced atomically; failing to make
+// it fails nothing.
 func markLatest(out string) {
 	if filepath.Dir(filepath.Clean(out)) != resultsDir || filepath.Base(out) == "latest" {
 		return
 	}
-	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+	if r, ok := readPastRun(out); !ok || r.failed {
 		return
 	}
 	tmp := filepath.Join(resultsDir, fmt.Sprintf(".latest-%d", os.Getpid()))
