@@ -311,8 +311,14 @@ func report(w io.Writer, dir string, res checker.Result, err error) int {
 	if !strings.HasPrefix(summary, string(res.Verdict)) {
 		summary = string(res.Verdict) + ": " + summary
 	}
-	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) → %s/result.json\n",
-		summary, res.Lock, nemesisList(res.Nemesis), res.Seed, dir)
+	// The verdict is told even when its file could not be written, and
+	// then no path is named as if it held it.
+	saved := "→ " + filepath.Join(dir, rundir.ResultFile)
+	if unsaved := (*rundir.UnsavedError)(nil); errors.As(err, &unsaved) {
+		saved = "— " + unsaved.Error()
+	}
+	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) %s\n",
+		summary, res.Lock, nemesisList(res.Nemesis), res.Seed, saved)
 	if err != nil {
 		return ExitSetup
 	}
@@ -339,7 +345,9 @@ func verdictCode(v checker.Verdict) int {
 const checkUsage = `Usage: lockchaos check [--check-timeout DURATION] DIR
 
 Checks a stored run again from its history (DIR holds history.jsonl) and
-rewrites DIR/result.json. Exit status as for run.
+rewrites DIR/result.json. Exit status as for run. When result.json cannot
+be written (a read-only folder, a full disk) the verdict is printed all the
+same, saying where it was not saved and why, and the exit status is 4.
 `
 
 func cmdCheck(args []string) int {
@@ -370,11 +378,11 @@ func cmdCheck(args []string) int {
 	if time.Since(began) > 10*time.Second {
 		fmt.Fprintf(os.Stderr, "lockchaos check: checked in %s\n", time.Since(began).Round(time.Second))
 	}
-	if err != nil {
+	if err != nil && res.Verdict == "" {
 		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
 		return ExitSetup
 	}
-	code := report(os.Stdout, dir, res, nil)
+	code := report(os.Stdout, dir, res, err) // a verdict not saved is told, and exits 4
 	return afterRun(os.Stdout, dir, res, nil, code)
 }
 

@@ -280,3 +280,56 @@ func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 		t.Errorf("given --out: %q", held.Error())
 	}
 }
+
+// mount runs mount(8) with args, or skips the test where this user may
+// not mount (the tests of a result that cannot be saved need a real
+// read-only folder and a real full disk, and root sees through chmod).
+func mount(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+		t.Skipf("mount %v: %v %s (needs root)", args, err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", args[len(args)-1]).Run() })
+}
+
+// check of a folder where result.json cannot be written still tells the
+// verdict, says it was not saved (where, and why), names no path as if it
+// held the result, and exits 4: a read-only folder (a read-only bind
+// mount), and a full disk (a tmpfs filled to its last block).
+func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
+	hist, err := os.ReadFile("../checker/testdata/safe-no-fault/history.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, ro := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, rundir.HistoryFile), hist, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mount(t, "--bind", src, ro)
+	mount(t, "-o", "remount,bind,ro", ro)
+
+	full := t.TempDir()
+	mount(t, "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", len(hist)+64<<10), "tmpfs", full)
+	if err := os.WriteFile(filepath.Join(full, rundir.HistoryFile), hist, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	filler, err := os.Create(filepath.Join(full, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := filler.Write(make([]byte, 4096)); err == nil; _, err = filler.Write(make([]byte, 4096)) {
+	}
+	filler.Close()
+
+	for _, tc := range []struct{ dir, why string }{{ro, "read-only file system"}, {full, "no space left on device"}} {
+		stdout, stderr, code := lockchaos(t, "check", tc.dir)
+		result := filepath.Join(tc.dir, rundir.ResultFile)
+		if code != ExitSetup || !strings.HasPrefix(stdout, "safe: ") || !strings.Contains(stdout, result+" not saved (") ||
+			!strings.Contains(stdout, tc.why) || strings.Contains(stdout, "→ "+result) {
+			t.Errorf("check %s: exit %d, stdout %q, stderr %q; want the verdict, %s not saved (%s), exit %d", tc.dir, code, stdout, stderr, result, tc.why, ExitSetup)
+		}
+		if _, err := os.Stat(result); err == nil {
+			t.Errorf("%s was written", result)
+		}
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -106,8 +108,10 @@ func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario
 	if line := perHour(res); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	page, err := writeRunReport(dir)
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ResultFile)); err != nil {
+		// The result was not saved (the verdict line said so): no page
+		// of it either.
+	} else if page, err := writeRunReport(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)
 	} else {
 		fmt.Fprintf(w, "report: %s\n", page)
