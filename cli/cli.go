@@ -111,6 +111,7 @@ func Main(args []string) int {
 	if os.Getenv(workload.RoleEnv) == "worker" {
 		return workload.Main()
 	}
+	rundir.SetProgram(os.Args[0])
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usageText)
 		return ExitUsage

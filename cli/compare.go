@@ -130,7 +130,7 @@ func cmdCompare(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
+	cmp.Command = rundir.Program() + " compare --rerun " + rundir.ShellQuote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)

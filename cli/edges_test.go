@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -331,5 +332,51 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 		if _, err := os.Stat(result); err == nil {
 			t.Errorf("%s was written", result)
 		}
+	}
+}
+
+// The commands printed for the user to run next start with lockchaos as
+// it was invoked: bin/lockchaos after make build (result.json's replay,
+// the report's next steps, runs' hint); the bare name when the PATH finds
+// the binary invoked by its absolute path.
+func TestFollowUpCommandsNameTheProgramAsInvoked(t *testing.T) {
+	work := t.TempDir()
+	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(work, "bin", "lockchaos")); err != nil {
+		t.Fatal(err)
+	}
+	invoke := func(path string, env []string, args ...string) string {
+		cmd := exec.Command(path, args...)
+		cmd.Dir, cmd.Env = work, append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", path, args, err, out)
+		}
+		return string(out)
+	}
+	if out := invoke("bin/lockchaos", nil, "runs"); !strings.Contains(out, "no runs yet: bin/lockchaos run --lock") {
+		t.Errorf("bin/lockchaos runs: %q", out)
+	}
+	if out := invoke("./bin/lockchaos", nil, "runs"); !strings.Contains(out, "no runs yet: ./bin/lockchaos run --lock") {
+		t.Errorf("./bin/lockchaos runs: %q", out)
+	}
+	abs := filepath.Join(work, "bin", "lockchaos")
+	if out := invoke(abs, []string{"PATH=" + filepath.Dir(abs) + ":" + os.Getenv("PATH")}, "runs"); !strings.Contains(out, "no runs yet: lockchaos run --lock") {
+		t.Errorf("%s runs, with its folder on the PATH: %q", abs, out)
+	}
+	invoke("bin/lockchaos", nil, "run", "--lock", "token-lua", "--ttl", "300ms", "--duration", "1s", "--quiet", "--out", "r")
+	var res struct {
+		Reproduce struct {
+			Command string `json:"command"`
+		} `json:"reproduce"`
+	}
+	b, err := os.ReadFile(filepath.Join(work, "r", rundir.ResultFile))
+	if err != nil || json.Unmarshal(b, &res) != nil || res.Reproduce.Command != "bin/lockchaos run --replay r --out r-replay" {
+		t.Errorf("result.json's replay command: %q (%v)", res.Reproduce.Command, err)
+	}
+	if page, _ := os.ReadFile(filepath.Join(work, "r", "report.html")); !strings.Contains(string(page), "bin/lockchaos run --replay r --out r-replay") {
+		t.Error("the report's next steps do not replay with bin/lockchaos")
 	}
 }

@@ -155,7 +155,7 @@ func readPastRun(dir string) (pastRun, bool) {
 
 func listRuns(w io.Writer, runs []pastRun, all bool) {
 	if len(runs) == 0 {
-		fmt.Fprintln(w, "no runs yet: lockchaos run --lock token-lua --nemesis pause-client makes one")
+		fmt.Fprintf(w, "no runs yet: %s run --lock token-lua --nemesis pause-client makes one\n", rundir.Program())
 		return
 	}
 	shown := runs

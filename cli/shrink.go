@@ -122,7 +122,7 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: lockchaos run --scenario %s\n", rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
 	if interrupted {
 		return ExitShrinkInterrupted
 	}

@@ -88,8 +88,7 @@ func Reproduce(dir string) *checker.Reproduce {
 	if s, err := os.ReadFile(filepath.Join(dir, ScheduleFile)); err == nil && json.Valid(s) {
 		r.Schedule = json.RawMessage(s)
 	}
-	clean := filepath.Clean(dir)
-	r.Command = "lockchaos run --replay " + ShellQuote(clean) + " --out " + ShellQuote(clean+"-replay")
+	r.Command = ReplayCommand(Program(), dir)
 	return r
 }
 
