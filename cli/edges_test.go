@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/shrink"
@@ -378,5 +379,34 @@ func TestFollowUpCommandsNameTheProgramAsInvoked(t *testing.T) {
 	}
 	if page, _ := os.ReadFile(filepath.Join(work, "r", "report.html")); !strings.Contains(string(page), "bin/lockchaos run --replay r --out r-replay") {
 		t.Error("the report's next steps do not replay with bin/lockchaos")
+	}
+}
+
+// A scenario file naming a lock no build of lockchaos knows (a typo) is a
+// usage error at its line, with the name it was near, not a cell skipped
+// for "what this build lacks" that lets the matrix pass; a lock lockchaos
+// ships whose adapter is not here is still skipped.
+func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
+	dir := t.TempDir()
+	tinyScenario(t, dir, "good", "token-lua", "10ms", "safe")
+	tinyScenario(t, dir, "typo", "token-lau", "10ms", "safe")
+	_, stderr, code := lockchaos(t, "chaos", "--scenarios", filepath.Join(dir, "*.yaml"), "--out", t.TempDir())
+	want := filepath.Join(dir, "typo.yaml") + ":6: lock.name: lock token-lau not available (did you mean token-lua?)"
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("chaos of a scenario naming token-lau: exit %d, stderr %q; want exit %d saying %q", code, stderr, ExitUsage, want)
+	}
+	_, stderr, code = lockchaos(t, "run", "--scenario", filepath.Join(dir, "typo.yaml"), "--out", t.TempDir())
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Errorf("run --scenario of it: exit %d, stderr %q; want exit %d saying %q", code, stderr, ExitUsage, want)
+	}
+
+	// No adapters here: node-redlock, which lockchaos ships, is skipped.
+	shipped := t.TempDir()
+	tinyScenario(t, shipped, "adapter", "node-redlock", "10ms", "safe")
+	cmd := exec.Command(bin, "chaos", "--scenarios", filepath.Join(shipped, "*.yaml"), "--out", t.TempDir())
+	cmd.Env = append(os.Environ(), locks.AdaptersEnv+"="+t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code == ExitUsage || !strings.Contains(string(out), "skipped adapter: lock node-redlock not available") {
+		t.Errorf("chaos of a scenario of node-redlock without its adapter: exit %d, want it skipped:\n%s", code, out)
 	}
 }
