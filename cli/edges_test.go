@@ -65,6 +65,10 @@ func TestFlagGivenTwiceIsAUsageError(t *testing.T) {
 			t.Errorf("lockchaos %v: exit %d, stderr %q; want exit %d mentioning %q", tc.args, code, stderr, ExitUsage, tc.want)
 		}
 	}
+	// The flags are themselves again after a parse: -h names their kinds.
+	if out, _, code := lockchaos(t, "run", "-h"); code != 0 || !strings.Contains(out, "--clients int") || !strings.Contains(out, "--ttl DURATION") {
+		t.Errorf("run -h: exit %d, the flags' kinds are gone:\n%s", code, out)
+	}
 	// --opt is repeatable: the error is the unknown lock's, not a flag given twice.
 	_, stderr, code := lockchaos(t, "run", "--lock", "nope", "--opt", "pause-client.duration=1ttl", "--opt", "pause-client.phase=acquire", "--out", dir)
 	if code != ExitUsage || strings.Contains(stderr, "twice") || !strings.Contains(stderr, `unknown lock "nope"`) {

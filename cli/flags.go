@@ -41,8 +41,8 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 	}
 	twice := onlyOnce(fs)
 	err := fs.Parse(args)
-	if err == nil {
-		err = twice()
+	if dup := twice(); err == nil {
+		err = dup
 	}
 	switch {
 	case err == nil:
