@@ -22,7 +22,8 @@ Lists the past runs, matrices, comparisons and audits under DIR
 (results/), newest first: when, what (run, chaos, compare, audit), the
 verdict or outcome, the lock and nemesis, and the folder. A run that ended
 without a result (it could not be set up, or its result could not be
-written) is listed as failed, with its folder and logs. results/latest is
+written) is listed as failed, with its folder and logs (so is a run still
+under way, until it writes its result). results/latest is
 the newest folder with a result. The committed baseline (a summary without
 a start time, results/baseline) is not a run and is not listed.
 `
