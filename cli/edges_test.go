@@ -22,24 +22,6 @@ import (
 	"github.com/lockchaos/lockchaos/shrink"
 )
 
-// syncBuffer is a bytes.Buffer that a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A flag that takes one value, given twice, is a usage error naming the
 // flag and both values: the last does not silently win. --opt, which is
 // repeatable, may be given twice.
@@ -114,19 +96,25 @@ func TestInterruptedShrinkExitsTwo(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "shrink")
 		cmd := exec.Command(bin, "shrink", run, "--tries", "3", "--budget", "10m", "--out", out)
 		var stdout bytes.Buffer
-		stderr := &syncBuffer{}
+		errFile := filepath.Join(t.TempDir(), "stderr")
+		stderr, err := os.Create(errFile) // read while the shrink writes it
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd.Stdout, cmd.Stderr = &stdout, stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < 1200 && !strings.Contains(stderr.String(), tc.after); i++ {
+		said := func() string { b, _ := os.ReadFile(errFile); return string(b) }
+		for i := 0; i < 1200 && !strings.Contains(said(), tc.after); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
 		_ = cmd.Process.Signal(syscall.SIGINT)
-		err := cmd.Wait()
+		err = cmd.Wait()
+		stderr.Close()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != ExitShrinkInterrupted || !strings.Contains(stdout.String()+stderr.String(), tc.want) {
-			t.Errorf("shrink interrupted %s: %v, want exit %d saying %q\n%s%s", tc.name, err, ExitShrinkInterrupted, tc.want, stdout.String(), stderr.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != ExitShrinkInterrupted || !strings.Contains(stdout.String()+said(), tc.want) {
+			t.Errorf("shrink interrupted %s: %v, want exit %d saying %q\n%s%s", tc.name, err, ExitShrinkInterrupted, tc.want, stdout.String(), said())
 		}
 		if rep, err := shrink.Read(out); err != nil || rep.Stopped != shrink.StoppedInterrupted {
 			t.Errorf("shrink interrupted %s: shrink.json %v, %+v; want it to say interrupted", tc.name, err, rep)
