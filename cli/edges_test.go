@@ -402,3 +402,26 @@ func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
 		t.Errorf("chaos of a scenario of node-redlock without its adapter: exit %d, want it skipped:\n%s", code, out)
 	}
 }
+
+// A shrink refused because its folder holds an earlier shrink blames
+// --out only when --out was given (its default is DIR.shrink).
+func TestShrinkRefusalNamesOutOnlyWhenGiven(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	os.MkdirAll(run, 0o755)
+	for _, f := range []string{"config.json", "schedule.json", "history.jsonl"} {
+		os.WriteFile(filepath.Join(run, f), []byte(`{"Lock":"token-lua","nemeses":[]}`), 0o644)
+	}
+	os.WriteFile(filepath.Join(run, "result.json"), []byte(`{"verdict":"violation"}`), 0o644)
+	def := shrink.DirFor(run)
+	os.MkdirAll(def, 0o755)
+	os.WriteFile(filepath.Join(def, shrink.ScenarioFile), []byte("x"), 0o644)
+	_, stderr, code := lockchaos(t, "shrink", run)
+	if code != ExitUsage || !strings.Contains(stderr, def+" already holds a shrink") || strings.Contains(stderr, "--out "+def) {
+		t.Errorf("shrink into its default folder: exit %d, %q; want it refused without blaming --out", code, stderr)
+	}
+	_, stderr, code = lockchaos(t, "shrink", run, "--out", def)
+	if code != ExitUsage || !strings.Contains(stderr, "--out "+def+" already holds a shrink") {
+		t.Errorf("shrink --out %s: exit %d, %q; want --out named", def, code, stderr)
+	}
+}

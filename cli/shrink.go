@@ -80,12 +80,13 @@ func cmdShrink(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: --budget %v: want a positive duration such as 10m\n", budget)
 		return ExitUsage
 	}
-	if *out == "" {
+	outGiven := *out != ""
+	if !outGiven {
 		*out = shrink.DirFor(dir)
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
+	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 	return shrinkOutcome(rep, err, *out)
 }
 

@@ -61,8 +61,10 @@ var ErrNotReproduced = errors.New("the original violation could not be reproduce
 
 // Options of a shrink.
 type Options struct {
-	// Out is the folder it writes (DIR2).
-	Out string
+	// Out is the folder it writes (DIR2); OutGiven, that the user named it
+	// (--out): a refusal blames the flag only then.
+	Out      string
+	OutGiven bool
 	// Force lets Out replace an earlier shrink's files.
 	Force bool
 	// Tries is how many runs a candidate gets before it is given up
@@ -275,7 +277,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if res.Verdict != checker.Violation {
 		return nil, usage("%s: its verdict is %s: only a violation can be shrunk", dir, res.Verdict)
 	}
-	if err := claim(o.Out, o.Force); err != nil {
+	if err := claim(o.Out, o.OutGiven, o.Force); err != nil {
 		return nil, err
 	}
 	orig := candidate{cfg: cfg}
@@ -765,7 +767,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 
 // claim makes out ready, refusing to overwrite an earlier shrink unless
 // force, which removes that shrink's files (and only those).
-func claim(out string, force bool) error {
+func claim(out string, given, force bool) error {
 	var found []string
 	for _, f := range []string{ScenarioFile, WitnessFile, ReportFile, MinimalDir, VerifyDir, workDir} {
 		if _, err := os.Lstat(filepath.Join(out, f)); err == nil {
@@ -773,6 +775,9 @@ func claim(out string, force bool) error {
 		}
 	}
 	if len(found) > 0 && !force {
+		if !given {
+			return usage("%s already holds a shrink (%s): give --out another folder, or --force to replace it", out, strings.Join(found, ", "))
+		}
 		return usage("--out %s already holds a shrink (%s): choose another folder, or give --force to replace it", out, strings.Join(found, ", "))
 	}
 	for _, f := range found {
