@@ -406,13 +406,7 @@ func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
 // A shrink refused because its folder holds an earlier shrink blames
 // --out only when --out was given (its default is DIR.shrink).
 func TestShrinkRefusalNamesOutOnlyWhenGiven(t *testing.T) {
-	dir := t.TempDir()
-	run := filepath.Join(dir, "run")
-	os.MkdirAll(run, 0o755)
-	for _, f := range []string{"config.json", "schedule.json", "history.jsonl"} {
-		os.WriteFile(filepath.Join(run, f), []byte(`{"Lock":"token-lua","nemeses":[]}`), 0o644)
-	}
-	os.WriteFile(filepath.Join(run, "result.json"), []byte(`{"verdict":"violation"}`), 0o644)
+	run := fakeRun(filepath.Join(t.TempDir(), "run"), "violation")
 	def := shrink.DirFor(run)
 	os.MkdirAll(def, 0o755)
 	os.WriteFile(filepath.Join(def, shrink.ScenarioFile), []byte("x"), 0o644)
