@@ -330,7 +330,7 @@ func seedsRun(cmp compare.Comparison) string {
 // replay is the command that runs the violating run in dir again, fault
 // for fault (when no minimal scenario was written).
 func replay(dir string) string {
-	return "lockchaos run --replay " + rundir.ShellQuote(dir) + " --out " + rundir.ShellQuote(dir+"-replay")
+	return rundir.ReplayCommand(rundir.PortableProgram(), dir)
 }
 
 // firstViolation is the folder (relative to the audit's) of the lowest
@@ -376,7 +376,7 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	if rep.Stopped != "" {
 		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
 	}
-	w.Command = "lockchaos run --scenario " + rundir.ShellQuote(filepath.Join(o.Out, w.Scenario))
+	w.Command = rundir.PortableProgram() + " run --scenario " + rundir.ShellQuote(filepath.Join(o.Out, w.Scenario))
 	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
 	return w
 }

@@ -136,7 +136,13 @@ func cmdAudit(args []string) int {
 	if len(na) > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos audit: %d of %d faults apply to %s; not %s (audit.md says why)\n", len(spec.Nemeses)-len(na), len(spec.Nemeses), spec.Lock, strings.Join(na, ", "))
 	}
-	*out = outFolder(*out, "audit")
+	if dir, err := outFolder(*out, "audit"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos audit: results folder:", err)
+		return ExitSetup
+	} else {
+		*out = dir
+	}
+	defer markLatest(*out) // once it holds its result
 	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
 		return code
 	}
@@ -146,7 +152,7 @@ func cmdAudit(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }}})
 	a.Command = auditCommand(spec, *claimList != "", *out)
-	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
+	cmp.Command = rundir.PortableProgram() + " compare --rerun " + rundir.ShellQuote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)
@@ -181,7 +187,7 @@ func cmdAudit(args []string) int {
 
 // auditCommand is the command line that repeats the audit.
 func auditCommand(s audit.Spec, claims bool, out string) string {
-	c := fmt.Sprintf("lockchaos audit --lock %s --seeds %d --seed %d --nemeses %s --refs %s", s.Lock, s.Seeds, s.FirstSeed,
+	c := fmt.Sprintf("%s audit --lock %s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, s.Seeds, s.FirstSeed,
 		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
 	if claims {
 		c += " --claims " + strings.Join(s.Claims, ",")

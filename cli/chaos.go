@@ -141,7 +141,13 @@ func cmdChaos(args []string) int {
 		cells = scenarios.ShardOf(matrix, sh.Index, sh.Count)
 	}
 
-	*out = outFolder(*out, "")
+	if dir, err := outFolder(*out, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos chaos: results folder:", err)
+		return ExitSetup
+	} else {
+		*out = dir
+	}
+	defer markLatest(*out) // once it holds its result
 	if code, ok := claimOut("chaos", *out, scenarios.SummaryFile, "a matrix", *force, true); !ok {
 		return code
 	}

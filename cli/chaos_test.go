@@ -126,7 +126,7 @@ func TestChaosAndRunScenarioUsageErrors(t *testing.T) {
 		{[]string{"chaos", "--scenarios", "no-such-scenario*", "--out", dir}, "matches no scenario or grid cell"},
 		{[]string{"chaos", "--parallel", "0"}, "--parallel 0"},
 		{[]string{"chaos", "--quick", "--update-baseline"}, "--update-baseline records the full matrix"},
-		{[]string{"run", "--scenario", later, "--out", dir}, "scenario later cannot run in this build: lock chubby not available"},
+		{[]string{"run", "--scenario", later, "--out", dir}, "later.yaml:5: lock.name: lock chubby not available"},
 		{[]string{"run", "--scenario", bad, "--out", dir}, "bad.yaml:3: expect.verdict: \"maybe\": want safe or violation"},
 		{[]string{"report", dir}, "holds neither a run's history.jsonl nor a matrix's summary.json"},
 	} {

@@ -59,7 +59,7 @@ Usage:
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
   lockchaos adapter check NAME|FILE | build [NAME...]              test an adapter lock (any language) / build them
-  lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest)
+  lockchaos runs [--all]                                           past runs, newest first (results/latest: the newest with a result)
   lockchaos clean [--run ID]                                       remove what a killed run left behind
   lockchaos version                                                this build and its lock libraries
   lockchaos completion bash|zsh|fish                               shell completion (source <(lockchaos completion bash))
@@ -68,7 +68,8 @@ Usage:
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
 3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
 differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
-(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced, 3, 4.
+(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced,
+2 interrupted, 3, 4.
 audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
 
 Run 'lockchaos help run' for the flags of run.
@@ -110,6 +111,7 @@ func Main(args []string) int {
 	if os.Getenv(workload.RoleEnv) == "worker" {
 		return workload.Main()
 	}
+	rundir.SetProgram(os.Args[0])
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usageText)
 		return ExitUsage
@@ -181,7 +183,10 @@ A run that asks for a nemesis is evidence only if one of its faults landed
 (hit a live lease the way its nemesis aims to): when none did, or no fault
 was injected at all, the run is inconclusive (exit 2) with the reason, never
 safe; a violation it proves still stands. A run without --nemesis is a plain
-run. The final line also says what went wrong beside the verdict: the
+run. With --scenario, a run that is no evidence either way about what the
+scenario expects (a violation that only a stall of the harness made, faults
+that never landed: what chaos counts as inconclusive) exits 2 and says
+"no evidence: …" after its verdict line. The final line also says what went wrong beside the verdict: the
 lock's errors by kind, a problem the coordinator recorded ("degraded"), a
 lease in force other than --ttl.
 Times are durations (300ms, 2s) or, where a SPAN is taken, multiples of the
@@ -266,7 +271,11 @@ func cmdRun(args []string) int {
 	if cfg.Seed == 0 {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
-	cfg.Out = outFolder(cfg.Out, "run")
+	outGiven := cfg.Out != ""
+	if cfg.Out, err = outFolder(cfg.Out, "run"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos run: results folder:", err)
+		return ExitSetup
+	}
 	cfg.Force = *force
 	if !*quiet {
 		cfg.Progress = os.Stderr
@@ -274,8 +283,15 @@ func cmdRun(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	res, err := runner.Run(ctx, cfg)
+	if held := (*rundir.HeldError)(nil); errors.As(err, &held) && outGiven {
+		held.Flag = "--out"
+	}
 	code := report(os.Stdout, cfg.Out, res, err)
-	afterRun(os.Stdout, cfg.Out, res, sc)
+	code = afterRun(os.Stdout, cfg.Out, res, sc, code)
+	if !outGiven && res.Verdict == "" {
+		os.Remove(cfg.Out) // the folder made for it, if the run left it empty
+	}
+	markLatest(cfg.Out)
 	return code
 }
 
@@ -296,8 +312,14 @@ func report(w io.Writer, dir string, res checker.Result, err error) int {
 	if !strings.HasPrefix(summary, string(res.Verdict)) {
 		summary = string(res.Verdict) + ": " + summary
 	}
-	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) → %s/result.json\n",
-		summary, res.Lock, nemesisList(res.Nemesis), res.Seed, dir)
+	// The verdict is told even when its file could not be written, and
+	// then no path is named as if it held it.
+	saved := "→ " + filepath.Join(dir, rundir.ResultFile)
+	if unsaved := (*rundir.UnsavedError)(nil); errors.As(err, &unsaved) {
+		saved = "— " + unsaved.Error()
+	}
+	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) %s\n",
+		summary, res.Lock, nemesisList(res.Nemesis), res.Seed, saved)
 	if err != nil {
 		return ExitSetup
 	}
@@ -324,7 +346,9 @@ func verdictCode(v checker.Verdict) int {
 const checkUsage = `Usage: lockchaos check [--check-timeout DURATION] DIR
 
 Checks a stored run again from its history (DIR holds history.jsonl) and
-rewrites DIR/result.json. Exit status as for run.
+rewrites DIR/result.json. Exit status as for run. When result.json cannot
+be written (a read-only folder, a full disk) the verdict is printed all the
+same, saying where it was not saved and why, and the exit status is 4.
 `
 
 func cmdCheck(args []string) int {
@@ -355,13 +379,12 @@ func cmdCheck(args []string) int {
 	if time.Since(began) > 10*time.Second {
 		fmt.Fprintf(os.Stderr, "lockchaos check: checked in %s\n", time.Since(began).Round(time.Second))
 	}
-	if err != nil {
+	if err != nil && res.Verdict == "" {
 		fmt.Fprintln(os.Stderr, "lockchaos check:", err)
 		return ExitSetup
 	}
-	code := report(os.Stdout, dir, res, nil)
-	afterRun(os.Stdout, dir, res, nil)
-	return code
+	code := report(os.Stdout, dir, res, err) // a verdict not saved is told, and exits 4
+	return afterRun(os.Stdout, dir, res, nil, code)
 }
 
 // adapterNote marks an adapter lock in the list: where its manifest is.

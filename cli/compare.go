@@ -99,7 +99,13 @@ func cmdCompare(args []string) int {
 			return ExitUsage
 		}
 	}
-	*out = outFolder(*out, "compare")
+	if dir, err := outFolder(*out, "compare"); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos compare: results folder:", err)
+		return ExitSetup
+	} else {
+		*out = dir
+	}
+	defer markLatest(*out) // once it holds its result
 	if code, ok := claimOut("compare", *out, compare.JSONFile, "a comparison", *force, true); !ok {
 		return code
 	}
@@ -124,7 +130,7 @@ func cmdCompare(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	cmp.Command = "lockchaos compare --rerun " + rundir.ShellQuote(*out)
+	cmp.Command = rundir.Program() + " compare --rerun " + rundir.ShellQuote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)

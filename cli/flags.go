@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,11 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 		completed = fs // flagsOf asks for the flags, not a parse
 		return 0, false
 	}
+	twice := onlyOnce(fs)
 	err := fs.Parse(args)
+	if dup := twice(); err == nil {
+		err = dup
+	}
 	switch {
 	case err == nil:
 		return 0, true
@@ -58,6 +63,63 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 		return ExitUsage, false
 	}
 }
+
+// repeatable marks a flag that may be given more than once (--opt); every
+// other flag takes one value.
+type repeatable interface{ repeatable() }
+
+func (*listFlag) repeatable() {}
+
+// onlyOnce watches the flags of fs that take one value while fs parses:
+// given twice (`--lock token-lua --lock fenced`), the last would silently
+// win. The returned func puts the flags back as they were and says which
+// was given twice, with both values. A flag set by an earlier parse of the
+// same flag set (shrink's, whose flags may come on either side of the
+// folder) counts as given.
+func onlyOnce(fs *flag.FlagSet) (twice func() error) {
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	var dup error
+	orig := map[string]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(repeatable); ok {
+			return
+		}
+		orig[f.Name] = f.Value
+		o := once{Value: f.Value, name: f.Name, given: given, dup: &dup}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			f.Value = onceBool{o}
+		} else {
+			f.Value = o
+		}
+	})
+	return func() error {
+		for name, v := range orig {
+			fs.Lookup(name).Value = v
+		}
+		return dup
+	}
+}
+
+// once is a single-value flag that notes a second value.
+type once struct {
+	flag.Value
+	name  string
+	given map[string]string
+	dup   *error
+}
+
+func (o once) Set(s string) error {
+	if prev, ok := o.given[o.name]; ok && *o.dup == nil {
+		*o.dup = fmt.Errorf("--%s given twice (%s, then %s): it takes one value", o.name, prev, s)
+	}
+	o.given[o.name] = s
+	return o.Value.Set(s)
+}
+
+type onceBool struct{ once }
+
+func (onceBool) IsBoolFlag() bool { return true }
 
 // printUsage writes usage, then the flags, if any.
 func printUsage(w io.Writer, fs *flag.FlagSet, usage string) {
@@ -96,33 +158,53 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 	})
 }
 
-// outFolder is where a command writes a folder of results: out as given,
-// or results/NAME-<time> (name "" for results/<time>). A folder right
-// under results/ becomes results/latest (markLatest).
-func outFolder(out, name string) string {
-	if out == "" {
-		stamp := time.Now().Format("20060102-150405")
-		out = filepath.Join(resultsDir, stamp)
-		if name != "" {
-			out = filepath.Join(resultsDir, name+"-"+stamp)
+// outFolder is where a command writes its folder of results: out as
+// given, or a new folder results/NAME-<time> (name "" for
+// results/<time>), made here. os.Mkdir claims the name: of commands
+// started in the same second each gets a folder of its own (the time, then
+// -2, -3 …), never one another's.
+func outFolder(out, name string) (string, error) {
+	if out != "" {
+		return out, nil
+	}
+	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+		return "", err
+	}
+	base := time.Now().Format("20060102-150405")
+	if name != "" {
+		base = name + "-" + base
+	}
+	base = filepath.Join(resultsDir, base)
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
 		}
 	}
-	markLatest(out)
-	return out
 }
 
 // resultsDir holds the folders of past runs (lockchaos runs lists them).
 const resultsDir = "results"
 
 // markLatest points results/latest at out, as Jepsen's store/latest does,
-// when out is a folder right under results/ (a run asked to write
-// elsewhere leaves it alone). The link is replaced atomically; failing to
-// make it fails nothing.
+// once out holds a result (pastResult: a run's result.json, a matrix's
+// summary.json, a comparison's or an audit's) and is a folder right under
+// results/. results/latest is thus the newest folder with a result: a run
+// that failed before writing one leaves it where it was (lockchaos runs
+// lists the failed run). The link is replaced atomically; failing to make
+// it fails nothing.
 func markLatest(out string) {
 	if filepath.Dir(filepath.Clean(out)) != resultsDir || filepath.Base(out) == "latest" {
 		return
 	}
-	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+	if r, ok := readPastRun(out); !ok || r.failed {
 		return
 	}
 	tmp := filepath.Join(resultsDir, fmt.Sprintf(".latest-%d", os.Getpid()))

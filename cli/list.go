@@ -10,6 +10,7 @@ import (
 	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -160,7 +161,7 @@ func listOne(w io.Writer, arg string) int {
 		return 0
 	}
 	if data, err := scenarios.File(arg); err == nil {
-		fmt.Fprintf(w, "# built-in scenario %s (lockchaos run --scenario %s)\n%s", arg, arg, data)
+		fmt.Fprintf(w, "# built-in scenario %s (%s run --scenario %s)\n%s", arg, rundir.Program(), arg, data)
 		return 0
 	}
 	fmt.Fprintf(os.Stderr, "lockchaos list: no lock, nemesis, store or built-in scenario is called %q%s\n", arg, suggest.Hint(arg, listArgs(), "%s"))

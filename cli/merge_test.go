@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -175,21 +176,23 @@ func TestChaosExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	tinyScenario(t, dir, "safe-ok", "token-lua", "20ms", "safe")
 	later := filepath.Join(dir, "later.yaml")
-	os.WriteFile(later, []byte("shows: x\nexpect:\n  verdict: safe\nlock:\n  name: chubby\n"), 0o644)
+	os.WriteFile(later, []byte("shows: x\nexpect:\n  verdict: safe\nlock:\n  name: node-redlock\n"), 0o644)
+	// No adapters here: node-redlock, a lock lockchaos ships, cannot run.
+	noAdapters := []string{locks.AdaptersEnv + "=" + t.TempDir()}
 
 	// A glob: the scenario this build cannot run is reported, counted, and
 	// fails nothing.
-	stdout, stderr, code := lockchaos(t, "chaos", "--scenarios", filepath.Join(dir, "*.yaml"), "--out", filepath.Join(dir, "glob"))
-	if code != ExitMatrixPassed || !strings.Contains(stderr, "skipped later: lock chubby not available") ||
+	stdout, stderr, code := lockchaosIn(t, "", noAdapters, "chaos", "--scenarios", filepath.Join(dir, "*.yaml"), "--out", filepath.Join(dir, "glob"))
+	if code != ExitMatrixPassed || !strings.Contains(stderr, "skipped later: lock node-redlock not available") ||
 		!strings.Contains(stdout, "PASSED with cells skipped: every verdict that ran as expected (1 match, 1 skipped) — 1 SKIPPED: 1 need what this build lacks") ||
-		!strings.Contains(stdout, "  SKIPPED later: lock chubby not available") {
+		!strings.Contains(stdout, "  SKIPPED later: lock node-redlock not available") {
 		t.Errorf("exit %d, want %d\n%s%s", code, ExitMatrixPassed, stdout, stderr)
 	}
 	// Named: skipping it hides what was asked for.
-	stdout, stderr, code = lockchaos(t, "chaos", "--scenarios", later, "--json", "--out", filepath.Join(dir, "named"))
+	stdout, stderr, code = lockchaosIn(t, "", noAdapters, "chaos", "--scenarios", later, "--json", "--out", filepath.Join(dir, "named"))
 	m := parseJSON(t, stdout)
 	if code != ExitMatrixIncomplete || m.Exit != code || m.Outcome != scenarios.OutcomeIncomplete ||
-		!strings.Contains(stderr, "later (asked for by name: the matrix is incomplete): lock chubby not available") {
+		!strings.Contains(stderr, "later (asked for by name: the matrix is incomplete): lock node-redlock not available") {
 		t.Errorf("exit %d, want %d (%s)\n%s%s", code, ExitMatrixIncomplete, m.Outcome, stdout, stderr)
 	}
 	if c, _ := m.Cell("later"); !c.Asked || c.SkipReason != scenarios.SkipMissingFeature {

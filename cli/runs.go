@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,19 +11,29 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/audit"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 const runsUsage = `Usage: lockchaos runs [--dir DIR] [--all]
 
-Lists the past runs, matrices and comparisons under DIR (results/), newest
-first: when, what (run, chaos, compare), the verdict or outcome, the lock
-and nemesis, and the folder. results/latest is the newest of them.
+Lists the past runs, matrices, comparisons and audits under DIR
+(results/), newest first: when, what (run, chaos, compare, audit), the
+verdict or outcome, the lock and nemesis, and the folder. A run that ended
+without a result (it could not be set up, or its result could not be
+written) is listed as failed, with its folder and logs (so is a run still
+under way, until it writes its result). results/latest is
+the newest folder with a result. The committed baseline (a summary without
+a start time, results/baseline) is not a run and is not listed.
 `
 
 // pastRun is one folder of results, as runs lists it.
 type pastRun struct {
 	dir, kind, outcome, what string
 	when                     time.Time
+	// failed: a run that ended without a result (no result.json).
+	failed bool
 }
 
 func cmdRuns(args []string) int {
@@ -68,6 +79,11 @@ func pastRuns(dir string) ([]pastRun, error) {
 	return out, nil
 }
 
+// readPastRun reads what dir holds: a run's result.json, a matrix's
+// summary.json (not the committed baseline's: no run), an audit's
+// audit.json or a comparison's compare.json; else, for a run folder
+// without its result (config.json or history.jsonl, no result.json), a
+// failed run.
 func readPastRun(dir string) (pastRun, bool) {
 	read := func(name string, v any) (time.Time, bool) {
 		p := filepath.Join(dir, name)
@@ -87,13 +103,10 @@ func readPastRun(dir string) (pastRun, bool) {
 		Nemesis []string `json:"nemesis"`
 	}
 	if when, ok := read("result.json", &run); ok {
-		nem := strings.Join(run.Nemesis, ",")
-		if nem == "" {
-			nem = "none"
-		}
-		return pastRun{dir: dir, kind: "run", outcome: run.Verdict, what: run.Lock + " + " + nem, when: when}, true
+		return pastRun{dir: dir, kind: "run", outcome: run.Verdict, what: run.Lock + " + " + nemesisList(run.Nemesis), when: when}, true
 	}
 	var matrix struct {
+		Started string   `json:"started"`
 		Passed  bool     `json:"passed"`
 		Outcome string   `json:"outcome"`
 		Locks   []string `json:"locks"`
@@ -101,6 +114,9 @@ func readPastRun(dir string) (pastRun, bool) {
 		Cells   []any    `json:"cells"`
 	}
 	if when, ok := read("summary.json", &matrix); ok {
+		if matrix.Started == "" {
+			return pastRun{}, false // the baseline (Summary.Stable): outcomes, no run
+		}
 		outcome := matrix.Outcome
 		if outcome == "" {
 			outcome = map[bool]string{true: "passed", false: "failed"}[matrix.Passed]
@@ -108,16 +124,39 @@ func readPastRun(dir string) (pastRun, bool) {
 		return pastRun{dir: dir, kind: "chaos", outcome: outcome, when: when,
 			what: fmt.Sprintf("%d cells, %d locks × %d nemeses", len(matrix.Cells), len(matrix.Locks), len(matrix.Nemeses))}, true
 	}
-	var cmp map[string]any
-	if when, ok := read("compare.json", &cmp); ok {
+	var au struct {
+		Spec struct {
+			Lock string `json:"lock"`
+		} `json:"spec"`
+	}
+	if when, ok := read(audit.JSONFile, &au); ok {
+		return pastRun{dir: dir, kind: "audit", outcome: "-", what: au.Spec.Lock, when: when}, true
+	}
+	var comparison map[string]any
+	if when, ok := read("compare.json", &comparison); ok {
 		return pastRun{dir: dir, kind: "compare", outcome: "-", what: "", when: when}, true
 	}
-	return pastRun{}, false
+	var cfg struct {
+		Lock    string
+		Nemeses []string
+	}
+	when, ok := read(rundir.ConfigFile, &cfg)
+	if st, err := os.Stat(filepath.Join(dir, rundir.HistoryFile)); err == nil {
+		when, ok = st.ModTime(), true
+	}
+	if !ok {
+		return pastRun{}, false
+	}
+	what := "-"
+	if cfg.Lock != "" {
+		what = cfg.Lock + " + " + cmp.Or(strings.Join(cfg.Nemeses, ","), "none")
+	}
+	return pastRun{dir: dir, kind: "run", outcome: "failed", what: what, when: when, failed: true}, true
 }
 
 func listRuns(w io.Writer, runs []pastRun, all bool) {
 	if len(runs) == 0 {
-		fmt.Fprintln(w, "no runs yet: lockchaos run --lock token-lua --nemesis pause-client makes one")
+		fmt.Fprintf(w, "no runs yet: %s run --lock token-lua --nemesis pause-client makes one\n", rundir.Program())
 		return
 	}
 	shown := runs
@@ -126,7 +165,10 @@ func listRuns(w io.Writer, runs []pastRun, all bool) {
 	}
 	for _, r := range shown {
 		report := filepath.Join(r.dir, "report.html")
-		if r.kind != "run" {
+		switch r.kind {
+		case "audit":
+			report = filepath.Join(r.dir, audit.HTMLFile)
+		case "chaos", "compare":
 			report = filepath.Join(r.dir, "index.html")
 		}
 		if _, err := os.Stat(report); err != nil {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -94,28 +96,41 @@ func merged(base, over map[string]string) map[string]string {
 }
 
 // afterRun writes the run's HTML report and, for a scenario, says whether
-// the verdict is the one it expects.
-func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario) {
+// the verdict is the one it expects, and returns the command's exit code:
+// code (the verdict's), or ExitInconclusive when the run is no evidence
+// either way about what the scenario expects (scenarios.Expectation.Assess,
+// the rule of chaos, compare and audit: a violation that only a stall of
+// the harness made, say). The verdict line printed before stays as it is.
+func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario, code int) int {
 	if res.Verdict == "" {
-		return
+		return code
 	}
 	if line := perHour(res); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	page, err := writeRunReport(dir)
-	if err != nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.ResultFile)); err != nil {
+		// The result was not saved (the verdict line said so): no page
+		// of it either.
+	} else if page, err := writeRunReport(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)
 	} else {
 		fmt.Fprintf(w, "report: %s\n", page)
 	}
 	if s == nil || s.Expect.Verdict == "" {
-		return // no scenario, or one that expects nothing
+		return code // no scenario, or one that expects nothing
 	}
-	if met, why := s.Expect.Met(res); met {
+	switch status, why := s.Expect.Assess(res, len(res.Nemesis) > 0); status {
+	case scenarios.StatusMatch:
 		fmt.Fprintf(w, "scenario %s expects %s: as expected\n", s.Name, s.Expect)
-	} else {
+	case scenarios.StatusInconclusive:
+		fmt.Fprintf(w, "scenario %s expects %s: no evidence: %s\n", s.Name, s.Expect, why)
+		if code != ExitSetup {
+			code = ExitInconclusive
+		}
+	default:
 		fmt.Fprintf(w, "scenario %s expects %s: NOT as expected (%s)\n", s.Name, s.Expect, why)
 	}
+	return code
 }
 
 // soakLength is how long a workload must run for its violations to be

@@ -20,6 +20,10 @@ import (
 const (
 	ExitShrunk        = 0 // minimal.yaml written
 	ExitNotReproduced = 1 // the original did not violate again: nothing written but shrink.json
+	// ExitShrinkInterrupted: SIGINT or SIGTERM ended the search (the
+	// smallest run found so far is written, if the original violated
+	// again), as compare, audit and chaos exit when interrupted.
+	ExitShrinkInterrupted = ExitMatrixIncomplete
 )
 
 const shrinkUsage = `Usage: lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2] [--force]
@@ -34,7 +38,9 @@ DIR2/shrink.json (every candidate tried) and DIR2/minimal/ (the minimal run,
 with its report), then runs minimal.yaml K times again.
 
 Exit status: 0 minimal found, 1 the original violation could not be
-reproduced (nothing written but shrink.json), 3 usage error, 4 setup error.
+reproduced (nothing written but shrink.json), 2 interrupted (the smallest
+found so far is written, once the original violated again), 3 usage error,
+4 setup error.
 `
 
 func cmdShrink(args []string) int {
@@ -74,12 +80,13 @@ func cmdShrink(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: --budget %v: want a positive duration such as 10m\n", budget)
 		return ExitUsage
 	}
-	if *out == "" {
+	outGiven := *out != ""
+	if !outGiven {
 		*out = shrink.DirFor(dir)
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
+	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 	return shrinkOutcome(rep, err, *out)
 }
 
@@ -87,10 +94,14 @@ func cmdShrink(args []string) int {
 // exit code.
 func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	var ue settings.UsageError
+	interrupted := rep != nil && rep.Stopped == shrink.StoppedInterrupted
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
 		return ExitUsage
+	case interrupted && errors.Is(err, shrink.ErrNotReproduced):
+		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, shrink.ReportFile))
+		return ExitShrinkInterrupted
 	case errors.Is(err, shrink.ErrNotReproduced):
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, shrink.ReportFile))
 		return ExitNotReproduced
@@ -112,7 +123,10 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: lockchaos run --scenario %s\n", rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
+	if interrupted {
+		return ExitShrinkInterrupted
+	}
 	return ExitShrunk
 }
 

@@ -91,14 +91,20 @@ func TestShrinkFindsTheMinimalPause(t *testing.T) {
 	}
 }
 
+// fakeRun makes a folder with a run's files and the verdict given, for
+// shrink to refuse before it runs anything.
+func fakeRun(dir, verdict string) string {
+	os.MkdirAll(dir, 0o755)
+	for _, f := range []string{"config.json", "schedule.json", "history.jsonl"} {
+		os.WriteFile(filepath.Join(dir, f), []byte(`{"Lock":"token-lua","nemeses":[]}`), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"verdict":"`+verdict+`"}`), 0o644)
+	return dir
+}
+
 func TestShrinkUsageErrors(t *testing.T) {
 	dir := t.TempDir()
-	safe := filepath.Join(dir, "safe")
-	os.MkdirAll(safe, 0o755)
-	for _, f := range []string{"config.json", "schedule.json", "history.jsonl"} {
-		os.WriteFile(filepath.Join(safe, f), []byte(`{"Lock":"token-lua","nemeses":[]}`), 0o644)
-	}
-	os.WriteFile(filepath.Join(safe, "result.json"), []byte(`{"verdict":"safe"}`), 0o644)
+	safe := fakeRun(filepath.Join(dir, "safe"), "safe")
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -186,7 +187,7 @@ func rowView(r Row) tableRow {
 		}
 		t.Links = append(t.Links, l)
 		if x.Outcome == OutcomeViolation && t.Shrink == "" {
-			t.Shrink = "lockchaos shrink " + x.Dir
+			t.Shrink = rundir.Program() + " shrink " + rundir.ShellQuote(x.Dir)
 		}
 	}
 	return t

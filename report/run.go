@@ -27,6 +27,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // File names a run's report adds to its folder.
@@ -91,7 +92,7 @@ func Load(dir string) (*Run, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s has no result.json: run `lockchaos check %s` first", dir, dir)
+			return nil, fmt.Errorf("%s has no result.json: run `%s check %s` first", dir, rundir.Program(), rundir.ShellQuote(dir))
 		}
 		return nil, fmt.Errorf("read result: %w", err)
 	}
@@ -343,7 +344,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	var out []nextStep
 	if res.Verdict == checker.Violation {
 		out = append(out, nextStep{"next-shrink", "Shrink it: the smallest run that still breaks the lock (fewer clients, faults and seconds), with its scenario file and witness.",
-			"lockchaos shrink " + dir})
+			rundir.Program() + " shrink " + rundir.ShellQuote(dir)})
 	}
 	if reproduce != "" {
 		out = append(out, nextStep{"next-replay", "Run it again, fault for fault (the same settings and the fault schedule this run executed).", reproduce})
@@ -356,7 +357,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
 		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
-			step.Cmd = fmt.Sprintf("lockchaos compare --locks %s,%s --nemeses %s --seeds 10 --out %s-fencing", res.Lock, fenced, cmp.Or(nemeses, "none"), dir)
+			step.Cmd = fmt.Sprintf("%s compare --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), res.Lock, fenced, cmp.Or(nemeses, "none"), rundir.ShellQuote(dir+"-fencing"))
 		}
 		out = append(out, step)
 	case rs.StaleAccepted > 0 || rs.FenceReused > 0:
@@ -364,7 +365,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	}
 	if res.Verdict == checker.Safe && len(res.Nemesis) > 0 {
 		out = append(out, nextStep{"next-seeds", "One run that found nothing is one seed, not a proof: run more seeds of the same faults (the comparison gives the detection rate with its interval).",
-			fmt.Sprintf("lockchaos compare --locks %s --nemeses %s --seeds 20 --out %s-seeds", res.Lock, nemeses, dir)})
+			fmt.Sprintf("%s compare --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), res.Lock, nemeses, rundir.ShellQuote(dir+"-seeds"))})
 	}
 	return out
 }
@@ -584,7 +585,7 @@ func (r *Run) pageData() runData {
 		d.Reproduce = res.Reproduce.Command
 	} else if _, err := os.Stat(filepath.Join(r.Dir, "config.json")); err == nil {
 		// A run folder from before result.json recorded the command.
-		d.Reproduce = fmt.Sprintf("lockchaos run --replay %s --out %s-replay", filepath.Clean(r.Dir), filepath.Clean(r.Dir))
+		d.Reproduce = rundir.ReplayCommand(rundir.Program(), r.Dir)
 	}
 	d.NextSteps = r.nextSteps(d.Reproduce)
 	for _, f := range r.faultRows() {

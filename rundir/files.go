@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -87,8 +88,7 @@ func Reproduce(dir string) *checker.Reproduce {
 	if s, err := os.ReadFile(filepath.Join(dir, ScheduleFile)); err == nil && json.Valid(s) {
 		r.Schedule = json.RawMessage(s)
 	}
-	clean := filepath.Clean(dir)
-	r.Command = "lockchaos run --replay " + ShellQuote(clean) + " --out " + ShellQuote(clean+"-replay")
+	r.Command = ReplayCommand(Program(), dir)
 	return r
 }
 
@@ -131,41 +131,72 @@ func ShellQuote(s string) string {
 // Files is what a run writes in its folder (the report's files too).
 var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
 
-// Claim makes dir ready for a new run. A folder that already holds a run
-// is refused unless force: its evidence would be overwritten, and a new run
-// that failed at setup would leave the old verdict beside a new, empty
-// history. With force the old run's files are removed first, so nothing of
-// it survives to be mistaken for the new one's.
+// Claim makes dir ready for a new run and claims it. A folder that
+// already holds a run is refused unless force: its evidence would be
+// overwritten, and a new run that failed at setup would leave the old
+// verdict beside a new, empty history. With force the old run's files are
+// removed first (Clear), so nothing of it survives to be mistaken for the
+// new one's. The claim is history.jsonl, created here exclusively: of two
+// runs given the same folder at once, one gets it and the other is
+// refused, instead of both writing one history.
 func Claim(dir string, force bool) error {
+	if found := held(dir); len(found) > 0 {
+		if !force {
+			return &HeldError{Dir: dir, Found: found}
+		}
+		if err := Clear(dir); err != nil {
+			return fmt.Errorf("--force: remove the earlier run in %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create output directory %s: %w", dir, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return &HeldError{Dir: dir, Found: []string{HistoryFile}}
+	}
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", dir, err)
+	}
+	return f.Close()
+}
+
+// HistoryFile is a run's history, in its folder.
+const HistoryFile = "history.jsonl"
+
+// held lists the files of a run (Files) that dir holds.
+func held(dir string) []string {
 	var found []string
 	for _, f := range Files {
 		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
 			found = append(found, f)
 		}
 	}
-	if len(found) == 0 {
-		return nil
-	}
-	if !force {
-		return &HeldError{Dir: dir, Found: found}
-	}
+	return found
+}
+
+// Clear removes what a run wrote in dir (Files), and nothing else.
+func Clear(dir string) error {
 	var errs []error
-	for _, f := range found {
+	for _, f := range held(dir) {
 		errs = append(errs, os.RemoveAll(filepath.Join(dir, f)))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("--force: remove the earlier run in %s: %w", dir, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // HeldError refuses a folder that holds a run already: the user chooses
-// another, or gives --force.
+// another, or gives --force. Flag is the flag that named the folder
+// ("--out"), when the user gave it: the message blames no flag that was
+// not given.
 type HeldError struct {
 	Dir   string
 	Found []string
+	Flag  string
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("--out %s already holds a run (%s): choose another folder, or give --force to replace it", e.Dir, strings.Join(e.Found, ", "))
+	if e.Flag != "" {
+		return fmt.Sprintf("%s %s already holds a run (%s): choose another folder, or give --force to replace it", e.Flag, e.Dir, strings.Join(e.Found, ", "))
+	}
+	return fmt.Sprintf("%s already holds a run (%s): give --out another folder, or --force to replace it", e.Dir, strings.Join(e.Found, ", "))
 }

@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg settings.Run) (checker.Result, error) {
 		// behind either, so that the corrected run may use the same --out.
 		var ue settings.UsageError
 		if errors.As(runErr, &ue) {
-			_ = claimOut(cfg.Out, true)
+			_ = rundir.Clear(cfg.Out)
 		}
 		return checker.Result{}, runErr
 	}

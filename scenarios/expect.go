@@ -106,6 +106,25 @@ func (e Expectation) Met(res checker.Result) (bool, string) {
 	return len(diffs) == 0, strings.Join(diffs, "; ")
 }
 
+// Assess is what res shows about e: StatusMatch; StatusMismatch, with
+// why; or StatusInconclusive when it is no evidence either way (the
+// checker could not decide, or Judge says the run is spoiled), with why.
+// It is the one rule by which the matrix and `run --scenario` judge a run
+// against its expectation. faulty says whether the run had faults.
+func (e Expectation) Assess(res checker.Result, faulty bool) (Status, string) {
+	if res.Verdict == checker.Inconclusive {
+		return StatusInconclusive, res.Summary
+	}
+	met, spoiled, why := e.Judge(res, faulty)
+	switch {
+	case met:
+		return StatusMatch, ""
+	case spoiled:
+		return StatusInconclusive, why
+	}
+	return StatusMismatch, why
+}
+
 // Judge says whether res is evidence for e, and if not, why: met is true
 // when it shows what e expects, for the right reason; spoiled, when it is
 // no evidence either way — its faults never landed, or what broke was a

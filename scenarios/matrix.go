@@ -519,7 +519,7 @@ func classify(c Cell, res checker.Result, err error, interrupted bool) (r CellRe
 	if keys := res.Liveness.DeadlockedKeys; len(keys) > 0 && c.Expect.Deadlock == nil {
 		r.Detail += fmt.Sprintf("; deadlocked: %s", strings.Join(keys, ", "))
 	}
-	met, spoiled, why := c.Expect.Judge(res, len(c.Config.Nemeses) > 0)
+	status, why := c.Expect.Assess(res, len(c.Config.Nemeses) > 0)
 	switch {
 	case err != nil:
 		r.Status, r.Detail = StatusError, err.Error()
@@ -530,19 +530,12 @@ func classify(c Cell, res checker.Result, err error, interrupted bool) (r CellRe
 	case interrupted && res.Verdict != checker.Violation:
 		r.Status, r.Detail = StatusNotRun, "interrupted: "+res.Summary
 		return r, false
-	case res.Verdict == checker.Inconclusive:
-		// The checker could not decide: the evidence is incomplete.
-		r.Status = StatusInconclusive
-		return r, true
-	case met:
-		r.Status = StatusMatch
-	case spoiled:
-		r.Status, r.Detail = StatusInconclusive, why+" — "+r.Detail
-	default:
-		r.Status = StatusMismatch
+	}
+	r.Status = status
+	if status != StatusMatch && res.Verdict != checker.Inconclusive {
 		r.Detail = why + " — " + r.Detail
 	}
-	return r, spoiled
+	return r, status == StatusInconclusive
 }
 
 func newResult(c Cell) CellResult {

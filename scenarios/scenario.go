@@ -4,10 +4,11 @@
 // faults, and the verdict the run must reach. The built-in files are embedded
 // in the binary, so the catalogue runs from any directory.
 //
-// A scenario may name a lock, a nemesis or an option that this build does
-// not have (yet): it loads, and the matrix reports it as skipped ("lock
-// redlock not available") instead of failing. Anything else wrong with a
-// file is an error naming the file, the line, the field and what is allowed.
+// A scenario that names a lock lockchaos ships but this build could not
+// register (an adapter whose manifest is not here) loads, and the matrix
+// reports it as skipped. A lock, nemesis or option that no build knows (a
+// typo), like anything else wrong with a file, is an error naming the file,
+// the line, the field and what it may have meant.
 package scenarios
 
 import (
@@ -15,11 +16,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/suggest"
@@ -91,17 +95,49 @@ func (s Scenario) Unavailable() string {
 	return why
 }
 
+// shippedLocks are the locks lockchaos ships, whether or not this build
+// registered them: the built-in grid has an expectation for each. An
+// adapter lock among them is missing here when its manifest is (lockchaos
+// run outside the repository): its scenarios are skipped, not refused.
+var shippedLocks = sync.OnceValue(func() []string {
+	g, err := LoadGrid()
+	if err != nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(g.Expect))
+})
+
+// lockNames are the locks of this build and those lockchaos ships.
+func lockNames() []string {
+	return slices.Compact(slices.Sorted(slices.Values(append(locks.Names(), shippedLocks()...))))
+}
+
+// unknownNames says, at its line, what in cfg no build of lockchaos
+// knows — a lock or nemesis name, an option of a lock or nemesis this
+// build has: a typo (token-lau), which would otherwise be skipped as a
+// feature this build lacks and pass the matrix unseen. A lock that
+// lockchaos ships but this build could not register (an adapter whose
+// manifest is not here) is no error: the matrix skips it.
+func unknownNames(cfg settings.Run, bad func(field, format string, args ...any) error) error {
+	why, path := unavailableAt(cfg)
+	if why == "" || path == "lock.name" && slices.Contains(shippedLocks(), cfg.Lock) {
+		return nil
+	}
+	return bad(path, "%s (lockchaos list shows what there is)", why)
+}
+
 func unavailable(cfg settings.Run) string {
 	why, _ := unavailableAt(cfg)
 	return why
 }
 
 // unavailableAt is unavailable, and the path in a scenario file of the
-// option it blames ("" when it blames no option).
+// name or option it blames. A name is given the known ones it may have
+// meant.
 func unavailableAt(cfg settings.Run) (why, path string) {
 	spec, err := locks.Lookup(cfg.Lock)
 	if err != nil {
-		return fmt.Sprintf("lock %s not available", cfg.Lock), ""
+		return fmt.Sprintf("lock %s not available%s", cfg.Lock, suggest.Hint(cfg.Lock, lockNames(), "%s")), "lock.name"
 	}
 	if k, hint := undeclared(spec.OptionSpecs(), cfg.LockOptions); k != "" {
 		return fmt.Sprintf("lock %s has no option %s in this build%s", cfg.Lock, k, hint), "lock.options." + k
@@ -112,7 +148,7 @@ func unavailableAt(cfg settings.Run) (why, path string) {
 		}
 		ns, err := nemesis.Lookup(n)
 		if err != nil {
-			return fmt.Sprintf("nemesis %s not available", n), ""
+			return fmt.Sprintf("nemesis %s not available%s", n, suggest.Hint(n, nemesis.Names(), "%s")), fmt.Sprintf("faults.nemeses[%d].name", i)
 		}
 		if k, hint := undeclared(ns.OptionSpecs(), cfg.NemesisOptions[n]); k != "" {
 			return fmt.Sprintf("nemesis %s has no option %s in this build%s", n, k, hint), fmt.Sprintf("faults.nemeses[%d].options.%s", i, k)
@@ -226,6 +262,8 @@ func Parse(name string, b []byte) (Scenario, error) {
 	errs = append(errs, cerrs...)
 	if cfg.Lock == "" {
 		errs = append(errs, bad("lock.name", "missing: want the lock this scenario tests (see `lockchaos list`)"))
+	} else if err := unknownNames(cfg, bad); err != nil {
+		errs = append(errs, err)
 	}
 	s.Config = cfg
 	switch {

@@ -61,8 +61,10 @@ var ErrNotReproduced = errors.New("the original violation could not be reproduce
 
 // Options of a shrink.
 type Options struct {
-	// Out is the folder it writes (DIR2).
-	Out string
+	// Out is the folder it writes (DIR2); OutGiven, that the user named it
+	// (--out): a refusal blames the flag only then.
+	Out      string
+	OutGiven bool
 	// Force lets Out replace an earlier shrink's files.
 	Force bool
 	// Tries is how many runs a candidate gets before it is given up
@@ -94,8 +96,8 @@ type Report struct {
 	// BudgetS bounds the search; Seconds is how long it all took.
 	BudgetS float64 `json:"budget_s"`
 	Seconds float64 `json:"seconds"`
-	// Stopped says why the search ended early: budget or interrupted; ""
-	// when it ran to its end.
+	// Stopped says why the search ended early: StoppedBudget or
+	// StoppedInterrupted; "" when it ran to its end.
 	Stopped string `json:"stopped,omitempty"`
 	// Reproduced: the original violated again, unchanged.
 	Reproduced bool `json:"reproduced"`
@@ -268,14 +270,14 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	}
 	var res checker.Result
 	if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil {
-		return nil, usage("%s: %v (check the run first: lockchaos check %s)", dir, err, dir)
+		return nil, usage("%s: %v (check the run first: %s check %s)", dir, err, rundir.Program(), rundir.ShellQuote(dir))
 	} else if err := json.Unmarshal(b, &res); err != nil {
 		return nil, usage("%s: result.json: %v", dir, err)
 	}
 	if res.Verdict != checker.Violation {
 		return nil, usage("%s: its verdict is %s: only a violation can be shrunk", dir, res.Verdict)
 	}
-	if err := claim(o.Out, o.Force); err != nil {
+	if err := claim(o.Out, o.OutGiven, o.Force); err != nil {
 		return nil, err
 	}
 	orig := candidate{cfg: cfg}
@@ -412,12 +414,18 @@ func (s *shrinker) test(c candidate, what string) bool {
 	return a.Violated
 }
 
+// Why a search ended early (Report.Stopped).
+const (
+	StoppedBudget      = "budget"
+	StoppedInterrupted = "interrupted"
+)
+
 func (s *shrinker) stopped() string {
 	switch {
 	case s.ctx.Err() != nil:
-		return "interrupted"
+		return StoppedInterrupted
 	case s.budget.Err() != nil:
-		return "budget"
+		return StoppedBudget
 	}
 	return ""
 }
@@ -624,6 +632,7 @@ func (s *shrinker) finish() error {
 	s.rep.Scenario = ScenarioFile
 	chosen := s.bestDir
 	if s.ctx.Err() != nil {
+		s.rep.Stopped = StoppedInterrupted
 		s.printf("shrink: wrote %s (%s); interrupted: not run again", scen, size)
 	} else {
 		s.printf("shrink: wrote %s (%s); running it %d times", scen, size, s.o.Tries)
@@ -675,8 +684,8 @@ func (s *shrinker) writeScenario(path string, cfg settings.Run, res checker.Resu
 		Shows:  "minimal counterexample: " + explain.Headline(res, ttl),
 		Source: fmt.Sprintf("lockchaos shrink of %s (%s + %s, seed %d)", abs, res.Lock, orDash(strings.Join(s.rep.Original.Nemeses, ",")), cfg.Seed),
 		Expect: checker.Violation,
-		Comment: fmt.Sprintf("The smallest configuration lockchaos shrink found that still violates.\nOriginal: %s.\nMinimal:  %s.\nRun it: lockchaos run --scenario %s",
-			s.rep.Original, *s.rep.Minimal, rundir.ShellQuote(path)),
+		Comment: fmt.Sprintf("The smallest configuration lockchaos shrink found that still violates.\nOriginal: %s.\nMinimal:  %s.\nRun it: %s run --scenario %s",
+			s.rep.Original, *s.rep.Minimal, rundir.PortableProgram(), rundir.ShellQuote(path)),
 		Config: cfg,
 	})
 	if err != nil {
@@ -748,7 +757,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 	for i, l := range explain.Witness(res) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, l)
 	}
-	fmt.Fprintf(&b, "\nRun it again: `lockchaos run --scenario %s`", rundir.ShellQuote(scen))
+	fmt.Fprintf(&b, "\nRun it again: `%s run --scenario %s`", rundir.PortableProgram(), rundir.ShellQuote(scen))
 	if v := rep.Verify; v != nil {
 		fmt.Fprintf(&b, " (it violated in %d of %d runs after the search)", v.Violated, v.Runs)
 	}
@@ -758,7 +767,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 
 // claim makes out ready, refusing to overwrite an earlier shrink unless
 // force, which removes that shrink's files (and only those).
-func claim(out string, force bool) error {
+func claim(out string, given, force bool) error {
 	var found []string
 	for _, f := range []string{ScenarioFile, WitnessFile, ReportFile, MinimalDir, VerifyDir, workDir} {
 		if _, err := os.Lstat(filepath.Join(out, f)); err == nil {
@@ -766,6 +775,9 @@ func claim(out string, force bool) error {
 		}
 	}
 	if len(found) > 0 && !force {
+		if !given {
+			return usage("%s already holds a shrink (%s): give --out another folder, or --force to replace it", out, strings.Join(found, ", "))
+		}
 		return usage("--out %s already holds a shrink (%s): choose another folder, or give --force to replace it", out, strings.Join(found, ", "))
 	}
 	for _, f := range found {
