@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/internal/yamlfile"
 	"github.com/lockchaos/lockchaos/option"
@@ -206,11 +207,16 @@ func (m *Manifest) Spec() Spec {
 }
 
 // QuickManifest is the manifest of --lock-cmd: a command line run in dir,
-// store redis, one node, nothing claimed.
+// store redis, one node, nothing claimed. The line is split into words as
+// a shell would for quotes and backslashes (shellwords.Split); no shell
+// runs it.
 func QuickManifest(command, dir string) (*Manifest, error) {
-	args := strings.Fields(command)
-	if len(args) == 0 {
+	if strings.TrimSpace(command) == "" {
 		return nil, errors.New("--lock-cmd: want the adapter's command, e.g. --lock-cmd 'perl my-adapter.pl'")
+	}
+	args, err := shellwords.Split(command)
+	if err != nil {
+		return nil, fmt.Errorf("--lock-cmd %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
