@@ -13,7 +13,8 @@ import (
 // Split returns the words of line. Outside quotes, blanks separate words
 // and a backslash takes the next character as it is; in single quotes
 // every character is itself; in double quotes a backslash escapes only $,
-// `, ", \ and a newline. A quoted empty string (” or "") is a word.
+// `, ", \ and a newline. Two quotes with nothing between them are an
+// empty word.
 //
 // Nothing is expanded: an unquoted character that a shell would expand or
 // read as an operator ($, `, ;, &, |, <, >, (, ), *, ?, [, and ~ or # at
