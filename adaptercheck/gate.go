@@ -96,7 +96,6 @@ func Gate(ctx context.Context, m *locks.Manifest, w io.Writer) error {
 	return nil
 }
 
-
 // maxFiles bounds the walk of an adapter's folder: a lock.yaml in a large
 // tree (a home folder) is checked before every run instead.
 const maxFiles = 20000
