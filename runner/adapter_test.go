@@ -13,19 +13,20 @@ import (
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
-// perlAdapter copies the example adapter to a folder of the test's own, so
-// that its processes can be told from those of other tests.
-func perlAdapter(t *testing.T) (cmd, path string) {
+// perlAdapter copies the example adapter to a file called name in a folder
+// of the test's own, so that its processes can be told from those of other
+// tests, and returns the --lock-cmd that runs it.
+func perlAdapter(t *testing.T, name string) (cmd, path string) {
 	t.Helper()
 	src, err := os.ReadFile("../adapters/perl/token/adapter.pl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path = filepath.Join(t.TempDir(), "adapter.pl")
+	path = filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return "perl " + path, path
+	return "perl " + rundir.ShellQuote(path), path
 }
 
 // adapterProcs lists the running processes whose command line names path.
@@ -51,7 +52,7 @@ func TestAnAdapterLivesAndDiesWithItsClient(t *testing.T) {
 		want    checker.Verdict
 	}{{"kill-client", checker.Safe}, {"pause-client", checker.Violation}} {
 		t.Run(tc.nemesis, func(t *testing.T) {
-			cmd, path := perlAdapter(t)
+			cmd, path := perlAdapter(t, "adapter.pl")
 			c := runtest.Config(t, "", tc.nemesis)
 			c.LockCmd = cmd
 			res, _ := runtest.RunFaults(t, &c)
@@ -138,16 +139,12 @@ func TestAnAdapterThatCannotStartIsQuotedInTheError(t *testing.T) {
 // --lock-cmd is split into words as a shell would: a quoted path with a
 // space and a quote in it is one word, and the adapter runs.
 func TestALockCmdIsSplitAsAShellWould(t *testing.T) {
-	src, err := os.ReadFile("../adapters/perl/token/adapter.pl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "my adapter's.pl")
-	if err := os.WriteFile(path, src, 0o644); err != nil {
-		t.Fatal(err)
+	cmd, _ := perlAdapter(t, "my adapter's.pl")
+	if !strings.Contains(cmd, `'\''`) {
+		t.Fatalf("--lock-cmd %s quotes no quote", cmd)
 	}
 	c := runtest.Config(t, "")
-	c.LockCmd = `perl "` + strings.ReplaceAll(path, `"`, `\"`) + `"`
+	c.LockCmd = cmd
 	res, _ := runtest.Run(t, c)
 	if res.Verdict != checker.Safe || res.Mutex.Holds == 0 {
 		t.Errorf("verdict %s, %d holds: %s", res.Verdict, res.Mutex.Holds, res.Summary)
