@@ -124,7 +124,7 @@ func (c *checker) client(ctx context.Context, i int, addrs []string, scratch str
 		c.lease = le.Lease()
 	}
 	if err := l.(locks.Starter).Start(ctx); err != nil {
-		return nil, fmt.Errorf("the adapter did not answer init with init_ok: %w", err)
+		return nil, err // Start says what it did instead, and quotes its standard error
 	}
 	return l, nil
 }

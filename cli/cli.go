@@ -22,6 +22,7 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/settings"
 
+	"github.com/lockchaos/lockchaos/adaptercheck"
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
@@ -282,6 +283,9 @@ func cmdRun(args []string) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if code, ok := checkAdapterFirst(ctx, cfg, *quiet); !ok {
+		return code
+	}
 	res, err := runner.Run(ctx, cfg)
 	if held := (*rundir.HeldError)(nil); errors.As(err, &held) && outGiven {
 		held.Flag = "--out"
@@ -324,6 +328,38 @@ func report(w io.Writer, dir string, res checker.Result, err error) int {
 		return ExitSetup
 	}
 	return verdictCode(res.Verdict)
+}
+
+// checkAdapterFirst checks the adapter of --lock-file or --lock-cmd before
+// its run, unless this build of it passed before (adaptercheck.Gate): a
+// run of an adapter that fails `lockchaos adapter check` is no evidence.
+// A failed check is a usage error (3), in the check's own words: the
+// adapter needs fixing. A configuration the run refuses anyway is left to
+// the run to explain. The shipped adapters, taken by name, are not checked
+// here: CI checks each of them (adaptercheck's doc says why).
+func checkAdapterFirst(ctx context.Context, cfg settings.Run, quiet bool) (int, bool) {
+	if cfg.LockFile == "" && cfg.LockCmd == "" || runner.Validate(cfg) != nil {
+		return 0, true
+	}
+	spec, err := cfg.LockSpec()
+	if err != nil || spec.Adapter == nil {
+		return 0, true
+	}
+	var w io.Writer = os.Stderr
+	if quiet {
+		w = io.Discard
+	}
+	err = adaptercheck.Gate(ctx, spec.Adapter, w)
+	var failed *adaptercheck.FailedError
+	switch {
+	case errors.As(err, &failed):
+		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+		return ExitUsage, false
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "lockchaos run: could not check adapter %s before its run: %v\n", spec.Name, err)
+		return ExitSetup, false
+	}
+	return 0, true
 }
 
 func nemesisList(ns []string) string {

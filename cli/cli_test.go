@@ -525,3 +525,80 @@ func TestLatestRunAndTheListOfPastRuns(t *testing.T) {
 		t.Errorf("runs: exit %d, stdout %q, stderr %q; want the one run, safe, with its report", code, out, stderr)
 	}
 }
+
+// A run of an outside adapter (--lock-file, --lock-cmd) that fails
+// `lockchaos adapter check` is refused before anything starts, exit 3, in
+// the check's own words: its faults' landing would be judged from tokens
+// the lock never stored. The liar answers granted where its library
+// refused; the other writes prose in place of init_ok.
+func TestARunOfAnAdapterThatFailsItsCheckIsRefused(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	prose := filepath.Join(t.TempDir(), "prose.sh")
+	if err := os.WriteFile(prose, []byte("#!/bin/sh\necho 'my adapter starts' >&2\nread -r line\necho 'OK, ready'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag, value string
+		says        []string
+	}{
+		{"--lock-file", "../adaptercheck/testdata/liar.yaml", []string{
+			"adapter broken-liar (", "fails `lockchaos adapter check`", "checking again, in case the machine was too busy",
+			"FAIL  acquire, then a second client refused: client 1's acquire of a key that client 0 holds was answered granted",
+		}},
+		{"--lock-cmd", "sh " + prose, []string{
+			"adapter cmd fails `lockchaos adapter check` (1 of 1 steps)",
+			`FAIL  init: adapter cmd did not answer init: adapter protocol: it wrote a line that is not a JSON message with a type: "OK, ready"`,
+			"| my adapter starts",
+		}},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		_, stderr, code := lockchaos(t, "run", tc.flag, tc.value, "--duration", "2s", "--out", out)
+		if code != 3 {
+			t.Errorf("%s %s: exit %d, want 3 (fix the adapter):\n%s", tc.flag, tc.value, code, stderr)
+		}
+		for _, s := range tc.says {
+			if !strings.Contains(stderr, s) {
+				t.Errorf("%s %s: the error does not say %q:\n%s", tc.flag, tc.value, s, stderr)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(out, "history.jsonl")); err == nil {
+			t.Errorf("%s %s: a run was recorded in %s", tc.flag, tc.value, out)
+		}
+	}
+}
+
+// An outside adapter that passes the check runs; its pass is kept for its
+// build, so the next run starts at once, and a changed adapter is checked
+// again.
+func TestAnAdapterPassesItsCheckOncePerBuild(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	src, err := os.ReadFile("../adapters/perl/token/adapter.pl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := "name: my-token\nstore: redis\nrenew: true\nrequires: [perl]\ncommand: [perl, adapter.pl]\n"
+	if err := os.WriteFile(filepath.Join(dir, "lock.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s []byte) {
+		if err := os.WriteFile(filepath.Join(dir, "adapter.pl"), s, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(src)
+	run := func(want string) {
+		t.Helper()
+		_, stderr, code := lockchaos(t, "run", "--lock-file", filepath.Join(dir, "lock.yaml"), "--duration", "1s", "--out", filepath.Join(t.TempDir(), "run"))
+		if code != 0 {
+			t.Fatalf("exit %d:\n%s", code, stderr)
+		}
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the run does not say %q:\n%s", want, stderr)
+		}
+	}
+	run("checking adapter my-token first")
+	run("adapter my-token passed `lockchaos adapter check` before, as built now")
+	write(append(src, "\n# changed\n"...))
+	run("checking adapter my-token first")
+}

@@ -8,12 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
@@ -200,22 +200,12 @@ func ping(addr string) error { return identify(addr, identity{}) }
 
 // logTail is tail of the log file at path, for an error.
 func logTail(path string) string {
-	b, _ := os.ReadFile(path)
-	return tail(b)
+	return strings.Join(logtail.File(path, 3, nil), " | ")
 }
 
 // tail is the last three non-empty lines of b (a server's log), joined.
 func tail(b []byte) string {
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > 3 {
-		lines = lines[len(lines)-3:]
-	}
-	return strings.Join(lines, " | ")
+	return strings.Join(logtail.Lines(b, 3, nil), " | ")
 }
 
 // FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below

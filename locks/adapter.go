@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/option"
 )
 
@@ -32,8 +33,9 @@ const AdapterGrace = 500 * time.Millisecond
 // within it (a JVM under load takes seconds, never this long).
 const AdapterStartTimeout = 2 * time.Minute
 
-// AdapterDied, when set (the worker sets it), is called once when an
-// adapter exits on its own: its client cannot go on.
+// AdapterDied, when set (the worker sets it), is called once when a
+// started adapter exits on its own: its client cannot go on. (One that
+// exits before it answered init fails Start instead, which says why.)
 var AdapterDied func(name string, err error)
 
 // adapter is a Locker whose lock lives in another process, one per client,
@@ -54,6 +56,9 @@ type adapter struct {
 	abandoned map[int64]string // id → key of an acquire given up on
 	lost      map[string]*lostSignal
 	closing   bool
+	// started: it answered init with init_ok. An exit before that is
+	// Start's error; an exit after it ends the client (AdapterDied).
+	started bool
 	// problems are the protocol errors it made, for adapter check.
 	problems []string
 	dead     chan struct{} // closed when its standard output ends
@@ -186,15 +191,64 @@ func (a *adapter) Start(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, AdapterStartTimeout)
 	defer cancel()
 	ans, err := a.call(sctx, init, 0)
-	if err != nil {
-		a.Close()
-		return fmt.Errorf("adapter %s did not start: %w (its log: %s)", a.m.Name, err, a.cfg.LogPath)
+	if err == nil && ans.Type == "init_ok" {
+		return nil
 	}
-	if ans.Type != "init_ok" {
-		a.Close()
-		return fmt.Errorf("adapter %s refused init: %s", a.m.Name, describe(ans))
+	why := a.startFailure(ans, err)
+	a.Close()
+	return errors.New(why + a.stderrTail())
+}
+
+// startFailure says why the adapter did not answer init with init_ok:
+// what it wrote instead, that it exited (with its status), or that it
+// gave no answer.
+func (a *adapter) startFailure(ans answer, err error) string {
+	name := "adapter " + a.m.Name
+	exited := func(wait time.Duration) (string, bool) {
+		select {
+		case <-a.dead:
+		case <-time.After(wait):
+			return "", false
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.exitErr == nil {
+			return "exit 0", true
+		}
+		return a.exitErr.Error(), true
 	}
-	return nil
+	switch {
+	case err != nil:
+		// A write to an adapter that has exited fails (a broken pipe)
+		// before its exit is seen: wait a moment for it.
+		if status, ok := exited(time.Second); ok {
+			return fmt.Sprintf("%s exited (%s) before it answered init", name, status)
+		}
+		return fmt.Sprintf("%s did not start: %v", name, err)
+	case ans.Type == "unknown" && strings.HasPrefix(ans.Error, "adapter exited"):
+		status, _ := exited(time.Second)
+		return fmt.Sprintf("%s exited (%s) before it answered init", name, status)
+	case ans.Type == "unknown":
+		return fmt.Sprintf("%s did not answer init: %s", name, ans.Error)
+	}
+	return fmt.Sprintf("%s refused init: %s", name, describe(ans))
+}
+
+// ownLine marks the lines lockchaos itself writes in an adapter's log
+// (logf), among the adapter's standard error.
+const ownLine = "lockchaos "
+
+// stderrTail quotes the last lines the adapter wrote on its standard
+// error (its log, without lockchaos's own lines), for Start's error.
+func (a *adapter) stderrTail() string {
+	if a.cfg.LogPath == "" {
+		return "" // it went to this process's standard error
+	}
+	lines := logtail.File(a.cfg.LogPath, 8, func(l string) bool { return strings.HasPrefix(l, ownLine) })
+	if len(lines) == 0 {
+		return fmt.Sprintf(" (it wrote nothing on its standard error; its log: %s)", a.cfg.LogPath)
+	}
+	return fmt.Sprintf(" (its log: %s); its standard error ends:\n  | %s", a.cfg.LogPath, strings.Join(lines, "\n  | "))
 }
 
 func nonNil(s []string) []string {
@@ -226,6 +280,11 @@ func (a *adapter) read(stdout io.Reader) {
 			continue
 		}
 		if ans.InReplyTo != nil {
+			if *ans.InReplyTo == 0 && ans.Type == "init_ok" { // init is request 0
+				a.mu.Lock()
+				a.started = true
+				a.mu.Unlock()
+			}
 			a.deliver(*ans.InReplyTo, ans)
 			continue
 		}
@@ -241,7 +300,8 @@ func (a *adapter) read(stdout io.Reader) {
 	err := a.cmd.Wait()
 	a.mu.Lock()
 	a.exitErr = err
-	closing := a.closing
+	// Before init_ok, Start says why it exited.
+	died := !a.closing && a.started
 	a.mu.Unlock()
 	if err == nil {
 		err = errors.New("exit 0")
@@ -249,7 +309,7 @@ func (a *adapter) read(stdout io.Reader) {
 	why := "adapter exited: " + err.Error()
 	a.failPending(why)
 	close(a.dead)
-	if !closing && AdapterDied != nil {
+	if died && AdapterDied != nil {
 		AdapterDied(a.m.Name, err)
 	}
 }
@@ -264,7 +324,7 @@ func clip(s string, n int) string {
 func (a *adapter) logf(format string, args ...any) {
 	a.wmu.Lock()
 	defer a.wmu.Unlock()
-	fmt.Fprintf(a.log, "lockchaos %.3f: "+format+"\n", append([]any{float64(history.Now()) / 1e9}, args...)...)
+	fmt.Fprintf(a.log, ownLine+"%.3f: "+format+"\n", append([]any{float64(history.Now()) / 1e9}, args...)...)
 }
 
 // deliver hands an answer to the request waiting for it; a grant that

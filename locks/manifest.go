@@ -1,7 +1,6 @@
 package locks
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/internal/yamlfile"
 	"github.com/lockchaos/lockchaos/option"
-	"gopkg.in/yaml.v3"
 )
 
 // Manifest is an adapter lock's lock.yaml: a lock in any language, run as
@@ -83,7 +84,9 @@ func (m *Manifest) Code() string {
 	return lib
 }
 
-// ReadManifest reads and checks a lock.yaml.
+// ReadManifest reads and checks a lock.yaml. An error names the file, the
+// line and the field, as a scenario file's does (yamlfile.Decode): an
+// unknown field with the one it was probably meant to be.
 func ReadManifest(path string) (*Manifest, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -93,57 +96,63 @@ func ReadManifest(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock manifest: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("lock manifest %s: %w", path, err)
+	lines, err := yamlfile.Decode(path, b, &m)
+	if err != nil {
+		return nil, err
 	}
 	m.File, m.Dir = abs, filepath.Dir(abs)
-	if err := m.check(); err != nil {
-		return nil, fmt.Errorf("lock manifest %s: %w", path, err)
+	if err := m.check(path, lines); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }
 
-func (m *Manifest) check() error {
-	var bad []string
+// check checks the manifest's values and fills the defaults. Each problem
+// names the file, the field and its line (lines, yamlfile.Decode's).
+func (m *Manifest) check(file string, lines map[string]int) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &yamlfile.FieldError{File: file, Line: lines[field], Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
 	if m.Name == "" || strings.ContainsAny(m.Name, " ,/=") {
-		bad = append(bad, "name: want a name without spaces, commas, slashes or '='")
+		bad("name", "%q: want a name without spaces, commas, slashes or '='", m.Name)
 	}
 	if len(m.Command) == 0 {
-		bad = append(bad, "command: want the command that starts the adapter, as a list")
+		bad("command", "want the command that starts the adapter, as a list")
 	}
 	switch m.Store {
 	case "":
 		m.Store = "redis"
 	case "redis", "etcd", "zookeeper", "postgres":
 	default:
-		bad = append(bad, fmt.Sprintf("store %q: want redis, etcd, zookeeper or postgres", m.Store))
+		bad("store", "%q: want redis, etcd, zookeeper or postgres%s", m.Store, suggest.Hint(m.Store, []string{"redis", "etcd", "zookeeper", "postgres"}, "%s"))
 	}
 	if m.Nodes == 0 {
 		m.Nodes = 1
 	}
 	if m.Nodes < 1 {
-		bad = append(bad, "nodes: want 1 or more")
+		bad("nodes", "%d: want 1 or more", m.Nodes)
 	}
 	seen := map[string]bool{}
-	for _, o := range m.Options {
+	for i, o := range m.Options {
+		field := fmt.Sprintf("options[%d].name", i)
 		if o.Name == "" || seen[o.Name] {
-			bad = append(bad, fmt.Sprintf("options: %q is empty or given twice", o.Name))
+			bad(field, "%q is empty or given twice", o.Name)
 		}
 		seen[o.Name] = true
 		if err := option.CheckKind(o.Kind); err != nil {
-			bad = append(bad, "option "+o.Name+": "+err.Error())
+			bad(fmt.Sprintf("options[%d].kind", i), "%s", err)
 		}
 	}
 	if m.LeaseOption != "" && !seen[m.LeaseOption] {
-		bad = append(bad, fmt.Sprintf("lease_option %q: no such option", m.LeaseOption))
+		var names []string
+		for _, o := range m.Options {
+			names = append(names, o.Name)
+		}
+		bad("lease_option", "%q: no such option%s", m.LeaseOption, suggest.Hint(m.LeaseOption, names, "%s"))
 	}
-	if len(bad) > 0 {
-		return errors.New(strings.Join(bad, "; "))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Declared is the manifest's options, for option.Decode.
@@ -198,18 +207,23 @@ func (m *Manifest) Spec() Spec {
 }
 
 // QuickManifest is the manifest of --lock-cmd: a command line run in dir,
-// store redis, one node, nothing claimed.
+// store redis, one node, nothing claimed. The line is split into words as
+// a shell would for quotes and backslashes (shellwords.Split); no shell
+// runs it.
 func QuickManifest(command, dir string) (*Manifest, error) {
-	args := strings.Fields(command)
-	if len(args) == 0 {
+	if strings.TrimSpace(command) == "" {
 		return nil, errors.New("--lock-cmd: want the adapter's command, e.g. --lock-cmd 'perl my-adapter.pl'")
+	}
+	args, err := shellwords.Split(command)
+	if err != nil {
+		return nil, fmt.Errorf("--lock-cmd %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	m := &Manifest{Name: "cmd", Description: "adapter: " + command, Command: args, Dir: abs}
-	return m, m.check()
+	return m, m.check("--lock-cmd", nil)
 }
 
 // AdaptersEnv names a folder of adapters (LANGUAGE/LIBRARY/lock.yaml) to

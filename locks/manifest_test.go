@@ -60,3 +60,46 @@ func TestShippedAdaptersNameTheVersionTheyPin(t *testing.T) {
 		}
 	}
 }
+
+// A lock.yaml with mistakes is read as a scenario file is: each error names
+// the file, the line and the field, and an unknown field the one it was
+// probably meant to be, never the Go type it is decoded into.
+func TestAManifestsMistakesAreNamedWithTheirLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown field", "name: mine\ndescripton: my lock\ncommand: [perl, adapter.pl]\n",
+			[]string{`lock.yaml:2: descripton: unknown field; allowed here: name, description,`, `(did you mean description?)`}},
+		{"a list where a string goes", "name: mine\ncommand: [perl, adapter.pl]\nstore: [redis]\n",
+			[]string{`lock.yaml:3: store: want a plain value, not a list or mapping`}},
+		{"not a whole number", "name: mine\ncommand: [perl, adapter.pl]\nnodes: three\n",
+			[]string{`lock.yaml:3: nodes: "three": want a whole number`}},
+		{"a value no store has", "name: mine\ncommand: [perl, adapter.pl]\n\nstore: rediss\n",
+			[]string{`lock.yaml:4: store: "rediss": want redis, etcd, zookeeper or postgres (did you mean redis?)`}},
+		{"an option's field", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: mode\n    defualt: fast\n",
+			[]string{`lock.yaml:5: options[0].defualt: unknown field; allowed here: name, default, kind, oneof, help (did you mean default?)`}},
+		{"lease_option of no option", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: lease\nlease_option: leese\n",
+			[]string{`lock.yaml:5: lease_option: "leese": no such option (did you mean lease?)`}},
+		{"no command", "name: mine\n", []string{`lock.yaml: command: want the command that starts the adapter`}},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "lock.yaml"), []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(dir)
+		_, err := ReadManifest("lock.yaml")
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the error\n  %v\nlacks %q", tc.name, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "locks.") || strings.Contains(err.Error(), "unmarshal") {
+			t.Errorf("%s: the error names Go's types: %v", tc.name, err)
+		}
+	}
+}

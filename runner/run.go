@@ -412,7 +412,7 @@ func (r *run) awaitReady(ctx context.Context) error {
 		select {
 		case <-w.ready:
 		case <-w.done:
-			return fmt.Errorf("worker %d exited before it was ready; its log is %s", w.client, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", w.client)))
+			return w.notReady(filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", w.client)))
 		case <-ctx.Done():
 			return fmt.Errorf("interrupted while the workers started, before any operation was recorded (%w)", ctx.Err())
 		}

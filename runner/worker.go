@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -33,6 +34,7 @@ type workerProc struct {
 	exited   bool
 	expected bool   // the coordinator or a nemesis asked for this exit
 	why      string // why it was killed, when it was
+	status   string // its exit status, once it exited ("exit 0", "exit status 2")
 	// lostEvents says why some of its events could not be recorded: the
 	// history then has a hole, and the run cannot be called safe.
 	lostEvents string
@@ -110,14 +112,14 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 		}
 		werr := cmd.Wait()
 		trk.exited(cfg.Client)
-		w.mu.Lock()
-		w.exited = true
-		exp, why := w.expected, w.why
-		w.mu.Unlock()
 		msg := "exit 0"
 		if werr != nil {
 			msg = werr.Error()
 		}
+		w.mu.Lock()
+		w.exited, w.status = true, msg
+		exp, why := w.expected, w.why
+		w.mu.Unlock()
 		if why != "" {
 			msg = why + ": " + msg
 		}
@@ -127,6 +129,34 @@ func startWorker(argv []string, cfg workload.Config, logPath string, record func
 		record(history.Event{Time: history.Now(), Kind: history.WorkerExit, Client: cfg.Client, Expected: exp && (werr == nil || why != ""), Message: msg})
 	}()
 	return w, nil
+}
+
+// notReady says why the worker exited before it was ready: the line in
+// which it said why ("worker N: …", workload.Main) and what its log holds
+// after it (an adapter's standard error), else the end of its log, quoted
+// (logtail) with its exit status, so that the reason is on the error's
+// first line and not only in the log.
+func (w *workerProc) notReady(logPath string) error {
+	w.mu.Lock()
+	status := w.status
+	w.mu.Unlock()
+	lines := logtail.File(logPath, 12, nil)
+	if len(lines) == 0 {
+		return fmt.Errorf("worker %d exited before it was ready (%s), and its log %s is empty", w.client, status, logPath)
+	}
+	quote := func(ls []string) string {
+		if len(ls) == 0 {
+			return ""
+		}
+		return "\n    " + strings.Join(ls, "\n    ")
+	}
+	said := fmt.Sprintf("worker %d: ", w.client)
+	for i := len(lines) - 1; i >= 0; i-- {
+		if why, ok := strings.CutPrefix(lines[i], said); ok {
+			return fmt.Errorf("worker %d exited before it was ready (%s): %s%s\n  (its log: %s)", w.client, status, why, quote(lines[i+1:]), logPath)
+		}
+	}
+	return fmt.Errorf("worker %d exited before it was ready (%s); its log %s ends:%s", w.client, status, logPath, quote(lines))
 }
 
 func (w *workerProc) noteLost(why string) {

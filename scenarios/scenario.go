@@ -12,14 +12,11 @@
 package scenarios
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +24,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/internal/yamlfile"
 	"github.com/lockchaos/lockchaos/settings"
 
 	"gopkg.in/yaml.v3"
@@ -445,209 +443,9 @@ func (q *Quick) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // FieldError is a problem with one field of a scenario or grid file.
-type FieldError struct {
-	File  string
-	Line  int
-	Field string
-	Msg   string
-}
+type FieldError = yamlfile.FieldError
 
-func (e *FieldError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s: %s", e.File, e.Field, e.Msg)
-}
-
-var (
-	yamlNodeType    = reflect.TypeOf(yaml.Node{})
-	sectionType     = reflect.TypeFor[settings.Section]()
-	unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
-)
-
-// decodeStrict decodes the single YAML document in b into out (a pointer to
-// a struct). It first walks the document against out's type, so that an
-// unknown field or a value of the wrong kind is reported with its line, its
-// path and what is allowed, rather than as yaml.v3's Go type names. It
-// returns the line of every field path, for later checks of values.
+// decodeStrict decodes a scenario or grid file (yamlfile.Decode).
 func decodeStrict(name string, b []byte, out any) (map[string]int, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: the file is empty", name)
-		}
-		return nil, fmt.Errorf("%s: not valid YAML (quote a value that holds \": \"): %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: want one YAML document, found more (a second ---)", name)
-	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
-	w := walker{file: name, lines: map[string]int{}}
-	w.walk(root, reflect.TypeOf(out).Elem(), "")
-	if len(w.errs) > 0 {
-		return nil, errors.Join(w.errs...)
-	}
-	// The walk has checked every field; KnownFields is the safety net.
-	strict := yaml.NewDecoder(bytes.NewReader(b))
-	strict.KnownFields(true)
-	if err := strict.Decode(out); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return w.lines, nil
-}
-
-type walker struct {
-	file  string
-	lines map[string]int
-	errs  []error
-}
-
-func (w *walker) fail(n *yaml.Node, path, format string, args ...any) {
-	field := path
-	if field == "" {
-		field = "(top level)"
-	}
-	w.errs = append(w.errs, &FieldError{File: w.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)})
-}
-
-func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	if path != "" {
-		w.lines[path] = n.Line
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // an empty value leaves the default
-	}
-	switch {
-	case t == sectionType:
-		// Settings by their file tags: settings checks each key.
-		if n.Kind != yaml.MappingNode {
-			w.fail(n, path, "want a mapping of settings")
-			return
-		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			sub := join(path, k.Value)
-			w.lines[sub] = v.Line
-			if seen[k.Value] {
-				w.fail(k, sub, "given twice")
-				continue
-			}
-			seen[k.Value] = true
-			if err := settings.CheckKey(sectionName(path), k.Value, v); err != nil {
-				w.fail(k, sub, "%s", err)
-			}
-		}
-		return
-	case t == yamlNodeType:
-		if n.Kind != yaml.ScalarNode {
-			w.fail(n, path, "want a plain value")
-		}
-		return
-	case reflect.PointerTo(t).Implements(unmarshalerType):
-		if err := n.Decode(reflect.New(t).Interface()); err != nil {
-			w.fail(n, path, "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-		}
-		return
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		w.walk(n, t.Elem(), path)
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			w.fail(n, path, "want a mapping with the fields %s", strings.Join(yamlFields(t), ", "))
-			return
-		}
-		fields := map[string]reflect.StructField{}
-		for i := 0; i < t.NumField(); i++ {
-			if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-				fields[tag] = t.Field(i)
-			}
-		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			sub := join(path, k.Value)
-			f, ok := fields[k.Value]
-			switch {
-			case !ok:
-				w.fail(k, sub, "unknown field; allowed here: %s", strings.Join(yamlFields(t), ", "))
-				continue
-			case seen[k.Value]:
-				w.fail(k, sub, "given twice")
-				continue
-			}
-			seen[k.Value] = true
-			w.walk(v, f.Type, sub)
-		}
-	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			w.fail(n, path, "want a mapping of NAME: VALUE")
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Tag == "!!merge" {
-				// "<<: *anchor" merges another mapping's entries here.
-				w.walk(v, t, path)
-				continue
-			}
-			w.walk(v, t.Elem(), join(path, k.Value))
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			w.fail(n, path, "want a list (lines starting with -)")
-			return
-		}
-		for i, e := range n.Content {
-			w.walk(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
-		}
-	case reflect.String:
-		if n.Kind != yaml.ScalarNode {
-			w.fail(n, path, "want a plain value, not a list or mapping")
-		}
-	case reflect.Int, reflect.Int64, reflect.Uint64:
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-			w.fail(n, path, "%q: want a whole number", n.Value)
-		}
-	case reflect.Float64:
-		if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-			w.fail(n, path, "%q: want a number", n.Value)
-		}
-	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-			w.fail(n, path, "%q: want true or false", n.Value)
-		}
-	default:
-		w.fail(n, path, "unsupported field type %s", t) // a bug in this package's types
-	}
-}
-
-// sectionName is the name of the section at path (cell.workload: workload).
-func sectionName(path string) string { return path[strings.LastIndex(path, ".")+1:] }
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// yamlFields lists the YAML names of t's fields, in declaration order.
-func yamlFields(t reflect.Type) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		if tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]; tag != "" && tag != "-" {
-			out = append(out, tag)
-		}
-	}
-	return out
+	return yamlfile.Decode(name, b, out)
 }

@@ -125,7 +125,7 @@ func TestMalformedFilesSayFileLineFieldAndWhatIsAllowed(t *testing.T) {
 		want                []string
 	}{
 		{"unknown field", "  ttl: 300ms", "  tll: 300ms", []string{"bad.yaml:9: workload.tll: unknown field; allowed here: clients, keys, ttl, hold"}},
-		{"unknown top-level field", "duration: 6s", "duraton: 6s", []string{"bad.yaml:", "duraton: unknown field; allowed here: shows, source, expect"}},
+		{"unknown top-level field", "duration: 6s", "duraton: 6s", []string{"bad.yaml:", "duraton: unknown field; allowed here: shows, source, expect", "(did you mean duration?)"}},
 		{"not a number", "  ttl: 300ms", "  ttl: 300ms\n  clients: four", []string{"workload.clients: \"four\": want a whole number"}},
 		{"bad duration", "  hold: 2ttl", "  hold: soon", []string{"bad.yaml:10: workload.hold:", "want a duration such as 300ms or a multiple of the TTL such as 2ttl"}},
 		{"no lock", "lock:\n  name: token-lua\n", "", []string{"bad.yaml: lock.name: missing: want the lock this scenario tests"}},

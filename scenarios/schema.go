@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/yamlfile"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
@@ -92,8 +93,8 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 	if t == reflect.TypeFor[settings.Section]() {
 		// The settings the section gives, from their declarations.
 		props := map[string]any{}
-		for _, f := range settings.SectionFields(sectionName(path)) {
-			if vs, ok := fieldValues[join(path, f.Key)]; ok {
+		for _, f := range settings.SectionFields(yamlfile.SectionName(path)) {
+			if vs, ok := fieldValues[yamlfile.Join(path, f.Key)]; ok {
 				props[f.Key] = map[string]any{"enum": vs, "description": f.Help}
 				continue
 			}
@@ -108,7 +109,7 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 		}
 		return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	}
-	if reflect.PointerTo(t).Implements(unmarshalerType) {
+	if yamlfile.Unmarshals(t) {
 		switch t {
 		case reflect.TypeOf(Quick{}):
 			return map[string]any{"type": []string{"string", "integer"}, "description": "skip, or the duration under chaos --quick"}
@@ -125,7 +126,7 @@ func typeSchema(t reflect.Type, path string) map[string]any {
 			if tag == "" || tag == "-" {
 				continue
 			}
-			props[tag] = typeSchema(t.Field(i).Type, join(path, tag))
+			props[tag] = typeSchema(t.Field(i).Type, yamlfile.Join(path, tag))
 		}
 		return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	case reflect.Map:

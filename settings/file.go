@@ -150,6 +150,10 @@ func CheckKey(name, key string, n *yaml.Node) error {
 	return err
 }
 
+// CheckKey is the package's CheckKey, by which yamlfile.Decode checks a
+// section's keys where it reads them, with their lines.
+func (Section) CheckKey(name, key string, n *yaml.Node) error { return CheckKey(name, key, n) }
+
 // Apply writes into r the settings s gives of the section name; a time
 // written as a multiple of the TTL is resolved with the TTL s leaves in r
 // (plain durations, the TTL among them, are applied first). An empty value

@@ -28,7 +28,7 @@ type Run struct {
 	// command line of a quick adapter (store redis, one node): Lock is
 	// then the lock they name (docs/protocol.md).
 	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty" help:"test the adapter lock that the manifest {FILE} (lock.yaml) describes: a lock in any language (docs/protocol.md)"`
-	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty" help:"test the adapter that {COMMAND} starts (split at spaces, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml"`
+	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty" help:"test the adapter that {COMMAND} starts (split into words as a shell would for quotes and backslashes, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml"`
 	LockOptions map[string]string `flag:"opt" file:"lock.options"`
 	// Nemeses are nemesis names; empty (or "none") runs without faults.
 	Nemeses        []string                     `flag:"nemesis" file:"faults.nemeses"`
