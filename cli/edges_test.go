@@ -148,10 +148,13 @@ func stallOverlap() []history.Event {
 	return []history.Event{
 		{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{Lock: "token-lua", Nemesis: []string{}, Seed: 7, Clients: 2, Keys: 1, TTLms: 300, Holdms: 60}},
 		op(0, history.Invoke, history.Acquire, 9), op(0, history.OK, history.Acquire, 10),
-		op(1, history.Invoke, history.Acquire, 279), op(1, history.OK, history.Acquire, 280),
-		{Time: ms(300), Kind: history.Stall, Client: 0, StallNs: ms(285)},
-		op(0, history.Invoke, history.Release, 305), op(0, history.OK, history.Release, 306),
-		op(1, history.Invoke, history.Release, 320), op(1, history.OK, history.Release, 321),
+		// Client 0's lease ran out by t=310 at the latest, before client 1
+		// was granted at 312: only client 0's stall (15–320 ms) made its
+		// hold outlive it.
+		op(1, history.Invoke, history.Acquire, 312), op(1, history.OK, history.Acquire, 313),
+		{Time: ms(320), Kind: history.Stall, Client: 0, StallNs: ms(305)},
+		op(0, history.Invoke, history.Release, 322), op(0, history.OK, history.Release, 323),
+		op(1, history.Invoke, history.Release, 340), op(1, history.OK, history.Release, 341),
 		{Time: ms(400), Kind: history.RunEnd, Client: history.NoClient},
 	}
 }
