@@ -38,9 +38,11 @@ const (
 // in flight, the coordinator (its reply waited in the proxies) and the
 // lock's servers (ready to run, but waiting for a CPU) — when it is no
 // shorter than the overlap: had a run on time, it would not have
-// overlapped. Or a stall of b (its answer waiting, unread, while its
-// lease ran out), when b's lease may have run out before a's grant and
-// the stall lasted at least that lease and the overlap. The stall named is the longest of the side it explains.
+// overlapped. Or a stall of b between its grant and its reading the ok
+// (its answer waiting, unread, while its lease ran out), when b's lease
+// may have run out before a's grant and the stall lasted at least that
+// lease; a stall of b once it held says nothing of when either was
+// granted. The stall named is the longest of the side it explains.
 // Otherwise the faults', if any; otherwise the lock's own.
 //
 // A reply that was only slower than usual, with no stall measured over it,
@@ -67,19 +69,23 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 	// after a's key could have been set), or b's before a was.
 	aMay := lease <= 0 || s-fromA >= lease
 	bMay := lease > 0 && a.grantedOK-fromB >= lease
-	// Each side's own stalls until the overlap's end, the coordinator's
-	// and the servers' until its ok (b's answer may have waited, unread,
-	// while its lease ran out).
+	// a's own stalls until the overlap's end (they kept it inside), the
+	// coordinator's and the servers' until its ok. b's only until it read
+	// its ok (its answer may have waited, unread, while its lease ran
+	// out): a stall once it held says nothing of when it was granted.
 	delayA, worstA := stalled(stalls, spans, a.client, max(fromA, floor), e, a.start)
 	var delayB int64
 	var worstB stall
 	if bMay {
-		delayB, worstB = stalled(stalls, spans, b.client, fromB, e, s)
+		delayB, worstB = stalled(stalls, spans, b.client, fromB, s, s)
 	}
 	switch {
 	case aMay && delayA > 0 && delayA >= e-s:
 		return CauseStall, faults, stallNote(worstA, delayA)
-	case bMay && delayB > 0 && delayB >= e-s && delayB >= lease:
+	case bMay && delayB > 0 && delayB >= lease:
+		// b read its ok a lease or more of stalls after its key could
+		// have been set, when its lease may have run out: the overlap
+		// began with that stall, however long it lasted.
 		return CauseStall, faults, stallNote(worstB, delayB)
 	case delayB > delayA:
 		st = stallNote(worstB, delayB)

@@ -459,27 +459,62 @@ func TestAStallExplainsOnlyWhatNoLiveLeaseDoes(t *testing.T) {
 			cause:   CauseStall,
 			summary: "no fault explains it: client 0 could not run for 688 ms",
 		},
+		{
+			name: "a stall of the later holder after it read its ok explains nothing",
+			// Client 1's acquire (invoked at 0) may have set the key at
+			// once, and client 0 was granted by 400, past t=300 when that
+			// lease may have run out: only if client 1's answer waited
+			// unread for a lease. It waited 100 ms (300–400). Client 1
+			// then could not run from 451 to 800, inside its hold: that
+			// stall came after its grant, and does not say client 0 was
+			// granted while client 1's lease lived no more.
+			h: new(hist).start().ttl(300).acquire(0, k0, 200, 400).release(0, k0, 800, 801).
+				stall(1, 300, 400).acquire(1, k0, 0, 450).stall(1, 451, 800).release(1, k0, 850, 851),
+			cause:   CauseNone,
+			summary: "no fault was active (client 1 could not run for 100 ms",
+		},
+		{
+			name: "the later holder's answer waited unread past its lease, however long the overlap",
+			// Client 1's acquire set the key at 0; client 1 could not run
+			// until 350, its lease gone at 300; client 0 took the key at
+			// 310. Both then stalled inside their holds (500–840,
+			// 411–880), and the overlap lasted 500 ms, longer than client
+			// 1's stall: that stall still began it.
+			h: new(hist).start().ttl(300).stall(1, 0, 350).acquire(1, k0, 0, 350).stall(1, 500, 840).release(1, k0, 850, 851).
+				acquire(0, k0, 310, 311).stall(0, 411, 880).release(0, k0, 880, 881),
+			cause:   CauseStall,
+			summary: "no fault explains it: client 1 could not run for 350 ms",
+		},
 	} {
 		t.Run(tc.name, tc.check)
 	}
 }
 
 // However the stalls fall, an overlap whose two grants came less than a
-// lease apart (as the history bounds them) is never a stall's.
+// lease apart (as the history bounds them) is never a stall's; nor one
+// granted to the later holder while the earlier one's lease lived, unless
+// the later holder's answer waited unread for a lease: its stalls (and the
+// coordinator's) between its invoke and its ok lasted that long. What it
+// stalled once it held says nothing of when it was granted.
 func TestPropertyNoStallOverALiveLease(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		const lease = 300
 		h := new(hist).start().ttl(lease)
-		aInv := rapid.Float64Range(0, 100).Draw(t, "aInv")
+		aInv := rapid.Float64Range(300, 400).Draw(t, "aInv")
 		aOK := aInv + rapid.Float64Range(0.5, 400).Draw(t, "aLat")
-		bInv := rapid.Float64Range(aInv, aOK+400).Draw(t, "bInv")
+		bInv := rapid.Float64Range(0, aOK+400).Draw(t, "bInv")
 		bOK := max(bInv+rapid.Float64Range(0.5, 400).Draw(t, "bLat"), aOK+0.5)
 		aEnd := bOK + rapid.Float64Range(0.5, 300).Draw(t, "aPast")
 		bEnd := bOK + rapid.Float64Range(0.5, 300).Draw(t, "bHold")
+		var unread [][2]int64 // client 1's and the coordinator's stalls while its acquire was in flight
 		for i := range rapid.IntRange(0, 4).Draw(t, "stalls") {
 			c := rapid.IntRange(-1, 1).Draw(t, fmt.Sprint("who", i))
-			from := rapid.Float64Range(0, 1200).Draw(t, fmt.Sprint("from", i))
-			h.stall(c, from, from+rapid.Float64Range(1, 800).Draw(t, fmt.Sprint("len", i)))
+			from := rapid.Float64Range(0, 1500).Draw(t, fmt.Sprint("from", i))
+			to := from + rapid.Float64Range(1, 800).Draw(t, fmt.Sprint("len", i))
+			h.stall(c, from, to)
+			if lo, hi := max(from, bInv), min(to, bOK); c != 0 && lo < hi {
+				unread = append(unread, [2]int64{ms(lo), ms(hi)})
+			}
 		}
 		h.acquire(0, k0, aInv, aOK).release(0, k0, aEnd, aEnd+1).acquire(1, k0, bInv, bOK).release(1, k0, bEnd, bEnd+1)
 		slices.SortStableFunc(h.events, func(x, y history.Event) int { return cmp.Compare(x.Time, y.Time) })
@@ -488,8 +523,9 @@ func TestPropertyNoStallOverALiveLease(t *testing.T) {
 			t.Fatalf("%d overlaps: %s", len(r.Mutex.Overlaps), r.Summary)
 		}
 		o := r.Mutex.Overlaps[0]
-		if live := bOK-aInv < lease && aOK-bInv < lease; live && o.Cause == CauseStall {
-			t.Fatalf("the grants came less than a lease apart, yet %s: %s", o.Cause, r.Summary)
+		aLived := bOK-aInv < lease
+		if live := aLived && (aOK-bInv < lease || union(unread) < ms(lease)); live && o.Cause == CauseStall {
+			t.Fatalf("the later grant came while the earlier lease lived, and no stall kept its answer unread for a lease, yet %s: %s", o.Cause, r.Summary)
 		}
 	})
 }

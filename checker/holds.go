@@ -118,8 +118,9 @@ type stall struct {
 	why        string // "" for a process that could not run
 	node       string // a lock node's server that waited for a CPU
 	// key is the key of the client's acquire or release in flight when
-	// it ran again, invoked at since ("": none): a stall that may have
-	// kept the key from its clients (liveness).
+	// it ran again, invoked at since ("": none, or an acquire that was
+	// refused in the end: it held nothing and kept nobody out): a stall
+	// that may have kept the key from its clients (liveness).
 	key   string
 	since int64
 }
@@ -161,6 +162,10 @@ type pendingOp struct {
 	inv  history.Event
 	op   *porcupine.Operation // the release op this invoke started, or nil
 	hold *hold                // the hold this release ended, or nil
+	// stalls are the client's stalls (indexes in trace.stalls) that ended
+	// with this acquire in flight: its outcome says whether they may have
+	// kept the key from its clients.
+	stalls []int
 }
 
 type openHold struct {
@@ -319,6 +324,9 @@ func (rp *replayer) add(e history.Event) {
 			} else if cs := rp.clients[e.Client]; cs != nil && cs.pending != nil {
 				if inv := cs.pending.inv; inv.F == history.Acquire || inv.F == history.Release {
 					s.key, s.since = inv.Key, inv.Time
+					if inv.F == history.Acquire {
+						cs.pending.stalls = append(cs.pending.stalls, len(tr.stalls))
+					}
 				}
 			}
 			tr.stalls = append(tr.stalls, s)
@@ -456,6 +464,12 @@ func (rp *replayer) complete(cs *clientState, e history.Event) {
 		case history.Fail:
 			tr.acquire.Failed++
 			rp.out.attempted(attempt{inv: inv, done: e.Time, outcome: AttemptFailed})
+			// Refused: it set nothing, so its client's stalls meanwhile
+			// kept nobody from the key. (One that got no answer may have
+			// set it, and one that got the key held it.)
+			for _, i := range p.stalls {
+				tr.stalls[i].key = ""
+			}
 		default:
 			tr.acquire.Unknown++
 			rp.out.attempted(attempt{inv: inv, done: e.Time, outcome: AttemptUnknown})

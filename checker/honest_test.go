@@ -250,7 +250,8 @@ func TestUnavailabilityEndsWhenNobodyTries(t *testing.T) {
 // against the lock: a span counts for its time outside faults and outside
 // the stalls that may have kept the key from its clients (a lock node
 // waiting for a CPU, the coordinator, a client unable to run with its
-// acquire in flight), each for the time it was measured. Stuck but for
+// acquire in flight, unless that acquire was refused in the end: it held
+// nothing), each for the time it was measured. Stuck but for
 // them is no evidence either way: neither stuck nor shown available, and
 // no fault broke anything. Beyond them, the key is stuck as before.
 func TestLivenessDiscountsMeasuredStalls(t *testing.T) {
@@ -300,13 +301,34 @@ func TestLivenessDiscountsMeasuredStalls(t *testing.T) {
 		t.Errorf("an idle client's stall: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
 	}
 	// A client that could not run while its acquire of the key was in
-	// flight may have held it unseen: 1.76 s of its stall counts.
+	// flight, an acquire that got no answer, may have held it unseen:
+	// 1.76 s of its stall counts.
 	r = build(func(h *hist) {
 		tries(h, 120, 300)
-		h.acquireAnswer(1, k0, 300, 2100, history.Fail).stall(1, 320, 2080)
+		h.acquireAnswer(1, k0, 300, 2100, history.Info).stall(1, 320, 2080)
 		tries(h, 2100, 2500)
 	})
 	if len(r.Liveness.Stuck) != 0 || len(r.Liveness.Stalled) != 1 || r.Liveness.Stalled[0].StalledMs != 1760 {
 		t.Errorf("a client's stall with its acquire in flight: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
+	}
+	// An acquire refused in the end held nothing, and its client's stall
+	// meanwhile kept nobody out, while another client tried all along:
+	// still stuck.
+	r = build(func(h *hist) {
+		tries(h, 120, 2500)
+		h.acquireAnswer(0, k0, 300, 2100, history.Fail).stall(0, 320, 2080)
+	})
+	if len(r.Liveness.Stuck) != 1 || r.Liveness.Stuck[0].StalledMs != 0 || len(r.Liveness.Stalled) != 0 {
+		t.Errorf("a client's stall in an acquire refused: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
+	}
+	// Nor does a stall in a refused acquire count once the client tries
+	// again: the stall ended (it ran again) with the refused one in
+	// flight.
+	r = build(func(h *hist) {
+		tries(h, 120, 2500)
+		h.acquireAnswer(0, k0, 300, 2081, history.Fail).stall(0, 320, 2080).acquireAnswer(0, k0, 2090, 2095, history.Info)
+	})
+	if len(r.Liveness.Stuck) != 1 || r.Liveness.Stuck[0].StalledMs != 0 {
+		t.Errorf("a client's stall in an acquire refused, then another: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
 	}
 }

@@ -23,12 +23,13 @@ import (
 // Nor is unavailability that the harness measured itself causing: a lock
 // node's server ready to run but waiting for a CPU, the coordinator (which
 // forwards every request) unable to run, or a client unable to run while
-// its acquire or release of the key was in flight. A span counts against
-// the lock only for its time outside faults and outside such stalls, each
-// discounted for the time it was measured, never more. A span stuck by
-// its time outside faults but not once the stalls are taken out is no
-// evidence either way (LivenessResult.Stalled): neither stuck nor shown
-// available.
+// its acquire or release of the key was in flight (not an acquire refused
+// in the end: it set nothing and kept nobody out; one that got no answer
+// may have set the key). A span counts against the lock only for its time
+// outside faults and outside such stalls, each discounted for the time it
+// was measured, never more. A span stuck by its time outside faults but
+// not once the stalls are taken out is no evidence either way
+// (LivenessResult.Stalled): neither stuck nor shown available.
 
 // StuckLeases and StuckLeaseless set the threshold (StuckAfter).
 const (
@@ -318,7 +319,9 @@ func faultsAround(from, to, lease int64, faults []FaultWindow, spans []faultSpan
 // harness measured stalls that may have kept key k from its clients: a
 // lock node's server waiting for a CPU, the coordinator unable to run (it
 // forwards every request), or a client unable to run while its acquire
-// or release of k was in flight. Each covers the time it was measured.
+// of k (one not refused in the end: the replay clears the key of a stall
+// in a refused one) or its release of k was in flight. Each covers the
+// time it was measured.
 func stalledFor(k string, from, to int64, spans []faultSpan, stalls []stall) int64 {
 	var faults, both [][2]int64
 	for _, f := range spans {

@@ -205,9 +205,10 @@ type Overlap struct {
 	// earlier hold's acquire was invoked.
 	Faults []int `json:"faults"`
 	// Cause is what explains it: fault, stall (the harness stalled the
-	// earlier holder at least as long as the overlap lasted) or none (the
-	// lock broke on its own). Stall, when set, is the longest stall of the
-	// earlier holder (or of the coordinator) that bears on it.
+	// earlier holder at least as long as the overlap lasted, or kept the
+	// later one's answer unread for a lease before it read its ok) or none
+	// (the lock broke on its own). Stall, when set, is the longest stall of
+	// the holder (or of the coordinator) that bears on it.
 	Cause string     `json:"cause"`
 	Stall *StallNote `json:"stall,omitempty"`
 }
