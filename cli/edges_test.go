@@ -176,7 +176,7 @@ func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 	}
 	var out bytes.Buffer
 	code := report(&out, dir, res, nil)
-	code = afterRun(&out, dir, res, &s, code)
+	code = afterRun(&out, dir, res, nil, &s, code)
 	if code != ExitInconclusive || !strings.HasPrefix(out.String(), "violation: ") ||
 		!strings.Contains(out.String(), "scenario token-lua-no-fault expects safe: no evidence: every overlap came from a stall of the harness") ||
 		strings.Contains(out.String(), "NOT as expected") {
@@ -289,16 +289,31 @@ func mount(t *testing.T, args ...string) {
 // check of a folder where result.json cannot be written still tells the
 // verdict, says it was not saved (where, and why), names no path as if it
 // held the result, and exits 4: a read-only folder (a read-only bind
-// mount), and a full disk (a tmpfs filled to its last block).
+// mount), and a full disk (a tmpfs filled to its last block). An older
+// result.json there (a violation) stays as it was, and no HTML page is
+// made, of it or of the verdict not saved.
 func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 	hist, err := os.ReadFile("../checker/testdata/safe-no-fault/history.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	older := func(dir string) []byte {
+		t.Helper()
+		path := filepath.Join(dir, rundir.ResultFile)
+		if err := rundir.WriteJSON(path, checker.Result{Verdict: checker.Violation, Summary: "an older run's verdict"}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	src, ro := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, rundir.HistoryFile), hist, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	old := older(src)
 	mount(t, "--bind", src, ro)
 	mount(t, "-o", "remount,bind,ro", ro)
 
@@ -307,6 +322,7 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, rundir.HistoryFile), hist, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	older(full)
 	filler, err := os.Create(filepath.Join(full, "filler"))
 	if err != nil {
 		t.Fatal(err)
@@ -322,8 +338,11 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 			!strings.Contains(stdout, tc.why) || strings.Contains(stdout, "→ "+result) {
 			t.Errorf("check %s: exit %d, stdout %q, stderr %q; want the verdict, %s not saved (%s), exit %d", tc.dir, code, stdout, stderr, result, tc.why, ExitSetup)
 		}
-		if _, err := os.Stat(result); err == nil {
-			t.Errorf("%s was written", result)
+		if b, err := os.ReadFile(result); err != nil || !bytes.Equal(b, old) {
+			t.Errorf("%s, an older run's, is no longer as it was (%v):\n%s", result, err, b)
+		}
+		if strings.Contains(stdout, "report: ") || strings.Contains(stderr, "HTML report") {
+			t.Errorf("check %s made (or tried to make) an HTML page of a result it did not save:\nstdout %q\nstderr %q", tc.dir, stdout, stderr)
 		}
 	}
 }
