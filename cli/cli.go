@@ -207,7 +207,7 @@ func cmdRun(args []string) int {
 	)
 	settings.BindFlags(fs, &cfg, &spans)
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
-	force := fs.Bool("force", false, "let --out replace the run it holds")
+	force := fs.Bool("force", false, "let --out replace the run it holds, once that run has ended")
 	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
 	if code, ok := parse(fs, runUsage, args); !ok {
 		return code

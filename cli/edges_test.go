@@ -226,12 +226,14 @@ func TestRunsStartedTogetherGetFoldersOfTheirOwn(t *testing.T) {
 
 // Folders claimed at once: a default name is never handed out twice, and
 // of runs given the same --out at once exactly one gets it; the others
-// are told the folder holds a run, naming --out only when it was given.
+// are told the folder holds a run (or a live one is writing it), naming
+// --out only when it was given.
 func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 	t.Chdir(t.TempDir())
 	const n = 16
 	names := make(chan string, n)
 	claims := make(chan error, n)
+	won := make(chan *rundir.Claimed, n)
 	shared := filepath.Join(t.TempDir(), "shared")
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -243,12 +245,18 @@ func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 				t.Error(err)
 			}
 			names <- dir
-			claims <- rundir.Claim(shared, false)
+			c, err := rundir.Claim(shared, false)
+			claims <- err
+			won <- c
 		}()
 	}
 	wg.Wait()
 	close(names)
 	close(claims)
+	close(won)
+	for c := range won {
+		c.Release() // once all have tried: the winner's run lasts that long
+	}
 	seen := map[string]bool{}
 	for d := range names {
 		if seen[d] {
@@ -256,18 +264,18 @@ func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 		}
 		seen[d] = true
 	}
-	won := 0
+	winners := 0
 	for err := range claims {
 		var held *rundir.HeldError
 		switch {
 		case err == nil:
-			won++
+			winners++
 		case !errors.As(err, &held) || strings.Contains(err.Error(), "--out "+shared):
 			t.Errorf("a claim that lost: %v; want a HeldError that blames no flag", err)
 		}
 	}
-	if won != 1 {
-		t.Errorf("%d of %d runs claimed the same folder; want exactly one", won, n)
+	if winners != 1 {
+		t.Errorf("%d of %d runs claimed the same folder; want exactly one", winners, n)
 	}
 	held := &rundir.HeldError{Dir: shared, Found: []string{rundir.HistoryFile}, Flag: "--out"}
 	if !strings.HasPrefix(held.Error(), "--out "+shared+" already holds a run") {
