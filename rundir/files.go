@@ -120,17 +120,6 @@ func Version() string {
 	return strings.TrimSpace(version)
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' || r == ',' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // Files is what a run writes in its folder (the report's files too).
 var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
 
