@@ -114,15 +114,18 @@ func Gate(ctx context.Context, m *locks.Manifest, w io.Writer) error {
 }
 
 // maxFiles bounds the walk of an adapter's folder: a lock.yaml in a large
-// tree (a home folder) is checked before every run instead.
+// tree (a home folder), or a --lock-cmd run from one, is checked before
+// every run instead.
 const maxFiles = 20000
 
 // Key names a build of m's adapter and of this check: the manifest as
 // written (--lock-cmd's line and folder), the contents of the files its
 // command and built name (a jar, a script, wherever they are), the name,
-// size and time of every file under the manifest's folder (what a build
-// or an install there changes), and this executable's size and time (a
-// new lockchaos may check more).
+// size and time of every file under the adapter's folder (what a build or
+// an install there changes, and a module its script imports: for
+// --lock-cmd, the folder it runs in), and this executable's size and time
+// (a new lockchaos may check more). The walk skips .git and the folder's
+// results/, where runs started in it write theirs.
 func Key(m *locks.Manifest) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "adapter check 1\x00%s\x00%s\x00%s\x00", m.Name, m.Dir, strings.Join(m.Command, "\x00"))
@@ -141,27 +144,42 @@ func Key(m *locks.Manifest) (string, error) {
 			return "", err
 		}
 		h.Write(b)
-		n := 0
-		err = filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			if n++; n > maxFiles {
-				return fmt.Errorf("%s holds more than %d files, too many to tell one build from another", m.Dir, maxFiles)
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
-			return nil
-		})
+	}
+	results := filepath.Join(m.Dir, "results")
+	n := 0
+	err = filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return "", err
+			return err
 		}
+		if d.IsDir() && (d.Name() == ".git" || p == results) {
+			return filepath.SkipDir
+		}
+		if n++; n > maxFiles {
+			return fmt.Errorf("%s holds more than %d files, too many to tell one build from another", m.Dir, maxFiles)
+		}
+		if d.IsDir() {
+			// Its entries are named below; its own time changes with
+			// results/ made beside them.
+			fmt.Fprintf(h, "%s\x00dir\x00", p)
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// A link (a package manager's): where it points and what is there.
+			to, _ := os.Readlink(p)
+			fmt.Fprintf(h, "%s\x00", to)
+			if st, err := os.Stat(p); err == nil {
+				info = st
+			}
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+		return nil
+	})
+	if err != nil {
+		return "", err
 	}
 	for _, a := range append(append([]string(nil), m.Command...), m.Built) {
 		if a == "" {

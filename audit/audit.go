@@ -22,6 +22,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/grid"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -376,7 +377,7 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	if rep.Stopped != "" {
 		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
 	}
-	w.Command = rundir.PortableProgram() + " run --scenario " + rundir.ShellQuote(filepath.Join(o.Out, w.Scenario))
+	w.Command = rundir.PortableProgram() + " run --scenario " + shellwords.Quote(filepath.Join(o.Out, w.Scenario))
 	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
 	return w
 }

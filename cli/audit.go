@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -152,7 +153,7 @@ func cmdAudit(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }}})
 	a.Command = auditCommand(spec, *claimList != "", *out)
-	cmp.Command = rundir.PortableProgram() + " compare --rerun " + rundir.ShellQuote(*out)
+	cmp.Command = rundir.PortableProgram() + " compare --rerun " + shellwords.Quote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)
@@ -195,7 +196,7 @@ func auditCommand(s audit.Spec, claims bool, out string) string {
 	if s.Budget > 0 {
 		c += " --budget " + s.Budget.String()
 	}
-	return c + " --out " + rundir.ShellQuote(out)
+	return c + " --out " + shellwords.Quote(out)
 }
 
 func orNone(s string) string {

@@ -207,7 +207,7 @@ func cmdRun(args []string) int {
 	)
 	settings.BindFlags(fs, &cfg, &spans)
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
-	force := fs.Bool("force", false, "let --out replace the run it holds")
+	force := fs.Bool("force", false, "let --out replace the run it holds, once that run has ended")
 	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
 	if code, ok := parse(fs, runUsage, args); !ok {
 		return code
@@ -291,7 +291,7 @@ func cmdRun(args []string) int {
 		held.Flag = "--out"
 	}
 	code := report(os.Stdout, cfg.Out, res, err)
-	code = afterRun(os.Stdout, cfg.Out, res, sc, code)
+	code = afterRun(os.Stdout, cfg.Out, res, err, sc, code)
 	if !outGiven && res.Verdict == "" {
 		os.Remove(cfg.Out) // the folder made for it, if the run left it empty
 	}
@@ -420,7 +420,7 @@ func cmdCheck(args []string) int {
 		return ExitSetup
 	}
 	code := report(os.Stdout, dir, res, err) // a verdict not saved is told, and exits 4
-	return afterRun(os.Stdout, dir, res, nil, code)
+	return afterRun(os.Stdout, dir, res, err, nil, code)
 }
 
 // adapterNote marks an adapter lock in the list: where its manifest is.

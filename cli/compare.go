@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -130,7 +131,7 @@ func cmdCompare(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	cmp.Command = rundir.Program() + " compare --rerun " + rundir.ShellQuote(*out)
+	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)

@@ -179,7 +179,7 @@ func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 	}
 	var out bytes.Buffer
 	code := report(&out, dir, res, nil)
-	code = afterRun(&out, dir, res, &s, code)
+	code = afterRun(&out, dir, res, nil, &s, code)
 	if code != ExitInconclusive || !strings.HasPrefix(out.String(), "violation: ") ||
 		!strings.Contains(out.String(), "scenario token-lua-no-fault expects safe: no evidence: every overlap came from a stall of the harness") ||
 		strings.Contains(out.String(), "NOT as expected") {
@@ -229,12 +229,14 @@ func TestRunsStartedTogetherGetFoldersOfTheirOwn(t *testing.T) {
 
 // Folders claimed at once: a default name is never handed out twice, and
 // of runs given the same --out at once exactly one gets it; the others
-// are told the folder holds a run, naming --out only when it was given.
+// are told the folder holds a run (or a live one is writing it), naming
+// --out only when it was given.
 func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 	t.Chdir(t.TempDir())
 	const n = 16
 	names := make(chan string, n)
 	claims := make(chan error, n)
+	won := make(chan *rundir.Claimed, n)
 	shared := filepath.Join(t.TempDir(), "shared")
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -246,12 +248,18 @@ func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 				t.Error(err)
 			}
 			names <- dir
-			claims <- rundir.Claim(shared, false)
+			c, err := rundir.Claim(shared, false)
+			claims <- err
+			won <- c
 		}()
 	}
 	wg.Wait()
 	close(names)
 	close(claims)
+	close(won)
+	for c := range won {
+		c.Release() // once all have tried: the winner's run lasts that long
+	}
 	seen := map[string]bool{}
 	for d := range names {
 		if seen[d] {
@@ -259,18 +267,18 @@ func TestOutFoldersAreClaimedAtomically(t *testing.T) {
 		}
 		seen[d] = true
 	}
-	won := 0
+	winners := 0
 	for err := range claims {
 		var held *rundir.HeldError
 		switch {
 		case err == nil:
-			won++
+			winners++
 		case !errors.As(err, &held) || strings.Contains(err.Error(), "--out "+shared):
 			t.Errorf("a claim that lost: %v; want a HeldError that blames no flag", err)
 		}
 	}
-	if won != 1 {
-		t.Errorf("%d of %d runs claimed the same folder; want exactly one", won, n)
+	if winners != 1 {
+		t.Errorf("%d of %d runs claimed the same folder; want exactly one", winners, n)
 	}
 	held := &rundir.HeldError{Dir: shared, Found: []string{rundir.HistoryFile}, Flag: "--out"}
 	if !strings.HasPrefix(held.Error(), "--out "+shared+" already holds a run") {
@@ -292,16 +300,31 @@ func mount(t *testing.T, args ...string) {
 // check of a folder where result.json cannot be written still tells the
 // verdict, says it was not saved (where, and why), names no path as if it
 // held the result, and exits 4: a read-only folder (a read-only bind
-// mount), and a full disk (a tmpfs filled to its last block).
+// mount), and a full disk (a tmpfs filled to its last block). An older
+// result.json there (a violation) stays as it was, and no HTML page is
+// made, of it or of the verdict not saved.
 func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 	hist, err := os.ReadFile("../checker/testdata/safe-no-fault/history.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	older := func(dir string) []byte {
+		t.Helper()
+		path := filepath.Join(dir, rundir.ResultFile)
+		if err := rundir.WriteJSON(path, checker.Result{Verdict: checker.Violation, Summary: "an older run's verdict"}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	src, ro := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, rundir.HistoryFile), hist, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	old := older(src)
 	mount(t, "--bind", src, ro)
 	mount(t, "-o", "remount,bind,ro", ro)
 
@@ -310,6 +333,7 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, rundir.HistoryFile), hist, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	older(full)
 	filler, err := os.Create(filepath.Join(full, "filler"))
 	if err != nil {
 		t.Fatal(err)
@@ -325,8 +349,11 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 			!strings.Contains(stdout, tc.why) || strings.Contains(stdout, "→ "+result) {
 			t.Errorf("check %s: exit %d, stdout %q, stderr %q; want the verdict, %s not saved (%s), exit %d", tc.dir, code, stdout, stderr, result, tc.why, ExitSetup)
 		}
-		if _, err := os.Stat(result); err == nil {
-			t.Errorf("%s was written", result)
+		if b, err := os.ReadFile(result); err != nil || !bytes.Equal(b, old) {
+			t.Errorf("%s, an older run's, is no longer as it was (%v):\n%s", result, err, b)
+		}
+		if strings.Contains(stdout, "report: ") || strings.Contains(stderr, "HTML report") {
+			t.Errorf("check %s made (or tried to make) an HTML page of a result it did not save:\nstdout %q\nstderr %q", tc.dir, stdout, stderr)
 		}
 	}
 }

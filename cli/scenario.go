@@ -1,11 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -101,16 +101,18 @@ func merged(base, over map[string]string) map[string]string {
 // either way about what the scenario expects (scenarios.Expectation.Assess,
 // the rule of chaos, compare and audit: a violation that only a stall of
 // the harness made, say). The verdict line printed before stays as it is.
-func afterRun(w io.Writer, dir string, res checker.Result, s *scenarios.Scenario, code int) int {
+// err is the run's (or check's): a result it says was not saved
+// (*rundir.UnsavedError) gets no page, since the folder's result.json, if
+// any, is an older one.
+func afterRun(w io.Writer, dir string, res checker.Result, err error, s *scenarios.Scenario, code int) int {
 	if res.Verdict == "" {
 		return code
 	}
 	if line := perHour(res); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	if _, err := os.Stat(filepath.Join(dir, rundir.ResultFile)); err != nil {
-		// The result was not saved (the verdict line said so): no page
-		// of it either.
+	if unsaved := (*rundir.UnsavedError)(nil); errors.As(err, &unsaved) {
+		// The verdict line said so: no page of it either.
 	} else if page, err := writeRunReport(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)
 	} else {

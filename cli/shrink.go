@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -123,7 +124,7 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), rundir.ShellQuote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
 	if interrupted {
 		return ExitShrinkInterrupted
 	}

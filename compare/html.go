@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -187,7 +188,7 @@ func rowView(r Row) tableRow {
 		}
 		t.Links = append(t.Links, l)
 		if x.Outcome == OutcomeViolation && t.Shrink == "" {
-			t.Shrink = rundir.Program() + " shrink " + rundir.ShellQuote(x.Dir)
+			t.Shrink = rundir.Program() + " shrink " + shellwords.Quote(x.Dir)
 		}
 	}
 	return t

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/shrink"
@@ -205,7 +206,7 @@ func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData 
 	}
 	if c.Dir != "" && c.Verdict == string(checker.Violation) {
 		run := filepath.Join(dir, c.Dir)
-		d.Shrink = rundir.Program() + " shrink " + rundir.ShellQuote(run)
+		d.Shrink = rundir.Program() + " shrink " + shellwords.Quote(run)
 		if _, err := os.Stat(filepath.Join(shrink.DirFor(run), shrink.ScenarioFile)); err == nil {
 			if rel, err := filepath.Rel(dir, shrink.DirFor(run)); err == nil {
 				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), shrink.ScenarioFile), path.Join(filepath.ToSlash(rel), shrink.WitnessFile)

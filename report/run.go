@@ -27,6 +27,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
@@ -92,7 +93,7 @@ func Load(dir string) (*Run, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s has no result.json: run `%s check %s` first", dir, rundir.Program(), rundir.ShellQuote(dir))
+			return nil, fmt.Errorf("%s has no result.json: run `%s check %s` first", dir, rundir.Program(), shellwords.Quote(dir))
 		}
 		return nil, fmt.Errorf("read result: %w", err)
 	}
@@ -344,7 +345,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	var out []nextStep
 	if res.Verdict == checker.Violation {
 		out = append(out, nextStep{"next-shrink", "Shrink it: the smallest run that still breaks the lock (fewer clients, faults and seconds), with its scenario file and witness.",
-			rundir.Program() + " shrink " + rundir.ShellQuote(dir)})
+			rundir.Program() + " shrink " + shellwords.Quote(dir)})
 	}
 	if reproduce != "" {
 		out = append(out, nextStep{"next-replay", "Run it again, fault for fault (the same settings and the fault schedule this run executed).", reproduce})
@@ -357,7 +358,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
 		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
-			step.Cmd = fmt.Sprintf("%s compare --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), res.Lock, fenced, cmp.Or(nemeses, "none"), rundir.ShellQuote(dir+"-fencing"))
+			step.Cmd = fmt.Sprintf("%s compare --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
 		}
 		out = append(out, step)
 	case rs.StaleAccepted > 0 || rs.FenceReused > 0:
@@ -365,7 +366,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	}
 	if res.Verdict == checker.Safe && len(res.Nemesis) > 0 {
 		out = append(out, nextStep{"next-seeds", "One run that found nothing is one seed, not a proof: run more seeds of the same faults (the comparison gives the detection rate with its interval).",
-			fmt.Sprintf("%s compare --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), res.Lock, nemeses, rundir.ShellQuote(dir+"-seeds"))})
+			fmt.Sprintf("%s compare --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), res.Lock, nemeses, shellwords.Quote(dir+"-seeds"))})
 	}
 	return out
 }

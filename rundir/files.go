@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/nemesis"
@@ -117,48 +120,119 @@ func Version() string {
 	return strings.TrimSpace(version)
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' || r == ',' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // Files is what a run writes in its folder (the report's files too).
 var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
 
-// Claim makes dir ready for a new run and claims it. A folder that
-// already holds a run is refused unless force: its evidence would be
-// overwritten, and a new run that failed at setup would leave the old
-// verdict beside a new, empty history. With force the old run's files are
-// removed first (Clear), so nothing of it survives to be mistaken for the
-// new one's. The claim is history.jsonl, created here exclusively: of two
-// runs given the same folder at once, one gets it and the other is
-// refused, instead of both writing one history.
-func Claim(dir string, force bool) error {
+// Claim makes dir ready for a new run and claims it, for as long as the
+// run lasts: the returned claim holds an flock(2) on dir's LiveFile until
+// Release, or until the process ends however it ends (the kernel lets go
+// of it then, so a run that died holds nothing). A folder whose run is
+// still live is refused, even with force: clearing it would delete the
+// history that run is writing. A folder that holds an earlier run is
+// refused unless force: its evidence would be overwritten, and a new run
+// that failed at setup would leave the old verdict beside a new, empty
+// history. With force the old run's files are removed first (Clear), so
+// nothing of it survives to be mistaken for the new one's. history.jsonl
+// is created here exclusively too.
+func Claim(dir string, force bool) (*Claimed, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory %s: %w", dir, err)
+	}
+	c, pid, err := lockLive(dir)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", dir, err)
+	}
+	if c == nil {
+		return nil, &HeldError{Dir: dir, Live: true, Pid: pid}
+	}
 	if found := held(dir); len(found) > 0 {
 		if !force {
-			return &HeldError{Dir: dir, Found: found}
+			c.Release()
+			return nil, &HeldError{Dir: dir, Found: found}
 		}
 		if err := Clear(dir); err != nil {
-			return fmt.Errorf("--force: remove the earlier run in %s: %w", dir, err)
+			c.Release()
+			return nil, fmt.Errorf("--force: remove the earlier run in %s: %w", dir, err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create output directory %s: %w", dir, err)
-	}
 	f, err := os.OpenFile(filepath.Join(dir, HistoryFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return &HeldError{Dir: dir, Found: []string{HistoryFile}}
+	if err == nil {
+		err = f.Close()
 	}
 	if err != nil {
-		return fmt.Errorf("claim %s: %w", dir, err)
+		c.Release()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, &HeldError{Dir: dir, Found: []string{HistoryFile}}
+		}
+		return nil, fmt.Errorf("claim %s: %w", dir, err)
 	}
-	return f.Close()
+	return c, nil
+}
+
+// LiveFile, in a run's folder, is what the live run holds its flock on
+// (Claim); it holds the run's process id, for the message of a run
+// refused the folder. Release removes it.
+const LiveFile = ".run.lock"
+
+// Claimed is a live run's hold of its folder (Claim).
+type Claimed struct{ f *os.File }
+
+// Release lets go of the folder: its LiveFile is removed while still
+// locked (a claim that opened it meanwhile sees it gone, and makes its
+// own), then closed.
+func (c *Claimed) Release() {
+	if c == nil || c.f == nil {
+		return
+	}
+	os.Remove(c.f.Name())
+	c.f.Close()
+	c.f = nil
+}
+
+// lockLive takes the flock of dir's LiveFile, or, when a live process
+// holds it, returns no claim and that process's id (0 if it has not
+// written it yet).
+func lockLive(dir string) (*Claimed, int, error) {
+	path := filepath.Join(dir, LiveFile)
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			b, _ := io.ReadAll(f)
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				return nil, pid, nil
+			}
+			return nil, 0, err
+		}
+		// Locked; but the run that held it may have removed it (Release)
+		// between this open and this lock: then the lock is of a file no
+		// one else will open, and a new one is made.
+		locked, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, err
+		}
+		now, err := os.Stat(path)
+		if err == nil && os.SameFile(locked, now) {
+			if err = f.Truncate(0); err == nil {
+				_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+			}
+			if err != nil {
+				os.Remove(path)
+				f.Close()
+				return nil, 0, err
+			}
+			return &Claimed{f: f}, 0, nil
+		}
+		f.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, err
+		}
+	}
 }
 
 // HistoryFile is a run's history, in its folder.
@@ -192,9 +266,23 @@ type HeldError struct {
 	Dir   string
 	Found []string
 	Flag  string
+	// Live is a run still writing Dir (process Pid; 0 when unknown):
+	// --force does not replace it.
+	Live bool
+	Pid  int
 }
 
 func (e *HeldError) Error() string {
+	if e.Live {
+		who := "a run"
+		if e.Pid > 0 {
+			who = fmt.Sprintf("a run (process %d)", e.Pid)
+		}
+		if e.Flag != "" {
+			return fmt.Sprintf("%s %s: %s is still writing it: wait for it to end, or choose another folder (--force replaces only a run that has ended)", e.Flag, e.Dir, who)
+		}
+		return fmt.Sprintf("%s: %s is still writing it: wait for it to end, or give --out another folder (--force replaces only a run that has ended)", e.Dir, who)
+	}
 	if e.Flag != "" {
 		return fmt.Sprintf("%s %s already holds a run (%s): choose another folder, or give --force to replace it", e.Flag, e.Dir, strings.Join(e.Found, ", "))
 	}

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 )
 
 // program is lockchaos as the user invoked it, for every command printed
@@ -61,5 +63,5 @@ func programName(arg0 string, lookPath func(string) (string, error)) string {
 // dir again, fault for fault, into dir-replay.
 func ReplayCommand(prog, dir string) string {
 	clean := filepath.Clean(dir)
-	return prog + " run --replay " + ShellQuote(clean) + " --out " + ShellQuote(clean+"-replay")
+	return prog + " run --replay " + shellwords.Quote(clean) + " --out " + shellwords.Quote(clean+"-replay")
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
@@ -26,7 +26,7 @@ func perlAdapter(t *testing.T, name string) (cmd, path string) {
 	if err := os.WriteFile(path, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return "perl " + rundir.ShellQuote(path), path
+	return "perl " + shellwords.Quote(path), path
 }
 
 // adapterProcs lists the running processes whose command line names path.
@@ -81,7 +81,7 @@ func script(t *testing.T, name, body string) string {
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return "sh " + rundir.ShellQuote(path)
+	return "sh " + shellwords.Quote(path)
 }
 
 // An adapter that cannot start — it answers init with garbage, or crashes

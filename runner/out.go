@@ -7,12 +7,13 @@ import (
 	"github.com/lockchaos/lockchaos/settings"
 )
 
-// claimOut makes dir ready for a new run (rundir.Claim); a folder that
-// holds a run already is the user's to fix.
-func claimOut(dir string, force bool) error {
-	err := rundir.Claim(dir, force)
+// claimOut makes dir ready for a new run and claims it for the run's life
+// (rundir.Claim); a folder that holds a run already, or whose run is
+// still live, is the user's to fix.
+func claimOut(dir string, force bool) (*rundir.Claimed, error) {
+	c, err := rundir.Claim(dir, force)
 	if held := (*rundir.HeldError)(nil); errors.As(err, &held) {
-		return settings.UsageError{Err: err}
+		return nil, settings.UsageError{Err: err}
 	}
-	return err
+	return c, err
 }

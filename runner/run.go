@@ -43,9 +43,11 @@ func Run(ctx context.Context, cfg settings.Run) (checker.Result, error) {
 	if cfg.Nodes == 0 {
 		cfg.Nodes = rs.lock.Nodes
 	}
-	if err := claimOut(cfg.Out, cfg.Force); err != nil {
+	claim, err := claimOut(cfg.Out, cfg.Force)
+	if err != nil {
 		return checker.Result{}, err
 	}
+	defer claim.Release() // the run's files, result.json too, are written by now
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "workers"), 0o755); err != nil {
 		return checker.Result{}, fmt.Errorf("create output directory %s: %w", cfg.Out, err)
 	}

@@ -51,7 +51,8 @@ type Run struct {
 	Seed int64  `flag:"seed" file:"seed" help:"random seed for clients and faults (0: pick one and print it)"`
 	Out  string `flag:"out" help:"output directory (default results/run-<time>); one that holds a run is refused"`
 	// Force lets a run replace an earlier run in Out; without it a folder
-	// that holds one is refused (its evidence would be overwritten).
+	// that holds one is refused (its evidence would be overwritten). A run
+	// still live there is refused either way (rundir.Claim).
 	Force bool `json:"-"`
 
 	// Direct connects clients straight to the lock nodes, bypassing the

@@ -29,6 +29,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/grid"
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -270,7 +271,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	}
 	var res checker.Result
 	if b, err := os.ReadFile(filepath.Join(dir, "result.json")); err != nil {
-		return nil, usage("%s: %v (check the run first: %s check %s)", dir, err, rundir.Program(), rundir.ShellQuote(dir))
+		return nil, usage("%s: %v (check the run first: %s check %s)", dir, err, rundir.Program(), shellwords.Quote(dir))
 	} else if err := json.Unmarshal(b, &res); err != nil {
 		return nil, usage("%s: result.json: %v", dir, err)
 	}
@@ -685,7 +686,7 @@ func (s *shrinker) writeScenario(path string, cfg settings.Run, res checker.Resu
 		Source: fmt.Sprintf("lockchaos shrink of %s (%s + %s, seed %d)", abs, res.Lock, orDash(strings.Join(s.rep.Original.Nemeses, ",")), cfg.Seed),
 		Expect: checker.Violation,
 		Comment: fmt.Sprintf("The smallest configuration lockchaos shrink found that still violates.\nOriginal: %s.\nMinimal:  %s.\nRun it: %s run --scenario %s",
-			s.rep.Original, *s.rep.Minimal, rundir.PortableProgram(), rundir.ShellQuote(path)),
+			s.rep.Original, *s.rep.Minimal, rundir.PortableProgram(), shellwords.Quote(path)),
 		Config: cfg,
 	})
 	if err != nil {
@@ -757,7 +758,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 	for i, l := range explain.Witness(res) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, l)
 	}
-	fmt.Fprintf(&b, "\nRun it again: `%s run --scenario %s`", rundir.PortableProgram(), rundir.ShellQuote(scen))
+	fmt.Fprintf(&b, "\nRun it again: `%s run --scenario %s`", rundir.PortableProgram(), shellwords.Quote(scen))
 	if v := rep.Verify; v != nil {
 		fmt.Fprintf(&b, " (it violated in %d of %d runs after the search)", v.Violated, v.Runs)
 	}

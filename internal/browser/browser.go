@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/logtail"
 )
 
 // Chromium finds the browser. A missing browser fails the test: skipping
@@ -55,7 +57,7 @@ func Browse(t testing.TB, page string, extra ...string) string {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", extra, err, lastLines(errb.String(), 10))
+		t.Fatalf("chromium %v: %v\n%s", extra, err, strings.Join(logtail.Lines(errb.Bytes(), 10, nil), "\n"))
 	}
 	return out.String()
 }
@@ -83,14 +85,6 @@ func Publish(t testing.TB, shot, docs string) {
 		t.Fatalf("write the screenshot: %v", err)
 	}
 	t.Logf("screenshot: %s", docs)
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Elements returns the attributes of every start tag of the given name

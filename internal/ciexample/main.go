@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 )
 
 func main() {
@@ -83,12 +85,10 @@ func (j Job) Script() string {
 	var b strings.Builder
 	b.WriteString("set -eo pipefail\n")
 	for _, l := range j.Lines {
-		fmt.Fprintf(&b, "printf '%%s\\n' %s\n%s\n", shellQuote("$ "+l), l)
+		fmt.Fprintf(&b, "printf '%%s\\n' %s\n%s\n", shellwords.Quote("$ "+l), l)
 	}
 	return b.String()
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // gitlabJob is the part of a job's keys this runner obeys or may ignore.
 type gitlabJob struct {

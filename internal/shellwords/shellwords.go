@@ -1,7 +1,7 @@
 // Package shellwords splits a command line into its words as a POSIX shell
 // would for quotes and backslashes, without running a shell: --lock-cmd
-// 'python3 "my adapter.py" --name it\'s' is three words. rundir.ShellQuote
-// is its inverse.
+// 'python3 "my adapter.py" --name it\'s' is three words; and quotes a word
+// for one (Quote, Split's inverse).
 package shellwords
 
 import (
@@ -92,4 +92,16 @@ func Split(line string) ([]string, error) {
 		return nil, errors.New("no command: the line is empty")
 	}
 	return words, nil
+}
+
+// Quote quotes s for a POSIX shell when it needs it: the commands
+// lockchaos prints for the user to run, a CI script's lines.
+func Quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' || r == ',' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

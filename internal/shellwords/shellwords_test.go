@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/internal/shellwords"
-	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // Words come out as a POSIX shell makes them of quotes and backslashes.
@@ -64,12 +63,12 @@ func TestSplitRefusesWhatOnlyAShellCanDo(t *testing.T) {
 	}
 }
 
-// Split reads back what rundir.ShellQuote writes.
+// Split reads back what Quote writes.
 func TestSplitReadsShellQuote(t *testing.T) {
 	words := []string{"perl", "my adapter.pl", "it's", `a"b`, `back\slash`, "$HOME", "a;b", "", "tab\there", "~x", "*"}
 	var quoted []string
 	for _, w := range words {
-		quoted = append(quoted, rundir.ShellQuote(w))
+		quoted = append(quoted, shellwords.Quote(w))
 	}
 	got, err := shellwords.Split(strings.Join(quoted, " "))
 	if err != nil || !slices.Equal(got, words) {
