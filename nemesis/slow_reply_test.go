@@ -46,6 +46,15 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 	c := runtest.FaultConfig(t, "token-lua", []string{"slow-reply"})
 	c.Clients, c.Think, c.Wait, c.Duration = 2, c.TTL, c.TTL, 13*c.TTL
 	res, _ := runtest.RunFaults(t, &c)
+	// A first overlap that a measured stall of the harness made (a client
+	// that could not run as long as it lasted) says nothing of the fault:
+	// run again (beside 8 CPU hogs: client 0 stalled 16 ms over a 16 ms
+	// overlap, with the fault's lease lost).
+	for attempt := 2; attempt <= 3 && len(res.Mutex.Overlaps) > 0 && res.Mutex.Overlaps[0].Cause == checker.CauseStall; attempt++ {
+		t.Logf("the first overlap is a stall's (%s): running it again", res.Summary)
+		c.Out = runtest.RunDir(t)
+		res, _ = runtest.RunFaults(t, &c)
+	}
 	runtest.Verdict(t, res, checker.Violation)
 	runtest.Landed(t, res, history.LeaseLost)
 	f := res.Faults[0]
