@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -216,6 +217,51 @@ func tail(b []byte) string {
 // moment; the loser's server fails to bind and waitReady's identity check
 // catches the case where the winner answers in its place.
 func FreePort() (int, error) { return ports.Free() }
+
+// onOwnPort starts a node again on the ports it must keep (a restart, a
+// rejoin), and when the start fails because the port is still taken
+// (taken(err): what the server's log said), waits until they are free
+// and starts it again, three tries in all. On a busy machine a killed
+// server's processes may hold their listening socket for seconds after the
+// kill is sent, and another run's server may take the port meanwhile: the
+// wait names what it waited for.
+func onOwnPort(ctx context.Context, ports []int, start func() error, taken func(error) bool) error {
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		for _, port := range ports {
+			if werr := waitPortFree(ctx, port, 30*time.Second); werr != nil {
+				if err != nil {
+					return fmt.Errorf("%w; then %w", err, werr)
+				}
+				return werr
+			}
+		}
+		if err = start(); err == nil || !taken(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// waitPortFree waits until 127.0.0.1:port can be bound, for at most limit.
+func waitPortFree(ctx context.Context, port int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("port %d is still taken after %s (%v): a process of an earlier server of ours, or another program, holds it", port, limit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for port %d to be free: %w", port, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // onFreePort calls start with a free port until it succeeds, five times at
 // most: another run may bind the same port first.

@@ -472,16 +472,20 @@ func (m *EtcdMember) Signal(sig syscall.Signal) error {
 // quorum.
 func (m *EtcdMember) Restart(ctx context.Context) error {
 	m.proc.kill()
-	if err := m.spawn(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, etcdStartTimeout)
-	defer cancel()
-	if err := m.waitReady(ctx); err != nil {
-		m.proc.kill()
-		return fmt.Errorf("restart: %w (log: %s)", err, m.logTail())
-	}
-	return nil
+	// The ports are the member's: while a killed process (or another
+	// run's server) still holds one, wait for it and start again.
+	return onOwnPort(ctx, []int{m.clientPort, m.peerPort}, func() error {
+		if err := m.spawn(); err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, etcdStartTimeout)
+		defer cancel()
+		if err := m.waitReady(rctx); err != nil {
+			m.proc.kill()
+			return fmt.Errorf("restart: %w (log: %s)", err, m.logTail())
+		}
+		return nil
+	}, func(err error) bool { return errors.Is(err, errPortTaken) })
 }
 
 // Stop kills the member and removes its directory.

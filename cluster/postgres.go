@@ -258,7 +258,7 @@ func (n *pgNode) rejoin(ctx context.Context, primary *pgNode, mu *sync.Mutex) er
 		"--checkpoint=fast", "--no-sync", "-d", primary.conninfo()); err != nil {
 		return fmt.Errorf("postgres: rejoin %s as a standby of %s: %w", n.name, primary.name, err)
 	}
-	if err := n.launch(ctx); err != nil {
+	if err := n.relaunch(ctx); err != nil {
 		return fmt.Errorf("postgres: rejoin %s: %w", n.name, err)
 	}
 	if err := primary.waitStreaming(ctx, n); err != nil {
@@ -684,10 +684,18 @@ func (n *pgNode) Restart(ctx context.Context) error {
 	// while it exits; the new postmaster refuses to start until none is
 	// ("pre-existing shared memory block is still in use").
 	n.removeShm(5 * time.Second)
-	if err := n.launch(ctx); err != nil {
+	if err := n.relaunch(ctx); err != nil {
 		return fmt.Errorf("restart postgres member %s: %w", n.name, err)
 	}
 	return nil
+}
+
+// relaunch starts the postmaster again on the member's own port, waiting
+// for the port while a killed server's processes still hold it (onOwnPort).
+func (n *pgNode) relaunch(ctx context.Context) error {
+	return onOwnPort(ctx, []int{n.port}, func() error { return n.launch(ctx) }, func(err error) bool {
+		return strings.Contains(err.Error(), "could not create listen socket") || strings.Contains(err.Error(), "Address already in use")
+	})
 }
 
 // kill sends SIGKILL to every process of the member (it also ends a
