@@ -372,7 +372,7 @@ func (c *checker) run(ctx context.Context) {
 		case err == nil:
 			c.release(0, l)
 			return errors.New("an acquire while every node was paused was answered granted")
-		case strings.Contains(err.Error(), "gave no answer"):
+		case strings.Contains(err.Error(), locks.NoAnswer):
 			return fmt.Errorf("no answer within timeout_ms (%v) plus %v while its nodes were paused: set the library's command timeout from op_timeout_ms (%v)", OpTimeout, locks.AdapterGrace, took.Round(time.Millisecond))
 		}
 		return nil

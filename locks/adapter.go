@@ -29,6 +29,13 @@ const ProtocolVersion = 1
 // waits for its answer before it calls the outcome unknown.
 const AdapterGrace = 500 * time.Millisecond
 
+// NoAnswer begins the error of a request the adapter did not answer within
+// its timeout_ms and AdapterGrace: the harness stopped waiting, and the
+// library may still be at work (an acquire may still take the lock). The
+// history records it as the operation's error; a nemesis that needs the
+// lock's own refusal does not count it as one.
+const NoAnswer = "adapter gave no answer"
+
 // AdapterStartTimeout bounds an adapter's start: the init_ok must come
 // within it (a JVM under load takes seconds, never this long).
 const AdapterStartTimeout = 2 * time.Minute
@@ -436,7 +443,7 @@ func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Durati
 			done = nil // a deadline: wait out the grace
 		case <-timer.C:
 			a.drop(id, keyOf(req))
-			return answer{}, fmt.Errorf("adapter gave no answer to %s within %v", req["type"], budget.Round(time.Millisecond))
+			return answer{}, fmt.Errorf("%s to %s within %v", NoAnswer, req["type"], budget.Round(time.Millisecond))
 		}
 	}
 }

@@ -249,6 +249,10 @@ type Acquire struct {
 	Key           string
 	Invoked, Done int64
 	Outcome       history.Kind // ok, fail, info; "" while in flight
+	// Unanswered: the harness stopped waiting for the lock's answer (an
+	// adapter silent past its timeout, locks.NoAnswer): no refusal of the
+	// lock's, and the library may still be acquiring.
+	Unanswered bool
 }
 
 // Holding is one hold in progress.

@@ -30,7 +30,10 @@ import (
 // fault landed, and the lock stayed safe. An acquire that got no lease
 // although its reply was due out before its deadline (a busy machine made
 // it later still) met nothing: a grant that never came is no lease the
-// fault outlasted, and the fault waits for the next acquire. How much
+// fault outlasted, and the fault waits for the next acquire; so does an
+// acquire the harness stopped waiting for (an adapter silent past its op
+// timeout), which is no refusal of the lock's (refusedLate says which
+// held-back replies count). How much
 // lease the client had is read on the lock's nodes;
 // a lock that renews in the background first rests its client, so that no
 // renewal timer of an earlier grant lengthens the aimed one.
@@ -155,17 +158,23 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	// leases there that ran out before it returned.
 	seen, unwatch := watchLease(ctx, env, key)
 	var acq Acquire
-	missed := 0 // acquires that got no lease, with no reply held back
+	missed := 0     // acquires that got no lease, with no reply held back
+	unanswered := 0 // acquires the harness stopped waiting for
+	background := env.Topology().KeepsAlive || env.Topology().Renews
 	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
 	err = env.Await(wctx, func(v View) bool {
 		acq = v.Acquires[c]
 		if acq.Key != key || acq.Invoked < after || acq.Outcome == "" || acq.Outcome == history.OK {
 			return acq.Key == key && acq.Invoked >= after && acq.Outcome == history.OK
 		}
-		if acq.Outcome == history.Info && replies.HeldPast(acq.Invoked, acq.Done) {
+		switch {
+		case acq.Outcome == history.Info && acq.Unanswered:
+			// The harness gave up on the adapter, not the lock on its
+			// lease: the library may still be waiting for it.
+			unanswered++
+		case acq.Outcome == history.Info && refusedLate(replies, acq, delay, background):
 			return true
-		}
-		if acq.Outcome == history.Info {
+		case acq.Outcome == history.Info:
 			missed++
 		}
 		after = acq.Invoked + 1
@@ -179,6 +188,9 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		note := fmt.Sprintf("no acquire of %s by client %d under the slow replies found the lock free", key, c)
 		if missed > 0 {
 			note += fmt.Sprintf("; %d got no lease, with no reply held back for it when it gave up (its late reply was due before its deadline): no late lease was handed out to outlast", missed)
+		}
+		if unanswered > 0 {
+			note += fmt.Sprintf("; %d got no answer from the adapter within the op timeout (the harness stopped waiting, not the lock)", unanswered)
 		}
 		f.Effect = &history.Effect{Note: note}
 		return f, errors.Join(ctx.Err(), proc.Unstretch(c))
@@ -222,4 +234,23 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	f.Duration = time.Until(timeOf(start).Add(duration))
 	return f, err
+}
+
+// refusedLate says whether acq, an acquire that ended with no lease, gave
+// up with a reply still held back for it (ReplyLog.HeldPast): a lock that
+// needs more late round trips than its deadline allows, or gives each
+// node less than the delay, refuses a late lease by its own design. A lock
+// with traffic of its own on the client's links (background keep-alives,
+// renewals) has replies held back that are not its acquire's: for it, a
+// reply counts only if the acquire gave up within a delay (its own first
+// reply was then still held back, whatever else was), or if it came from
+// the server a delay or more after the acquire began — an answer to a
+// later round trip, sent once a late reply had arrived. (Issue 42, review:
+// a keep-alive's reply held back past a give-up that a busy machine made.)
+func refusedLate(replies *proxy.ReplyLog, acq Acquire, delay time.Duration, background bool) bool {
+	from := acq.Invoked
+	if background && time.Duration(acq.Done-acq.Invoked) >= delay {
+		from += delay.Nanoseconds()
+	}
+	return replies.HeldPast(from, acq.Done)
 }

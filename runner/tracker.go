@@ -4,10 +4,12 @@ import (
 	"context"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -102,6 +104,7 @@ func (t *tracker) observe(e history.Event) {
 		delete(t.acquiring, e.Client)
 		if a, ok := t.acquires[e.Client]; ok && a.Outcome == "" {
 			a.Done, a.Outcome = e.Time, e.Kind
+			a.Unanswered = e.Kind == history.Info && strings.Contains(e.Error, locks.NoAnswer)
 			t.acquires[e.Client] = a
 		}
 		if e.Kind == history.OK {

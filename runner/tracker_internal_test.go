@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -36,5 +37,32 @@ func TestTheViewSaysWhichHoldWaits(t *testing.T) {
 	}
 	if w.At != 90 || w.Client != 1 || w.Key != key || w.Invoked != 70 || w.OK != 80 {
 		t.Errorf("waiting %+v, want the hold invoked at 70 (ok at 80), waiting since 90", w)
+	}
+}
+
+// An acquire the harness stopped waiting for (an adapter silent past its
+// op timeout) is marked so in the view: slow-reply counts no refusal of
+// the lock's on it (issue 42: a fault counted landed on the harness's own
+// 2.5 s op timeout, redisson-fair-lock+slow-reply).
+func TestTheViewSaysWhichAcquireWentUnanswered(t *testing.T) {
+	for _, tc := range []struct {
+		kind       history.Kind
+		err        string
+		unanswered bool
+	}{
+		{history.Info, locks.NoAnswer + " to acquire within 2.5s", true},
+		{history.Info, "read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout", false},
+		{history.Fail, "", false},
+	} {
+		tr := newTracker()
+		tr.observe(history.Event{Time: 10, Kind: history.Invoke, Client: 0, F: history.Acquire, Key: "lock:0"})
+		tr.observe(history.Event{Time: 20, Kind: tc.kind, Client: 0, F: history.Acquire, Key: "lock:0", Error: tc.err})
+		var a nemesis.Acquire
+		if err := tr.await(context.Background(), func(v nemesis.View) bool { a = v.Acquires[0]; return true }); err != nil {
+			t.Fatal(err)
+		}
+		if a.Outcome != tc.kind || a.Unanswered != tc.unanswered {
+			t.Errorf("%s %q: acquire %+v, want unanswered %v", tc.kind, tc.err, a, tc.unanswered)
+		}
 	}
 }
