@@ -32,8 +32,7 @@ import (
 // it later still) met nothing: a grant that never came is no lease the
 // fault outlasted, and the fault waits for the next acquire; so does an
 // acquire the harness stopped waiting for (an adapter silent past its op
-// timeout), which is no refusal of the lock's (refusedLate says which
-// held-back replies count). How much
+// timeout), which is no refusal of the lock's. How much
 // lease the client had is read on the lock's nodes;
 // a lock that renews in the background first rests its client, so that no
 // renewal timer of an earlier grant lengthens the aimed one.
@@ -160,7 +159,6 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	var acq Acquire
 	missed := 0     // acquires that got no lease, with no reply held back
 	unanswered := 0 // acquires the harness stopped waiting for
-	background := env.Topology().KeepsAlive || env.Topology().Renews
 	wctx, cancel := context.WithTimeout(ctx, triggerWait(env))
 	err = env.Await(wctx, func(v View) bool {
 		acq = v.Acquires[c]
@@ -172,7 +170,11 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 			// The harness gave up on the adapter, not the lock on its
 			// lease: the library may still be waiting for it.
 			unanswered++
-		case acq.Outcome == history.Info && refusedLate(replies, acq, delay, background):
+		case acq.Outcome == history.Info && replies.HeldPast(acq.Invoked, acq.Done):
+			// A reply held back on the client's links when it gave up: its
+			// acquire's, or a keep-alive's whose timeout is the lock's own
+			// (a ZooKeeper client drops a connection whose pings answer
+			// later than its read timeout, and the acquire with it).
 			return true
 		case acq.Outcome == history.Info:
 			missed++
@@ -234,23 +236,4 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	f.Duration = time.Until(timeOf(start).Add(duration))
 	return f, err
-}
-
-// refusedLate says whether acq, an acquire that ended with no lease, gave
-// up with a reply still held back for it (ReplyLog.HeldPast): a lock that
-// needs more late round trips than its deadline allows, or gives each
-// node less than the delay, refuses a late lease by its own design. A lock
-// with traffic of its own on the client's links (background keep-alives,
-// renewals) has replies held back that are not its acquire's: for it, a
-// reply counts only if the acquire gave up within a delay (its own first
-// reply was then still held back, whatever else was), or if it came from
-// the server a delay or more after the acquire began — an answer to a
-// later round trip, sent once a late reply had arrived. (Issue 42, review:
-// a keep-alive's reply held back past a give-up that a busy machine made.)
-func refusedLate(replies *proxy.ReplyLog, acq Acquire, delay time.Duration, background bool) bool {
-	from := acq.Invoked
-	if background && time.Duration(acq.Done-acq.Invoked) >= delay {
-		from += delay.Nanoseconds()
-	}
-	return replies.HeldPast(from, acq.Done)
 }
