@@ -93,7 +93,8 @@ setup:
 
 # adapters builds the shipped adapter locks (adapters/LANGUAGE/LIBRARY):
 # Maven, npm and pip, at pinned versions. One whose toolchain is missing is
-# skipped, and said so; make chaos then counts its rows as not run.
+# skipped, and said so; make chaos then counts its rows as not run. One
+# whose folder did not change since its last build here is not built again.
 adapters: build
 	./$(BIN) adapter build
 

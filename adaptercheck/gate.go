@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -113,22 +111,13 @@ func Gate(ctx context.Context, m *locks.Manifest, w io.Writer) error {
 	return nil
 }
 
-// maxFiles bounds the walk of an adapter's folder: a lock.yaml in a large
-// tree (a home folder), or a --lock-cmd run from one, is checked before
-// every run instead.
-const maxFiles = 20000
-
-// Key names a build of m's adapter and of this check: the manifest as
-// written (--lock-cmd's line and folder), the contents of the files its
-// command and built name (a jar, a script, wherever they are), the name,
-// size and time of every file under the adapter's folder (what a build or
-// an install there changes, and a module its script imports: for
-// --lock-cmd, the folder it runs in), and this executable's size and time
-// (a new lockchaos may check more). The walk skips .git and the folder's
-// results/, where runs started in it write theirs.
+// Key names a build of m's adapter (locks.Manifest.BuildKey) and of this
+// check: this executable's size and time (a new lockchaos may check more).
 func Key(m *locks.Manifest) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "adapter check 1\x00%s\x00%s\x00%s\x00", m.Name, m.Dir, strings.Join(m.Command, "\x00"))
+	build, err := m.BuildKey()
+	if err != nil {
+		return "", err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return "", err
@@ -137,123 +126,22 @@ func Key(m *locks.Manifest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, st.Size(), st.ModTime().UnixNano())
-	if m.File != "" {
-		b, err := os.ReadFile(m.File)
-		if err != nil {
-			return "", err
-		}
-		h.Write(b)
-	}
-	results := filepath.Join(m.Dir, "results")
-	n := 0
-	err = filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || p == results) {
-			return filepath.SkipDir
-		}
-		if n++; n > maxFiles {
-			return fmt.Errorf("%s holds more than %d files, too many to tell one build from another", m.Dir, maxFiles)
-		}
-		if d.IsDir() {
-			// Its entries are named below; its own time changes with
-			// results/ made beside them.
-			fmt.Fprintf(h, "%s\x00dir\x00", p)
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			// A link (a package manager's): where it points and what is there.
-			to, _ := os.Readlink(p)
-			fmt.Fprintf(h, "%s\x00", to)
-			if st, err := os.Stat(p); err == nil {
-				info = st
-			}
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, a := range append(append([]string(nil), m.Command...), m.Built) {
-		if a == "" {
-			continue
-		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(m.Dir, p)
-		}
-		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-			continue // a word that is no file here: an interpreter, a flag
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\x00", p)
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", err
-		}
-	}
+	h := sha256.New()
+	fmt.Fprintf(h, "adapter check 2\x00%s\x00%s\x00%d\x00%d\x00", build, exe, st.Size(), st.ModTime().UnixNano())
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-// passFile is where a pass of key is recorded: the user's cache
-// directory's lockchaos/adapter-check/KEY.
-func passFile(key string) (string, error) {
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(cache, "lockchaos", "adapter-check", key), nil
-}
-
-func passed(key string) bool {
-	p, err := passFile(key)
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(p)
-	return err == nil
-}
+// passed says whether a pass of key is recorded: the user's cache
+// directory's lockchaos/adapter-check/KEY (locks.Stamped).
+func passed(key string) bool { return locks.Stamped("adapter-check", key) }
 
 // Record notes that m's adapter, as built now, passed the check (Gate,
 // `lockchaos adapter check`), so that a run of the same build need not
-// check it again. The pass is written in a file of its own and renamed
-// into place: two runs that check at once each write a whole one.
+// check it again.
 func Record(m *locks.Manifest) error {
 	key, err := Key(m)
 	if err != nil {
 		return err
 	}
-	p, err := passFile(key)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".pass-")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(f, "adapter %s (%s, %s) passed lockchaos adapter check at %s\n", m.Name, m.File, strings.Join(m.Command, " "), time.Now().UTC().Format(time.RFC3339))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return locks.Stamp("adapter-check", key, fmt.Sprintf("adapter %s (%s, %s) passed lockchaos adapter check at %s\n", m.Name, m.File, strings.Join(m.Command, " "), time.Now().UTC().Format(time.RFC3339)))
 }

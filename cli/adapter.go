@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 )
 
 const adapterUsage = `Usage: lockchaos adapter check NAME|FILE   a short self-test of an adapter against a real Redis
-       lockchaos adapter build [NAME...]    build the shipped adapters (make adapters)
+       lockchaos adapter build [--force] [NAME...]
+                                            build the shipped adapters (make adapters)
 
 An adapter lock is a program in any language that speaks the lock protocol
 (docs/protocol.md), described by a manifest, lock.yaml. The shipped ones are
@@ -29,7 +31,9 @@ failed, 3 usage, 4 setup.
 build runs each manifest's build command in its folder (Maven, npm, pip,
 at the versions the adapter's own manifest files pin). An adapter whose
 toolchain (requires) is missing is skipped, and said so; a build that fails
-fails the command.
+fails the command. An adapter whose folder has not changed since its last
+build here (its files' names, sizes and times, and the files its command
+names) is not built again; --force builds every one.
 `
 
 func cmdAdapter(args []string) int {
@@ -48,7 +52,17 @@ func cmdAdapter(args []string) int {
 		}
 		return adapterCheck(os.Stdout, args[1])
 	case "build":
-		return adapterBuild(os.Stdout, args[1:])
+		force, names := false, args[1:]
+		if len(names) > 0 && names[0] == "--force" {
+			force, names = true, names[1:]
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, "-") {
+				fmt.Fprintf(os.Stderr, "lockchaos adapter build: unknown flag %s\n\n%s", n, adapterUsage)
+				return ExitUsage
+			}
+		}
+		return adapterBuild(os.Stdout, names, force)
 	}
 	fmt.Fprintf(os.Stderr, "lockchaos adapter: unknown command %q\n\n%s", args[0], adapterUsage)
 	return ExitUsage
@@ -129,12 +143,19 @@ func shippedAdapters(names []string) ([]*locks.Manifest, error) {
 	return out, nil
 }
 
-func adapterBuild(w io.Writer, names []string) int {
+// adapterBuild builds the shipped adapters, once per artifact (several
+// manifests may share one: redisson-spin-lock builds redisson-rlock's
+// jar), and not at all where nothing in the folder
+// changed since its last build here (locks.Manifest.BuildKey, recorded for
+// every manifest of the folder once it is built).
+func adapterBuild(w io.Writer, names []string, force bool) int {
 	ms, err := shippedAdapters(names)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos adapter build:", err)
 		return ExitUsage
 	}
+	var order []string
+	groups := map[string][]*locks.Manifest{}
 	failed, skipped := 0, 0
 	for _, m := range ms {
 		if why := m.MissingTools(); why != "" {
@@ -146,21 +167,14 @@ func adapterBuild(w io.Writer, names []string) int {
 			fmt.Fprintf(w, "ok      %s: nothing to build\n", m.Name)
 			continue
 		}
-		start := time.Now()
-		cmd := exec.Command(m.Build[0], m.Build[1:]...)
-		cmd.Dir = m.Dir
-		cmd.Stdout, cmd.Stderr = w, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(w, "FAILED  %s: %s (in %s): %v\n", m.Name, strings.Join(m.Build, " "), m.Dir, err)
-			failed++
-			continue
+		g := artifact(m)
+		if groups[g] == nil {
+			order = append(order, g)
 		}
-		if why := m.Missing(); why != "" {
-			fmt.Fprintf(w, "FAILED  %s: built, but %s\n", m.Name, why)
-			failed++
-			continue
-		}
-		fmt.Fprintf(w, "ok      %s: built in %.1f s\n", m.Name, time.Since(start).Seconds())
+		groups[g] = append(groups[g], m)
+	}
+	for _, g := range order {
+		failed += buildFolder(w, groups[g], force)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(w, "%d adapter(s) skipped: install their toolchains (see adapters/README.md)\n", skipped)
@@ -169,4 +183,63 @@ func adapterBuild(w io.Writer, names []string) int {
 		return 1
 	}
 	return 0
+}
+
+// artifact names what m's build makes, so that manifests whose builds make
+// the same file (redisson-spin-lock's builds redisson-rlock's jar) build
+// it once: the file built, or without one named, the folder and command.
+func artifact(m *locks.Manifest) string {
+	if m.Built == "" {
+		return m.Dir + "\x00" + strings.Join(m.Build, "\x00")
+	}
+	if filepath.IsAbs(m.Built) {
+		return filepath.Clean(m.Built)
+	}
+	return filepath.Join(m.Dir, m.Built)
+}
+
+// buildFolder runs the build the manifests ms share (the first's command),
+// unless every one of them was built here as its folder is now, and says
+// so of each; it returns how many failed.
+func buildFolder(w io.Writer, ms []*locks.Manifest, force bool) int {
+	first := ms[0]
+	upToDate := !force
+	for _, m := range ms {
+		key, err := m.BuildKey()
+		upToDate = upToDate && err == nil && m.Missing() == "" && locks.Stamped("adapter-build", key)
+	}
+	if upToDate {
+		for _, m := range ms {
+			fmt.Fprintf(w, "ok      %s: up to date (nothing in %s changed since its build)\n", m.Name, m.Dir)
+		}
+		return 0
+	}
+	start := time.Now()
+	cmd := exec.Command(first.Build[0], first.Build[1:]...)
+	cmd.Dir = first.Dir
+	cmd.Stdout, cmd.Stderr = w, os.Stderr
+	if err := cmd.Run(); err != nil {
+		for _, m := range ms {
+			fmt.Fprintf(w, "FAILED  %s: %s (in %s): %v\n", m.Name, strings.Join(m.Build, " "), m.Dir, err)
+		}
+		return len(ms)
+	}
+	failed := 0
+	for i, m := range ms {
+		if why := m.Missing(); why != "" {
+			fmt.Fprintf(w, "FAILED  %s: built, but %s\n", m.Name, why)
+			failed++
+			continue
+		}
+		if i == 0 {
+			fmt.Fprintf(w, "ok      %s: built in %.1f s\n", m.Name, time.Since(start).Seconds())
+		} else {
+			fmt.Fprintf(w, "ok      %s: built with %s (the same artifact)\n", m.Name, first.Name)
+		}
+		// Keyed after the build: the folder as the build left it.
+		if key, err := m.BuildKey(); err == nil {
+			_ = locks.Stamp("adapter-build", key, fmt.Sprintf("adapter %s built by %s at %s\n", m.Name, strings.Join(m.Build, " "), time.Now().UTC().Format(time.RFC3339)))
+		}
+	}
+	return failed
 }
