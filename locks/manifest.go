@@ -170,12 +170,19 @@ func (m *Manifest) Missing() string {
 	if t := m.MissingTools(); t != "" {
 		return t
 	}
-	if m.Built != "" {
-		if _, err := os.Stat(filepath.Join(m.Dir, m.Built)); err != nil {
-			return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
-		}
+	if m.Unbuilt() {
+		return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
 	}
 	return ""
+}
+
+// Unbuilt says whether the file the build makes (Built) is missing.
+func (m *Manifest) Unbuilt() bool {
+	if m.Built == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(m.Dir, m.Built))
+	return err != nil
 }
 
 // MissingTools names the required commands not on PATH ("" when none).
