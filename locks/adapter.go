@@ -138,6 +138,8 @@ func newAdapter(m *Manifest, cfg Config) (Locker, error) {
 	if d, ok := cfg.Options.(*option.Declared); ok {
 		a.opts = d.Values
 	}
+	m = m.For(a.opts) // what the options' values change of what it does
+	a.m = m
 	switch {
 	case m.Renew && m.Wait:
 		return adapterRenewWaiter{a}, nil
