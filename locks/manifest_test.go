@@ -79,7 +79,7 @@ func TestAManifestsMistakesAreNamedWithTheirLines(t *testing.T) {
 		{"a value no store has", "name: mine\ncommand: [perl, adapter.pl]\n\nstore: rediss\n",
 			[]string{`lock.yaml:4: store: "rediss": want redis, etcd, zookeeper or postgres (did you mean redis?)`}},
 		{"an option's field", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: mode\n    defualt: fast\n",
-			[]string{`lock.yaml:5: options[0].defualt: unknown field; allowed here: name, default, kind, oneof, help (did you mean default?)`}},
+			[]string{`lock.yaml:5: options[0].defualt: unknown field; allowed here: name, default, kind, oneof, help, when (did you mean default?)`}},
 		{"lease_option of no option", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: lease\nlease_option: leese\n",
 			[]string{`lock.yaml:5: lease_option: "leese": no such option (did you mean lease?)`}},
 		{"no command", "name: mine\n", []string{`lock.yaml: command: want the command that starts the adapter`}},
