@@ -34,7 +34,14 @@ func run(t *testing.T, file string) map[string]Step {
 
 // The example adapter passes every step that applies to it.
 func TestTheExampleAdapterPasses(t *testing.T) {
-	steps := run(t, "../adapters/perl/token/lock.yaml")
+	passes(t, "../adapters/perl/token/lock.yaml")
+}
+
+// passes checks the adapter of manifest file and fails t unless every
+// step that applies to it, seven or more, passed.
+func passes(t *testing.T, file string) {
+	t.Helper()
+	steps := run(t, file)
 	ran := 0
 	for name, s := range steps {
 		if s.Err != nil {
@@ -102,4 +109,11 @@ func TestBrokenAdaptersAreNamed(t *testing.T) {
 			t.Errorf("%s: step %q failed with %q; want it to say %q", tc.file, tc.step, s.Err, tc.says)
 		}
 	}
+}
+
+// An adapter whose lease value is random bytes, no JSON string, gives its
+// token as token_b64 and passes like the text one: the nodes are asked for
+// the bytes (locks.Mark), and release and renew get token_b64 back.
+func TestABytesTokenPasses(t *testing.T) {
+	passes(t, "testdata/bytes.yaml")
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,12 +12,15 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/adaptercheck"
+	"github.com/lockchaos/lockchaos/adapterinit"
 	"github.com/lockchaos/lockchaos/locks"
 )
 
 const adapterUsage = `Usage: lockchaos adapter check NAME|FILE   a short self-test of an adapter against a real Redis
        lockchaos adapter build [--force] [NAME...]
                                             build the shipped adapters (make adapters)
+       lockchaos adapter init --lang LANG [--name NAME] DIR
+                                            write a new adapter into DIR to start from
 
 An adapter lock is a program in any language that speaks the lock protocol
 (docs/protocol.md), described by a manifest, lock.yaml. The shipped ones are
@@ -34,6 +39,17 @@ toolchain (requires) is missing is skipped, and said so; a build that fails
 fails the command. An adapter whose folder has not changed since its last
 build here (its files' names, sizes and times, and the files its command
 names) is not built again; --force builds every one.
+
+init writes a small adapter in LANG (go, java, node, python or rust)
+around that language's most used Redis client (go-redis, Jedis, ioredis,
+redis-py, the redis crate): a plain token lease, SET key token NX PX ttl,
+released and renewed by Lua, whose calls you replace with your lock
+library's. Its manifest files pin exact versions (go.mod and go.sum,
+pom.xml, package.json and package-lock.json, requirements.txt, Cargo.toml
+and Cargo.lock), and its lock.yaml, named NAME (default: DIR's name),
+says what it does. check builds an adapter whose built file is missing
+with its build command first, so that init, then check DIR/lock.yaml,
+passes as written.
 `
 
 func cmdAdapter(args []string) int {
@@ -51,6 +67,8 @@ func cmdAdapter(args []string) int {
 			return ExitUsage
 		}
 		return adapterCheck(os.Stdout, args[1])
+	case "init":
+		return adapterInit(os.Stdout, args[1:])
 	case "build":
 		force, names := false, args[1:]
 		if len(names) > 0 && names[0] == "--force" {
@@ -97,6 +115,14 @@ func adapterCheck(w io.Writer, nameOrFile string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	fmt.Fprintf(w, "adapter check %s (%s; logs in %s)\n", m.Name, m.File, scratch)
+	// An adapter not built yet (one adapter init wrote) is built first.
+	if len(m.Build) > 0 && m.MissingTools() == "" && m.Unbuilt() {
+		fmt.Fprintf(w, "building it first (%s is missing): %s\n", m.Built, strings.Join(m.Build, " "))
+		if buildFolder(w, []*locks.Manifest{m}, false) > 0 {
+			os.RemoveAll(scratch)
+			return 1
+		}
+	}
 	steps, err := adaptercheck.Check(ctx, m, scratch, w)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos adapter check:", err)
@@ -242,4 +268,33 @@ func buildFolder(w io.Writer, ms []*locks.Manifest, force bool) int {
 		}
 	}
 	return failed
+}
+
+// adapterInit is `lockchaos adapter init --lang LANG [--name NAME] DIR`.
+func adapterInit(w io.Writer, args []string) int {
+	fs := flag.NewFlagSet("adapter init", flag.ContinueOnError)
+	lang := fs.String("lang", "", "the adapter's language: "+strings.Join(adapterinit.Languages(), ", "))
+	name := fs.String("name", "", "the lock's name in its lock.yaml (default: DIR's name)")
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if err == nil && (*lang == "" || fs.NArg() != 1) {
+		err = errors.New("want --lang LANG and one folder")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockchaos adapter init: %v\n\n%s", err, adapterUsage)
+		return ExitUsage
+	}
+	dir := fs.Arg(0)
+	if *name == "" {
+		abs, _ := filepath.Abs(dir)
+		*name = filepath.Base(abs)
+	}
+	files, err := adapterinit.Write(*lang, dir, *name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter init:", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(w, "wrote %s adapter %s in %s: %s\n", *lang, *name, dir, strings.Join(files, ", "))
+	fmt.Fprintf(w, "next: lockchaos adapter check %s (builds it first), then put your lock library's calls where the comments say\n", filepath.Join(dir, "lock.yaml"))
+	return 0
 }

@@ -3,6 +3,7 @@ package locks
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,11 +85,32 @@ type answer struct {
 	InReplyTo *int64 `json:"in_reply_to"`
 	Type      string `json:"type"`
 	Token     string `json:"token"`
+	TokenB64  string `json:"token_b64"`
 	Fence     int64  `json:"fence"`
 	ValidMs   *int64 `json:"valid_ms"`
 	Error     string `json:"error"`
 	Key       string `json:"key"`
 	Text      string `json:"text"`
+}
+
+// token is the lease the answer names: its token, or a token_b64's
+// BytesToken form.
+func (ans answer) token() string {
+	if ans.TokenB64 != "" {
+		return BytesToken + ans.TokenB64
+	}
+	return ans.Token
+}
+
+// withToken adds lease token to a request as the adapter gave it: token,
+// or a BytesToken's base64 text as token_b64.
+func withToken(req map[string]any, token string) map[string]any {
+	if b64, ok := strings.CutPrefix(token, BytesToken); ok {
+		req["token_b64"] = b64
+	} else {
+		req["token"] = token
+	}
+	return req
 }
 
 type adapterRenewer struct{ *adapter }
@@ -116,6 +138,8 @@ func newAdapter(m *Manifest, cfg Config) (Locker, error) {
 	if d, ok := cfg.Options.(*option.Declared); ok {
 		a.opts = d.Values
 	}
+	m = m.For(a.opts) // what the options' values change of what it does
+	a.m = m
 	switch {
 	case m.Renew && m.Wait:
 		return adapterRenewWaiter{a}, nil
@@ -347,11 +371,11 @@ func (a *adapter) deliver(id int64, ans answer) {
 	case ok:
 		ch <- ans
 	case late && ans.Type == "granted":
-		a.logf("a grant of %s (token %q) came after the acquire was given up on: releasing it", key, ans.Token)
+		a.logf("a grant of %s (token %q) came after the acquire was given up on: releasing it", key, ans.token())
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.OpTimeout)
 			defer cancel()
-			_ = a.release(ctx, Lease{Key: key, Token: ans.Token})
+			_ = a.release(ctx, Lease{Key: key, Token: ans.token()})
 		}()
 	case late:
 		a.logf("a late answer to request %d: %s", id, describe(ans))
@@ -387,9 +411,9 @@ func (a *adapter) failPending(why string) {
 func (a *adapter) markLost(ans answer) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.lost[ans.Token]
+	s := a.lost[ans.token()]
 	if s == nil || !a.m.Lost {
-		a.logf("lost event for token %q, which holds nothing%s", ans.Token, map[bool]string{true: "", false: " (the manifest does not claim lost: true)"}[a.m.Lost])
+		a.logf("lost event for token %q, which holds nothing%s", ans.token(), map[bool]string{true: "", false: " (the manifest does not claim lost: true)"}[a.m.Lost])
 		return
 	}
 	if !s.fired {
@@ -495,10 +519,19 @@ func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (
 	}
 	switch ans.Type {
 	case "granted":
-		if ans.Token == "" {
+		switch {
+		case ans.Token == "" && ans.TokenB64 == "":
 			return Lease{}, errors.New("adapter protocol: granted without a token")
+		case ans.Token != "" && ans.TokenB64 != "":
+			return Lease{}, errors.New("adapter protocol: granted with both token and token_b64: give one")
+		case strings.HasPrefix(ans.Token, BytesToken):
+			return Lease{}, fmt.Errorf("adapter protocol: granted token %q begins with %q, which marks a token_b64's bytes: give such a token as token_b64", ans.Token, BytesToken)
+		case ans.TokenB64 != "":
+			if _, err := base64.StdEncoding.DecodeString(ans.TokenB64); err != nil {
+				return Lease{}, fmt.Errorf("adapter protocol: granted token_b64 %q is not standard base64: %v", ans.TokenB64, err)
+			}
 		}
-		l := Lease{Key: key, Owner: a.cfg.Owner, Token: ans.Token, Fence: ans.Fence}
+		l := Lease{Key: key, Owner: a.cfg.Owner, Token: ans.token(), Fence: ans.Fence}
 		if ans.ValidMs != nil {
 			l.Deadline = history.Now() + *ans.ValidMs*int64(time.Millisecond)
 		}
@@ -507,10 +540,10 @@ func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (
 			// A re-entry shares its hold's signal; a grant after a signal
 			// fired is a new lease, whose own loss is still to come (a
 			// library that reuses one token across holds).
-			s := a.lost[ans.Token]
+			s := a.lost[l.Token]
 			if s == nil || s.fired {
 				s = &lostSignal{ch: make(chan struct{})}
-				a.lost[ans.Token] = s
+				a.lost[l.Token] = s
 			}
 			s.holds++
 			l.Lost = s.ch
@@ -531,7 +564,7 @@ func (a *adapter) Release(ctx context.Context, l Lease) error {
 }
 
 func (a *adapter) release(ctx context.Context, l Lease) error {
-	ans, err := a.call(ctx, map[string]any{"type": "release", "key": l.Key, "token": l.Token}, 0)
+	ans, err := a.call(ctx, withToken(map[string]any{"type": "release", "key": l.Key}, l.Token), 0)
 	// The hold is over whatever the answer: its lost signal is no later
 	// hold's.
 	a.mu.Lock()
@@ -554,7 +587,7 @@ func (a *adapter) release(ctx context.Context, l Lease) error {
 }
 
 func (a *adapter) renew(ctx context.Context, l Lease) (Lease, error) {
-	ans, err := a.call(ctx, map[string]any{"type": "renew", "key": l.Key, "token": l.Token}, 0)
+	ans, err := a.call(ctx, withToken(map[string]any{"type": "renew", "key": l.Key}, l.Token), 0)
 	if err != nil {
 		return l, err
 	}

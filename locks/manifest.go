@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,12 +64,55 @@ type Manifest struct {
 		Kind    string   `yaml:"kind"`
 		OneOf   []string `yaml:"oneof"`
 		Help    string   `yaml:"help"`
+		// When maps a value of the option to what the lock does
+		// differently with it (mode: lease, no watchdog): For applies it.
+		When map[string]Capabilities `yaml:"when"`
 	} `yaml:"options"`
 
 	// File is the manifest's path, Dir its folder (absolute): command,
 	// build and built are relative to Dir.
 	File string `yaml:"-"`
 	Dir  string `yaml:"-"`
+}
+
+// Capabilities are the manifest's fields that an option's value may
+// change (an option's when); a field not given keeps the manifest's.
+type Capabilities struct {
+	Reentrant  *bool `yaml:"reentrant"`
+	Quorum     *bool `yaml:"quorum"`
+	KeepsAlive *bool `yaml:"keeps_alive"`
+	Leaseless  *bool `yaml:"leaseless"`
+	Renew      *bool `yaml:"renew"`
+	Wait       *bool `yaml:"wait"`
+	Lost       *bool `yaml:"lost"`
+}
+
+// For is the manifest as its lock runs with the option values given
+// (option.Declared.Values: every option, defaults included): what each
+// option's when says for its value replaces the manifest's own. It is m
+// itself when no when applies.
+func (m *Manifest) For(values map[string]string) *Manifest {
+	out := m
+	for _, o := range m.Options {
+		c, ok := o.When[values[o.Name]]
+		if !ok {
+			continue
+		}
+		if out == m {
+			cp := *m
+			out = &cp
+		}
+		for _, f := range []struct {
+			to  *bool
+			set *bool
+		}{{&out.Reentrant, c.Reentrant}, {&out.Quorum, c.Quorum}, {&out.KeepsAlive, c.KeepsAlive}, {&out.Leaseless, c.Leaseless},
+			{&out.Renew, c.Renew}, {&out.Wait, c.Wait}, {&out.Lost, c.Lost}} {
+			if f.set != nil {
+				*f.to = *f.set
+			}
+		}
+	}
+	return out
 }
 
 // Code is the lock's language, library and version, as given: "java:
@@ -144,6 +188,11 @@ func (m *Manifest) check(file string, lines map[string]int) error {
 		if err := option.CheckKind(o.Kind); err != nil {
 			bad(fmt.Sprintf("options[%d].kind", i), "%s", err)
 		}
+		for v := range o.When {
+			if !slices.Contains(o.OneOf, v) {
+				bad(fmt.Sprintf("options[%d].when", i), "%q: want one of the option's oneof values (%s)", v, strings.Join(o.OneOf, ", "))
+			}
+		}
 	}
 	if m.LeaseOption != "" && !seen[m.LeaseOption] {
 		var names []string
@@ -170,12 +219,19 @@ func (m *Manifest) Missing() string {
 	if t := m.MissingTools(); t != "" {
 		return t
 	}
-	if m.Built != "" {
-		if _, err := os.Stat(filepath.Join(m.Dir, m.Built)); err != nil {
-			return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
-		}
+	if m.Unbuilt() {
+		return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
 	}
 	return ""
+}
+
+// Unbuilt says whether the file the build makes (Built) is missing.
+func (m *Manifest) Unbuilt() bool {
+	if m.Built == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(m.Dir, m.Built))
+	return err != nil
 }
 
 // MissingTools names the required commands not on PATH ("" when none).
@@ -204,6 +260,20 @@ func (m *Manifest) Spec() Spec {
 		Options: m.Declared(), Adapter: m,
 		New: func(cfg Config) (Locker, error) { return newAdapter(m, cfg) },
 	}
+}
+
+// For is the lock as it runs with the option values given (every option,
+// defaults included: Spec.Decode's used): an adapter lock's capabilities
+// as its manifest's options say for their values (Manifest.For); any
+// other lock is s.
+func (s Spec) For(values map[string]string) Spec {
+	if s.Adapter == nil {
+		return s
+	}
+	if m := s.Adapter.For(values); m != s.Adapter {
+		return m.Spec()
+	}
+	return s
 }
 
 // QuickManifest is the manifest of --lock-cmd: a command line run in dir,

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Every shipped adapter says what code it is — its language, and its
@@ -78,7 +79,7 @@ func TestAManifestsMistakesAreNamedWithTheirLines(t *testing.T) {
 		{"a value no store has", "name: mine\ncommand: [perl, adapter.pl]\n\nstore: rediss\n",
 			[]string{`lock.yaml:4: store: "rediss": want redis, etcd, zookeeper or postgres (did you mean redis?)`}},
 		{"an option's field", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: mode\n    defualt: fast\n",
-			[]string{`lock.yaml:5: options[0].defualt: unknown field; allowed here: name, default, kind, oneof, help (did you mean default?)`}},
+			[]string{`lock.yaml:5: options[0].defualt: unknown field; allowed here: name, default, kind, oneof, help, when (did you mean default?)`}},
 		{"lease_option of no option", "name: mine\ncommand: [perl, adapter.pl]\noptions:\n  - name: lease\nlease_option: leese\n",
 			[]string{`lock.yaml:5: lease_option: "leese": no such option (did you mean lease?)`}},
 		{"no command", "name: mine\n", []string{`lock.yaml: command: want the command that starts the adapter`}},
@@ -101,5 +102,52 @@ func TestAManifestsMistakesAreNamedWithTheirLines(t *testing.T) {
 		if strings.Contains(err.Error(), "locks.") || strings.Contains(err.Error(), "unmarshal") {
 			t.Errorf("%s: the error names Go's types: %v", tc.name, err)
 		}
+	}
+}
+
+// An option's when says what the lock does differently with one of its
+// values (mode=lease: no watchdog, but renew): the run's lock (Spec.For)
+// and the adapter's interfaces follow the value, and a when of a value
+// the option cannot take is refused with its line.
+func TestAnOptionsValueSetsCapabilities(t *testing.T) {
+	perl, err := filepath.Abs("../adapters/perl/token/adapter.pl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "lock.yaml")
+	write := func(when string) {
+		t.Helper()
+		y := "name: modes\nstore: redis\nkeeps_alive: true\nrequires: [perl]\ncommand: [perl, " + perl + "]\n" +
+			"options:\n  - name: mode\n    default: watchdog\n    oneof: [watchdog, lease]\n    when:\n      " + when + ": {keeps_alive: false, renew: true}\n"
+		if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("lease")
+	m, err := ReadManifest(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		given      map[string]string
+		keepsAlive bool
+		renews     bool
+	}{{nil, true, false}, {map[string]string{"mode": "lease"}, false, true}} {
+		spec := m.Spec()
+		l, used, err := spec.Probe(tc.given, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, renews := l.(Renewer)
+		if got := spec.For(used); got.KeepsAlive != tc.keepsAlive || renews != tc.renews {
+			t.Errorf("options %v: keeps alive %v, renews %v; want %v, %v", tc.given, got.KeepsAlive, renews, tc.keepsAlive, tc.renews)
+		}
+	}
+	if !m.KeepsAlive || m.Renew {
+		t.Errorf("For changed the manifest itself: keeps_alive %v, renew %v", m.KeepsAlive, m.Renew)
+	}
+	write("lase")
+	if _, err := ReadManifest(file); err == nil || !strings.Contains(err.Error(), "options[0].when") || !strings.Contains(err.Error(), `"lase"`) {
+		t.Errorf("a when of a value the option cannot take: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 )
 
 // Faults land by construction. A fault meant to hit a lease does not hope
@@ -363,14 +364,11 @@ func holdersOf(ctx context.Context, env Env, nodes []cluster.Node, h Holding) []
 	return out
 }
 
-// On is lease h as lock node i of n keeps it. A lock whose nodes mark one
-// lease differently (RedissonRedLock: a Redisson client, with an id of its
-// own, per node) names it by one mark per node, comma-separated in the
-// order of the nodes (docs/protocol.md); any other token is every node's.
+// On is lease h as lock node i of n keeps it: its token is node i's mark
+// (locks.Mark: one of a comma-separated mark per node, as RedissonRedLock's;
+// the bytes of a token given as token_b64).
 func (h Holding) On(i, n int) Holding {
-	if marks := strings.Split(h.Token, ","); n > 1 && len(marks) == n {
-		h.Token = marks[i]
-	}
+	h.Token = locks.Mark(h.Token, i, n)
 	return h
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
@@ -148,5 +149,36 @@ func TestALockCmdIsSplitAsAShellWould(t *testing.T) {
 	res, _ := runtest.Run(t, c)
 	if res.Verdict != checker.Safe || res.Mutex.Holds == 0 {
 		t.Errorf("verdict %s, %d holds: %s", res.Verdict, res.Mutex.Holds, res.Summary)
+	}
+}
+
+// A lease whose value is random bytes (the adapter gives it as token_b64,
+// as rslock's would be) is looked for on the node as those bytes: a node
+// restarted from its append-only file keeps the lease, one without
+// persistence forgets it, and crash-restart's effect says which. Asked for
+// the base64 text instead, every node would seem to have lost it.
+func TestABytesTokenIsLookedForAsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		persistence, want string
+	}{{"always", history.LeaseKept}, {"none", history.LeaseLost}} {
+		t.Run(tc.persistence, func(t *testing.T) {
+			c := runtest.Config(t, "", "crash-restart")
+			c.LockFile = "../adaptercheck/testdata/bytes.yaml"
+			c.Persistence = tc.persistence
+			res, _ := runtest.RunFaults(t, &c)
+			judged := 0
+			for _, f := range res.Faults {
+				if !f.Landed {
+					continue
+				}
+				judged++
+				if f.Lease != tc.want {
+					t.Errorf("fault %d: lease %q, want %q: %s", f.ID, f.Lease, tc.want, f.Effect)
+				}
+			}
+			if judged == 0 {
+				t.Errorf("no crash landed on a live lease: %s", res.Summary)
+			}
+		})
 	}
 }

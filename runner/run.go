@@ -136,6 +136,7 @@ func resolve(cfg settings.Run) (resolved, error) {
 		return rs, settings.UsageError{Err: err}
 	}
 	rs.probe, rs.lockUsed = l, used
+	rs.lock = spec.For(used) // an adapter's capabilities for its options' values
 	rs.lease = cfg.TTL
 	if le, ok := l.(locks.Leaser); ok {
 		rs.lease = le.Lease()
@@ -171,7 +172,7 @@ func resolve(cfg settings.Run) (resolved, error) {
 			return rs, settings.UsageError{Err: err}
 		}
 		if a, ok := b.Nemesis.(nemesis.Applier); ok {
-			if err := a.Applies(shape(cfg, nodes, spec)); err != nil {
+			if err := a.Applies(shape(cfg, nodes, rs.lock)); err != nil {
 				return rs, settings.UsageError{Err: fmt.Errorf("nemesis %s does not apply to this run: %w", name, err)}
 			}
 		}

@@ -256,14 +256,14 @@ func checkLockCapabilities(c Run) error {
 	if err != nil {
 		return nil
 	}
-	if c.Reentry > 0 && !spec.Reentrant {
+	l, used, err := spec.Probe(c.LockOptions, c.TTL)
+	if err != nil {
+		return nil
+	}
+	if c.Reentry > 0 && !spec.For(used).Reentrant {
 		return bad("Reentry", "%v: lock %s is not reentrant (reentrant locks: %s)", c.Reentry, spec.Name, lockNames(func(s locks.Spec, _ locks.Locker) bool { return s.Reentrant }, c.TTL))
 	}
 	if c.Renew {
-		l, _, err := spec.Probe(c.LockOptions, c.TTL)
-		if err != nil {
-			return nil
-		}
 		if _, ok := l.(locks.Renewer); !ok {
 			return bad("Renew", "true: lock %s cannot renew a lease, or renews it by itself (locks that renew applies to: %s)", spec.Name,
 				lockNames(func(_ locks.Spec, l locks.Locker) bool { _, ok := l.(locks.Renewer); return ok }, c.TTL))

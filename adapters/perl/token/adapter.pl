@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # A whole lockchaos adapter (docs/protocol.md): token-lua's lock, SET NX PX
 # plus compare-and-delete, over Redis's protocol by hand. Perl core only.
-use strict; use warnings; use JSON::PP; use IO::Socket::INET; use IO::Select;
+use strict; use warnings; use JSON::PP; use IO::Socket::INET; use IO::Select; use MIME::Base64;
 my $json = JSON::PP->new->canonical; my ($init, $sock, $n) = ({}, undef, 0);
 $| = 1;
 my $DEL = 'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) end return 0';
@@ -26,10 +26,15 @@ while (my $l = <STDIN>) {
   my $req = decode_json($l); my $type = $req->{type};
   if ($type eq 'init') { $init = $req; answer({ type => 'init_ok' }, $req); next }
   my $key = $req->{key}; my $ttl = $init->{ttl_ms};
+  $req->{token} = decode_base64($req->{token_b64}) if defined $req->{token_b64};
   my $res = eval {
     if ($type eq 'acquire') {
       my $tok = "$init->{owner}:" . $n++;
-      defined(redis('SET', $key, $tok, 'NX', 'PX', $ttl)) ? { type => 'granted', token => $tok } : { type => 'refused' };
+      # value=bytes: random bytes, which no JSON string can carry: token_b64.
+      my $ans = { token => $tok };
+      if (($init->{options}{value} // '') eq 'bytes') {
+        $tok = pack('C*', 0xff, map { int rand 256 } 1..15); $ans = { token_b64 => encode_base64($tok, '') } }
+      defined(redis('SET', $key, $tok, 'NX', 'PX', $ttl)) ? { type => 'granted', %$ans } : { type => 'refused' };
     } elsif ($type eq 'release') {
       redis('EVAL', $DEL, 1, $key, $req->{token}) ? { type => 'released' } : { type => 'not_held' };
     } elsif ($type eq 'renew') {
