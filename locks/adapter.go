@@ -109,7 +109,7 @@ func (a adapterRenewWaiter) AcquireWait(ctx context.Context, key string, wait ti
 // newAdapter checks that the adapter can run here and keeps its options; it
 // starts nothing (Start does, in the worker).
 func newAdapter(m *Manifest, cfg Config) (Locker, error) {
-	if why := m.Missing(); why != "" {
+	if why := m.Ready(); why != "" {
 		return nil, fmt.Errorf("adapter %s cannot run here: %s", m.Name, why)
 	}
 	a := &adapter{m: m, cfg: cfg, pending: map[int64]chan answer{}, abandoned: map[int64]string{}, lost: map[string]*lostSignal{}}
