@@ -20,6 +20,9 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/option"
+
+	// It builds only for Linux: a build for another system stops there.
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly"
 )
 
 // ProtocolVersion is the lock protocol's version (docs/protocol.md).
