@@ -26,6 +26,11 @@ func Build(status, out, errOut io.Writer, ms []*Manifest, force bool) (int, erro
 		return 0, err
 	}
 	defer unlock()
+	return build(status, out, errOut, ms, force), nil
+}
+
+// build is Build, its caller holding BuildLock.
+func build(status, out, errOut io.Writer, ms []*Manifest, force bool) int {
 	var order []string
 	groups := map[string][]*Manifest{}
 	for _, m := range ms {
@@ -39,7 +44,7 @@ func Build(status, out, errOut io.Writer, ms []*Manifest, force bool) (int, erro
 	for _, g := range order {
 		failed += buildFolder(status, out, errOut, groups[g], force)
 	}
-	return failed, nil
+	return failed
 }
 
 // BuildLock takes the machine's adapter-build lock, an flock(2) on

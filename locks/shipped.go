@@ -3,7 +3,6 @@ package locks
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -45,12 +44,13 @@ var (
 func unpackShipped() (string, error) {
 	carriedMu.Lock()
 	defer carriedMu.Unlock()
-	if carriedDir != "" {
-		return carriedDir, nil
-	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("the shipped adapters are unpacked into the user's cache folder, and there is none (%v): set $HOME or $XDG_CACHE_HOME, or $%s to a folder of adapters", err, AdaptersEnv)
+	}
+	root := filepath.Join(cache, "lockchaos", "adapters")
+	if strings.HasPrefix(carriedDir, root+string(filepath.Separator)) {
+		return carriedDir, nil
 	}
 	type file struct {
 		name string
@@ -74,7 +74,6 @@ func unpackShipped() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("shipped adapters: %w", err)
 	}
-	root := filepath.Join(cache, "lockchaos", "adapters")
 	dir := filepath.Join(root, fmt.Sprintf("%x", h.Sum(nil)[:8]))
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
 		carriedDir = dir
@@ -158,18 +157,23 @@ func (m *Manifest) Ready() string {
 		ready[m] = true
 		return ""
 	}
-	log, err := buildLog(m)
+	// Another process may be building it: it is built once it lets go.
+	unlock, err := BuildLock(os.Stderr)
 	if err != nil {
-		return fmt.Sprintf("not built yet, and it could not be built: %v", err)
+		return "not built yet, and it could not be built: " + err.Error()
 	}
-	defer log.Close()
-	fmt.Fprintf(os.Stderr, "lockchaos: adapter %s is not built yet: building it now in %s with %s (first use of it with this binary; this can take minutes; its output in %s)\n",
-		m.Name, m.Dir, strings.Join(m.Build, " "), log.Name())
-	if failed, err := Build(os.Stderr, log, log, ms, false); err != nil || failed > 0 {
-		if err == nil {
-			err = errors.New("the build failed")
+	defer unlock()
+	if !upToDate(ms) {
+		log, err := buildLog(m)
+		if err != nil {
+			return "not built yet, and it could not be built: " + err.Error()
 		}
-		return fmt.Sprintf("not built: building it failed (%v): see %s", err, log.Name())
+		defer log.Close()
+		fmt.Fprintf(os.Stderr, "lockchaos: adapter %s is not built yet: building it now in %s with %s (first use of it with this binary; this can take minutes; its output in %s)\n",
+			m.Name, m.Dir, strings.Join(m.Build, " "), log.Name())
+		if failed := build(os.Stderr, log, log, ms, false); failed > 0 {
+			return fmt.Sprintf("not built: its build failed: see %s", log.Name())
+		}
 	}
 	ready[m] = true
 	return m.Missing()
