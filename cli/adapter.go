@@ -30,7 +30,10 @@ at the versions the adapter's own manifest files pin). An adapter whose
 toolchain (requires) is missing is skipped, and said so; a build that fails
 fails the command. An adapter whose folder has not changed since its last
 build here (its files' names, sizes and times, and the files its command
-names) is not built again; --force builds every one.
+names) is not built again; --force builds every one. Outside a clone of
+lockchaos the shipped adapters are the ones this binary carries, unpacked
+into ~/.cache/lockchaos/adapters/, where each is also built on its first
+use; build builds them all at once (a CI's setup step).
 `
 
 func cmdAdapter(args []string) int {
