@@ -41,7 +41,7 @@ type Step struct {
 // ends to w. It returns the steps; the check passed when no step has an
 // Err. scratch holds the nodes' and adapters' logs.
 func Check(ctx context.Context, m *locks.Manifest, scratch string, w io.Writer) ([]Step, error) {
-	if why := m.Missing(); why != "" {
+	if why := m.Ready(); why != "" {
 		return nil, fmt.Errorf("adapter %s cannot run here: %s", m.Name, why)
 	}
 	be, err := cluster.NewLocal()

@@ -66,7 +66,7 @@ func Adapter(ctx context.Context, lock, out string, rounds int) (AdapterRow, err
 	if m == nil || len(m.Bench) == 0 {
 		return row, fmt.Errorf("%s is not an adapter lock with a bench command", lock)
 	}
-	if why := m.Missing(); why != "" {
+	if why := m.Ready(); why != "" {
 		return row, fmt.Errorf("%s: %s", lock, why)
 	}
 	row.Language, row.Library, row.Version = m.Language, m.Library, m.Version

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/lockchaos/lockchaos/adaptercheck"
 	"github.com/lockchaos/lockchaos/adapterinit"
@@ -38,7 +36,10 @@ at the versions the adapter's own manifest files pin). An adapter whose
 toolchain (requires) is missing is skipped, and said so; a build that fails
 fails the command. An adapter whose folder has not changed since its last
 build here (its files' names, sizes and times, and the files its command
-names) is not built again; --force builds every one.
+names) is not built again; --force builds every one. Outside a clone of
+lockchaos the shipped adapters are the ones this binary carries, unpacked
+into ~/.cache/lockchaos/adapters/, where each is also built on its first
+use; build builds them all at once (a CI's setup step).
 
 init writes a small adapter in LANG (go, java, node, python or rust)
 around that language's most used Redis client (go-redis, Jedis, ioredis,
@@ -118,7 +119,10 @@ func adapterCheck(w io.Writer, nameOrFile string) int {
 	// An adapter not built yet (one adapter init wrote) is built first.
 	if len(m.Build) > 0 && m.MissingTools() == "" && m.Unbuilt() {
 		fmt.Fprintf(w, "building it first (%s is missing): %s\n", m.Built, strings.Join(m.Build, " "))
-		if buildFolder(w, []*locks.Manifest{m}, false) > 0 {
+		if failed, err := locks.Build(w, w, os.Stderr, []*locks.Manifest{m}, false); err != nil || failed > 0 {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "lockchaos adapter check:", err)
+			}
 			os.RemoveAll(scratch)
 			return 1
 		}
@@ -169,20 +173,16 @@ func shippedAdapters(names []string) ([]*locks.Manifest, error) {
 	return out, nil
 }
 
-// adapterBuild builds the shipped adapters, once per artifact (several
-// manifests may share one: redisson-spin-lock builds redisson-rlock's
-// jar), and not at all where nothing in the folder
-// changed since its last build here (locks.Manifest.BuildKey, recorded for
-// every manifest of the folder once it is built).
+// adapterBuild builds the shipped adapters (locks.Build): those whose
+// toolchain is missing are skipped, and said so.
 func adapterBuild(w io.Writer, names []string, force bool) int {
 	ms, err := shippedAdapters(names)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos adapter build:", err)
 		return ExitUsage
 	}
-	var order []string
-	groups := map[string][]*locks.Manifest{}
-	failed, skipped := 0, 0
+	var build []*locks.Manifest
+	skipped := 0
 	for _, m := range ms {
 		if why := m.MissingTools(); why != "" {
 			fmt.Fprintf(w, "SKIPPED %s: %s — its rows will not run\n", m.Name, why)
@@ -193,14 +193,12 @@ func adapterBuild(w io.Writer, names []string, force bool) int {
 			fmt.Fprintf(w, "ok      %s: nothing to build\n", m.Name)
 			continue
 		}
-		g := artifact(m)
-		if groups[g] == nil {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], m)
+		build = append(build, m)
 	}
-	for _, g := range order {
-		failed += buildFolder(w, groups[g], force)
+	failed, err := locks.Build(w, w, os.Stderr, build, force)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos adapter build:", err)
+		return ExitSetup
 	}
 	if skipped > 0 {
 		fmt.Fprintf(w, "%d adapter(s) skipped: install their toolchains (see adapters/README.md)\n", skipped)
@@ -209,65 +207,6 @@ func adapterBuild(w io.Writer, names []string, force bool) int {
 		return 1
 	}
 	return 0
-}
-
-// artifact names what m's build makes, so that manifests whose builds make
-// the same file (redisson-spin-lock's builds redisson-rlock's jar) build
-// it once: the file built, or without one named, the folder and command.
-func artifact(m *locks.Manifest) string {
-	if m.Built == "" {
-		return m.Dir + "\x00" + strings.Join(m.Build, "\x00")
-	}
-	if filepath.IsAbs(m.Built) {
-		return filepath.Clean(m.Built)
-	}
-	return filepath.Join(m.Dir, m.Built)
-}
-
-// buildFolder runs the build the manifests ms share (the first's command),
-// unless every one of them was built here as its folder is now, and says
-// so of each; it returns how many failed.
-func buildFolder(w io.Writer, ms []*locks.Manifest, force bool) int {
-	first := ms[0]
-	upToDate := !force
-	for _, m := range ms {
-		key, err := m.BuildKey()
-		upToDate = upToDate && err == nil && m.Missing() == "" && locks.Stamped("adapter-build", key)
-	}
-	if upToDate {
-		for _, m := range ms {
-			fmt.Fprintf(w, "ok      %s: up to date (nothing in %s changed since its build)\n", m.Name, m.Dir)
-		}
-		return 0
-	}
-	start := time.Now()
-	cmd := exec.Command(first.Build[0], first.Build[1:]...)
-	cmd.Dir = first.Dir
-	cmd.Stdout, cmd.Stderr = w, os.Stderr
-	if err := cmd.Run(); err != nil {
-		for _, m := range ms {
-			fmt.Fprintf(w, "FAILED  %s: %s (in %s): %v\n", m.Name, strings.Join(m.Build, " "), m.Dir, err)
-		}
-		return len(ms)
-	}
-	failed := 0
-	for i, m := range ms {
-		if why := m.Missing(); why != "" {
-			fmt.Fprintf(w, "FAILED  %s: built, but %s\n", m.Name, why)
-			failed++
-			continue
-		}
-		if i == 0 {
-			fmt.Fprintf(w, "ok      %s: built in %.1f s\n", m.Name, time.Since(start).Seconds())
-		} else {
-			fmt.Fprintf(w, "ok      %s: built with %s (the same artifact)\n", m.Name, first.Name)
-		}
-		// Keyed after the build: the folder as the build left it.
-		if key, err := m.BuildKey(); err == nil {
-			_ = locks.Stamp("adapter-build", key, fmt.Sprintf("adapter %s built by %s at %s\n", m.Name, strings.Join(m.Build, " "), time.Now().UTC().Format(time.RFC3339)))
-		}
-	}
-	return failed
 }
 
 // adapterInit is `lockchaos adapter init --lang LANG [--name NAME] DIR`.

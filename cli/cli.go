@@ -437,10 +437,19 @@ func adapterNote(s locks.Spec) string {
 	if i := strings.Index(rel, "adapters/"); i >= 0 {
 		rel = rel[i:]
 	}
-	if code := s.Adapter.Code(); code != "" {
-		return ", " + code + ", adapter: " + rel
+	if s.Adapter.Carried() {
+		// Unpacked into the cache (locks.AdaptersDir): the folder it has
+		// in the repository.
+		rel = "adapters/" + filepath.Base(filepath.Dir(s.Adapter.Dir)) + "/" + filepath.Base(s.Adapter.Dir) + "/" + filepath.Base(rel)
 	}
-	return ", adapter: " + rel
+	note := ", adapter: " + rel
+	if code := s.Adapter.Code(); code != "" {
+		note = ", " + code + note
+	}
+	if why := s.Adapter.Missing(); why != "" {
+		note += "; " + why
+	}
+	return note
 }
 
 // listMarkdown writes the reference of every lock's and nemesis's options

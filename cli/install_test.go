@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/internal/browser"
+	"github.com/lockchaos/lockchaos/locks"
 	runreport "github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/rundir"
 )
@@ -178,5 +179,76 @@ func TestExampleBuildsAsItsOwnModule(t *testing.T) {
 	test.Dir = "../example"
 	if out, err := test.CombinedOutput(); err != nil {
 		t.Fatalf("go test in example/: %v\n%s", err, out)
+	}
+}
+
+// An installed binary carries every shipped lock: outside the repository,
+// with an empty cache, `list locks` shows each adapter of adapters/, not
+// built yet; the first run of one builds it into the cache (saying so on
+// stderr first) and runs it; two first runs at once build it once (the
+// build lock); a later run finds it built.
+func TestInstalledBinaryCarriesEveryShippedLock(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the Python adapters cannot be built")
+	}
+	dir, cache := t.TempDir(), t.TempDir()
+	env := []string{"XDG_CACHE_HOME=" + cache, "LOCKCHAOS_ADAPTERS="}
+	stdout, stderr, code := lockchaosIn(t, dir, env, "list", "locks")
+	if code != 0 {
+		t.Fatalf("list locks: exit %d\n%s", code, stderr)
+	}
+	shipped, _ := filepath.Glob(filepath.Join("..", "adapters", "*", "*", "lock.yaml"))
+	if len(shipped) < 17 {
+		t.Fatalf("found %d shipped adapters in the repository", len(shipped))
+	}
+	lines := strings.Split(stdout, "\n")
+	for _, f := range shipped {
+		m, err := locks.ReadManifest(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel("..", f)
+		found := false
+		for _, l := range lines {
+			if strings.HasPrefix(l, m.Name+" ") && strings.Contains(l, "adapter: "+rel) {
+				found = true
+				if m.Built != "" && !strings.Contains(l, "not built yet") {
+					t.Errorf("%s: not marked as not built: %q", m.Name, l)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("list locks does not show the shipped adapter %s (%s)\n%s", m.Name, rel, stdout)
+		}
+	}
+	// Two first runs at once.
+	type result struct {
+		stdout, stderr string
+		code           int
+	}
+	results := make(chan result, 2)
+	for i := range 2 {
+		go func() {
+			o, e, c := lockchaosIn(t, dir, env, "run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(dir, fmt.Sprintf("run-%d", i)))
+			results <- result{o, e, c}
+		}()
+	}
+	builds := 0
+	for range 2 {
+		r := <-results
+		builds += strings.Count(r.stderr, "adapter redis-py-lock is not built yet: building it now in "+cache)
+		if r.code != ExitSafe {
+			t.Errorf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	}
+	if builds != 1 {
+		t.Errorf("two first runs at once built the adapter %d times, want once", builds)
+	}
+	_, stderr, code = lockchaosIn(t, dir, env, "run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(dir, "again"))
+	if code != ExitSafe || strings.Contains(stderr, "not built yet") {
+		t.Errorf("a later run: exit %d, want it to find the adapter built\n%s", code, stderr)
+	}
+	if unpacked, _ := filepath.Glob(filepath.Join(cache, "lockchaos", "adapters", "*", "python", "redis-py-lock", "lib")); len(unpacked) != 1 {
+		t.Errorf("built into %v, want one folder under the cache's lockchaos/adapters", unpacked)
 	}
 }

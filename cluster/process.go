@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	// It builds only for Linux: a build for another system stops there.
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly"
 )
 
 // process is a server the coordinator started as its child: a Redis node, a

@@ -1,6 +1,11 @@
 package history
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+
+	// It builds only for Linux: a build for another system stops there.
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly"
+)
 
 // Now reads CLOCK_MONOTONIC in nanoseconds. All processes on one host share
 // this clock and no nemesis touches it: the clock nemeses shift only the

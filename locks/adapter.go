@@ -21,6 +21,9 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/option"
+
+	// It builds only for Linux: a build for another system stops there.
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly"
 )
 
 // ProtocolVersion is the lock protocol's version (docs/protocol.md).
@@ -131,7 +134,7 @@ func (a adapterRenewWaiter) AcquireWait(ctx context.Context, key string, wait ti
 // newAdapter checks that the adapter can run here and keeps its options; it
 // starts nothing (Start does, in the worker).
 func newAdapter(m *Manifest, cfg Config) (Locker, error) {
-	if why := m.Missing(); why != "" {
+	if why := m.Ready(); why != "" {
 		return nil, fmt.Errorf("adapter %s cannot run here: %s", m.Name, why)
 	}
 	a := &adapter{m: m, cfg: cfg, pending: map[int64]chan answer{}, abandoned: map[int64]string{}, lost: map[string]*lostSignal{}}

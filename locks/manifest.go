@@ -220,6 +220,9 @@ func (m *Manifest) Missing() string {
 		return t
 	}
 	if m.Unbuilt() {
+		if m.Carried() {
+			return fmt.Sprintf("not built yet (%s is missing): built on first use, or by `lockchaos adapter build`", m.Built)
+		}
 		return fmt.Sprintf("not built (%s is missing): run `make adapters`", m.Built)
 	}
 	return ""
@@ -301,20 +304,25 @@ func QuickManifest(command, dir string) (*Manifest, error) {
 const AdaptersEnv = "LOCKCHAOS_ADAPTERS"
 
 // AdaptersDir is the folder of the shipped adapters: $LOCKCHAOS_ADAPTERS,
-// else the first adapters/ holding a lock.yaml found walking up from the
-// working directory, else the one beside the binary's folder (bin/..).
+// else the adapters/ of the lockchaos repository the working directory is
+// in (developers edit them there), else the one beside the binary's folder
+// (bin/.. of a repository), else the sources this binary carries
+// (package adapters), unpacked into the user's cache (unpackShipped) and
+// built there on first use (Manifest.Ready). "" when there is none: no
+// cache folder to unpack into (the error is in ShippedErrors).
 func AdaptersDir() string {
+	d, _ := adaptersDir()
+	return d
+}
+
+func adaptersDir() (string, error) {
 	if d := os.Getenv(AdaptersEnv); d != "" {
-		return d
-	}
-	has := func(d string) bool {
-		ms, _ := filepath.Glob(filepath.Join(d, "*", "*", "lock.yaml"))
-		return len(ms) > 0
+		return d, nil
 	}
 	if wd, err := os.Getwd(); err == nil {
 		for d := wd; ; d = filepath.Dir(d) {
-			if has(filepath.Join(d, "adapters")) {
-				return filepath.Join(d, "adapters")
+			if isRepository(d) {
+				return filepath.Join(d, "adapters"), nil
 			}
 			if filepath.Dir(d) == d {
 				break
@@ -322,11 +330,11 @@ func AdaptersDir() string {
 		}
 	}
 	if exe, err := os.Executable(); err == nil {
-		if d := filepath.Join(filepath.Dir(filepath.Dir(exe)), "adapters"); has(d) {
-			return d
+		if d := filepath.Dir(filepath.Dir(exe)); isRepository(d) {
+			return filepath.Join(d, "adapters"), nil
 		}
 	}
-	return ""
+	return unpackShipped()
 }
 
 var (
@@ -338,8 +346,9 @@ var (
 // broken manifest is not fatal to the other locks: ShippedErrors says it.
 func loadShipped() {
 	shippedOnce.Do(func() {
-		dir := AdaptersDir()
-		if dir == "" {
+		dir, err := adaptersDir()
+		if err != nil {
+			shippedErrs = append(shippedErrs, err.Error())
 			return
 		}
 		files, _ := filepath.Glob(filepath.Join(dir, "*", "*", "lock.yaml"))

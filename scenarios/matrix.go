@@ -273,13 +273,14 @@ func GridAxes() (lockNames, nemesisNames []string) {
 }
 
 // missingToolchain says why an adapter lock cannot run here ("" when it
-// can, or when the lock is written in Go).
+// can, or when the lock is written in Go). One the binary carries is built
+// first when it is not yet (locks.Manifest.Ready).
 func missingToolchain(lock string) string {
 	spec, err := locks.Lookup(lock)
 	if err != nil || spec.Adapter == nil {
 		return ""
 	}
-	if why := spec.Adapter.Missing(); why != "" {
+	if why := spec.Adapter.Ready(); why != "" {
 		return "adapter " + lock + ": " + why
 	}
 	return ""

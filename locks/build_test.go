@@ -1,14 +1,13 @@
-package cli
+package locks
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockchaos/lockchaos/locks"
 )
 
 // make setup, make chaos and make chaos-quick build the adapters each time
@@ -31,7 +30,7 @@ func TestAdapterBuildSkipsAnUnchangedFolder(t *testing.T) {
 	}
 	// Each build appends a line to builds.log and rewrites the artifact.
 	build := []string{"sh", "-c", "echo built >> ../builds.log; date +%N > adapter.jar"}
-	ms := []*locks.Manifest{
+	ms := []*Manifest{
 		{Name: "lib-a", Dir: shared, Build: build, Built: "adapter.jar"},
 		{Name: "lib-b", Dir: other, Build: []string{"sh", "-c", "cd ../shared && echo built >> ../builds.log; date +%N > adapter.jar"}, Built: "../shared/adapter.jar"},
 	}
@@ -44,7 +43,7 @@ func TestAdapterBuildSkipsAnUnchangedFolder(t *testing.T) {
 	}
 	run := func(force bool) string {
 		var out bytes.Buffer
-		if failed := buildFolder(&out, ms, force); failed != 0 {
+		if failed := buildFolder(&out, io.Discard, io.Discard, ms, force); failed != 0 {
 			t.Fatalf("%d failed: %s", failed, out.String())
 		}
 		return out.String()

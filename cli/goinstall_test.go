@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// SlowTestsEnv, set to 1, runs the tests that take minutes (.ci/run sets
+// it): TestGoInstallFromModuleProxy builds every shipped adapter from
+// nothing.
+const SlowTestsEnv = "LOCKCHAOS_SLOW_TESTS"
+
+// testVersion is the version the module proxy of TestGoInstallFromModuleProxy
+// serves the working tree as.
+const testVersion = "v0.0.44"
+
+// The README's install line, as a user runs it once the module is
+// published: `go install github.com/lockchaos/lockchaos/cmd/lockchaos@VERSION`,
+// here from a module proxy in a folder (the layout proxy.golang.org
+// serves, holding this working tree's tracked files as testVersion), into
+// an empty GOPATH and HOME, with no repository in sight. Then, in an empty
+// folder, the installed binary lists every shipped lock and the quick
+// catalogue passes: every adapter lock is built on first use into the
+// empty HOME's cache (Maven, npm and pip fetch their pinned versions:
+// minutes). The other modules come from this machine's module cache,
+// which is in the proxy's layout too (GOMODCACHE/cache/download), so the
+// install needs no network (nor the checksum database: GOSUMDB=off); the
+// build cache is shared (it only saves compiling).
+func TestGoInstallFromModuleProxy(t *testing.T) {
+	if os.Getenv(SlowTestsEnv) != "1" {
+		t.Skipf("takes minutes (it builds every adapter from nothing): set %s=1", SlowTestsEnv)
+	}
+	goEnv := func(name string) string {
+		b, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	modCache, buildCache := goEnv("GOMODCACHE"), goEnv("GOCACHE")
+	tmp := t.TempDir()
+	proxy := filepath.Join(tmp, "proxy")
+	serveModule(t, proxy, testVersion)
+	home, gopath, work := filepath.Join(tmp, "home"), filepath.Join(tmp, "gopath"), filepath.Join(tmp, "work")
+	for _, d := range []string{home, gopath, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The machine's own settings that point elsewhere are left out.
+	var env []string
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "HOME", "GOPATH", "GOMODCACHE", "GOBIN", "GOFLAGS", "GOPROXY", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOSUMDB",
+			"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "LOCKCHAOS_ADAPTERS", "LOCKCHAOS_CLOCKSHIM", "GOTOOLCHAIN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home, "GOPATH="+gopath, "GOCACHE="+buildCache, "GOTOOLCHAIN=local",
+		"GOPROXY=file://"+proxy+",file://"+filepath.Join(modCache, "cache", "download"),
+		// This working tree is in no checksum database, and this machine
+		// may not reach one: the other modules are the ones its go.sum
+		// names, from this machine's module cache.
+		"GOSUMDB=off",
+		"PATH="+filepath.Join(gopath, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	start := time.Now()
+	install := exec.Command("go", "install", "github.com/lockchaos/lockchaos/cmd/lockchaos@"+testVersion)
+	install.Dir, install.Env = work, env
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install: %v\n%s", err, out)
+	}
+	t.Logf("go install: %.0f s", time.Since(start).Seconds())
+	installed := filepath.Join(gopath, "bin", "lockchaos")
+	run := func(args ...string) (string, string, int) {
+		var o, e bytes.Buffer
+		cmd := exec.Command(installed, args...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = work, env, &o, &e
+		code := 0
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("lockchaos %v: %v", args, err)
+			}
+			code = ee.ExitCode()
+		}
+		return o.String(), e.String(), code
+	}
+	stdout, stderr, code := run("list", "locks")
+	if code != 0 {
+		t.Fatalf("list locks: exit %d\n%s%s", code, stdout, stderr)
+	}
+	shipped, _ := filepath.Glob(filepath.Join("..", "adapters", "*", "*", "lock.yaml"))
+	if len(shipped) < 17 {
+		t.Fatalf("found %d shipped adapters in the repository", len(shipped))
+	}
+	for _, f := range shipped {
+		name := filepath.Base(filepath.Dir(f))
+		if !strings.Contains(stdout, "adapter: adapters/"+filepath.Base(filepath.Dir(filepath.Dir(f)))+"/"+name+"/lock.yaml") {
+			t.Errorf("list locks does not show the shipped adapter %s\n%s", name, stdout)
+		}
+	}
+	start = time.Now()
+	stdout, stderr, code = run("chaos", "--quick", "--out", filepath.Join(work, "quick"))
+	t.Logf("chaos --quick, the adapters it uses built first: %.0f s\n%s", time.Since(start).Seconds(), stderr)
+	if code != ExitSafe || !strings.Contains(stdout, "PASSED: every verdict as expected") {
+		t.Errorf("chaos --quick: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// adapter build builds the rest (the quick catalogue uses some of
+	// them), and not the ones chaos built.
+	built := strings.Count(stderr, "is not built yet: building it now")
+	start = time.Now()
+	stdout, stderr, code = run("adapter", "build")
+	t.Logf("adapter build, the rest: %.0f s\n%s", time.Since(start).Seconds(), stdout)
+	if code != 0 || strings.Contains(stdout, "SKIPPED") || strings.Count(stdout, "up to date") < built {
+		t.Errorf("adapter build: exit %d, want every adapter built, the %d built by chaos up to date\n%s\n%s", code, built, stdout, stderr)
+	}
+	if stdout, _, _ = run("list", "locks"); strings.Contains(stdout, "not built yet") {
+		t.Errorf("after adapter build, list locks still shows adapters not built\n%s", stdout)
+	}
+	_, stderr, code = run("run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(work, "again"))
+	if code != ExitSafe || strings.Contains(stderr, "not built yet") {
+		t.Errorf("a run after the builds: exit %d, want the adapter found built\n%s", code, stderr)
+	}
+}
+
+// serveModule writes, under dir, a module proxy (the GOPROXY protocol's
+// layout: MODULE/@v/list, VERSION.info, VERSION.mod, VERSION.zip) that
+// serves this working tree's tracked files as lockchaos's module at
+// version. The zip follows the module zip rules: every file under
+// MODULE@VERSION/, none in a folder holding another module (example/).
+func serveModule(t *testing.T, dir, version string) {
+	t.Helper()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	root := strings.TrimSpace(string(top))
+	ls, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	const module = "github.com/lockchaos/lockchaos"
+	v := filepath.Join(dir, filepath.FromSlash(module), "@v")
+	if err := os.MkdirAll(v, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	files := 0
+	for _, name := range strings.Split(strings.TrimRight(string(ls), "\x00"), "\x00") {
+		if inSubmodule(root, name) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if os.IsNotExist(err) {
+			continue // deleted in the working tree
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := zw.Create(module + "@" + version + "/" + name)
+		if err == nil {
+			_, err = f.Write(b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files++
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := json.Marshal(map[string]string{"Version": version, "Time": time.Now().UTC().Format(time.RFC3339)})
+	for name, b := range map[string][]byte{"list": []byte(version + "\n"), version + ".info": info, version + ".mod": mod, version + ".zip": zipped.Bytes()} {
+		if err := os.WriteFile(filepath.Join(v, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("module proxy %s: %s@%s, %d files", dir, module, version, files)
+}
+
+// inSubmodule says whether the tracked file name lies in a folder (below
+// root) that holds a go.mod of its own: another module, left out of the zip.
+func inSubmodule(root, name string) bool {
+	for d := filepath.Dir(name); d != "."; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(root, d, "go.mod")); err == nil {
+			return true
+		}
+	}
+	return false
+}
