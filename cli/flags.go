@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/option"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -233,4 +235,37 @@ func claimOut(cmd, out, file, what string, force, create bool) (code int, ok boo
 		return ExitSetup, false
 	}
 	return 0, true
+}
+
+// lockFlags are --lock-file and --opt, the same on every command that
+// takes a lock (run, compare, audit, chaos, shrink): one parser for both.
+// Each --lock-file registers the adapter lock of a manifest anywhere by its
+// name, beside the shipped locks; --opt sets an option of a lock or a
+// nemesis.
+type lockFlags struct {
+	files listFlag
+	opts  listFlag
+}
+
+func (l *lockFlags) bind(fs *flag.FlagSet) {
+	fs.Var(&l.files, "lock-file", "make the adapter lock that the manifest `FILE` (a lock.yaml anywhere) describes available by its name, beside the shipped locks: a lock in any language (docs/protocol.md); repeatable")
+	fs.Var(&l.opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
+}
+
+// register registers each --lock-file's lock and returns them, in order.
+func (l *lockFlags) register() ([]locks.Spec, error) {
+	var specs []locks.Spec
+	for _, f := range l.files {
+		s, err := locks.RegisterFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--lock-file %s: %w", f, err)
+		}
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+// options are the --opt values by owner (a lock's or a nemesis's name).
+func (l *lockFlags) options() (map[string]map[string]string, error) {
+	return option.Split(l.opts)
 }

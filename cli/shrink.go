@@ -52,6 +52,8 @@ func cmdShrink(args []string) int {
 	var budget time.Duration
 	var spans settings.Spans
 	spans.DurationVar(fs, &budget, "budget", shrink.DefaultBudget, "time for the search (a run under way finishes; minimal.yaml's runs after it are not counted)")
+	var lf lockFlags
+	lf.bind(fs)
 	// Flags may come before or after the folder.
 	var dirs []string
 	for rest := args; ; {
@@ -79,6 +81,14 @@ func cmdShrink(args []string) int {
 		return ExitUsage
 	case budget <= 0:
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: --budget %v: want a positive duration such as 10m\n", budget)
+		return ExitUsage
+	}
+	if _, err := lf.register(); err != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
+		return ExitUsage
+	}
+	if len(lf.opts) > 0 {
+		fmt.Fprintln(os.Stderr, "lockchaos shrink: --opt: a shrink keeps the options its run had (DIR/config.json): run it again with --opt, then shrink that run")
 		return ExitUsage
 	}
 	outGiven := *out != ""
