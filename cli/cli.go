@@ -336,7 +336,7 @@ func cmdRun(args []string) int {
 func runMatrix(res checker.Result, sc *scenarios.Scenario, code int) scenarios.Summary {
 	nem := nemesisList(res.Nemesis)
 	c := scenarios.CellResult{Name: scenarios.GridName(res.Lock, nem), Kind: scenarios.KindRun, Lock: res.Lock, Nemesis: nem,
-		Expect: string(checker.Safe), Got: string(res.Verdict), Verdict: string(res.Verdict), Seed: res.Seed, Detail: res.Summary, Dir: "."}
+		Expect: string(checker.Safe), Got: string(res.Verdict), Verdict: string(res.Verdict), Seed: res.Seed, Detail: res.Summary, Dir: ".", Seconds: res.WorkloadMs / 1000}
 	if sc != nil && sc.Expect.Verdict != "" {
 		c.Name, c.Expect = sc.Name, sc.Expect.String()
 	}

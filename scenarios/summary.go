@@ -347,7 +347,7 @@ func (s Summary) JUnit(path, dir string) error {
 		}
 		spans[c.Kind].add(c)
 		tc := testcase{Name: c.Name, Classname: ts.Name, Time: fmt.Sprintf("%.3f", c.Seconds)}
-		if c.Kind == KindGrid || c.Kind == KindAudit {
+		if c.Kind == KindGrid || c.Kind == KindAudit || c.Kind == KindRun {
 			tc.Classname = ts.Name + "." + c.Lock
 		}
 		var out []string
