@@ -3,8 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +13,11 @@ import (
 	"github.com/lockchaos/lockchaos/workload"
 )
 
-// A claim is verified only on at least ClaimSeeds seeds of evidence: held
-// 0/1 (interval [0 %, 79 %]) or 0/2 says nothing, and the audit names the
-// claim as not verified, in audit.md's verdict line and as a failing JUnit
-// case; held 0/3 verifies it. An audit that plans fewer seeds than a claim
-// needs is refused before it runs.
+// A claim is verified only on at least 3 seeds of evidence (ClaimSeeds):
+// held 0/1 (interval [0 %, 79 %]) or 0/2 says nothing, and the audit names
+// the claim as not verified, in audit.md's verdict line; held 0/3 verifies
+// it. An audit that plans fewer seeds than a claim needs is refused before
+// it runs.
 func TestAClaimNeedsThreeSeedsOfEvidence(t *testing.T) {
 	safe := func(n int) []compare.Run {
 		var runs []compare.Run
@@ -31,7 +29,7 @@ func TestAClaimNeedsThreeSeedsOfEvidence(t *testing.T) {
 	for seeds := 1; seeds <= 4; seeds++ {
 		spec := Spec{Lock: "set-nx-px", Nemeses: []string{"latency"}, Claims: []string{"latency"}, Seeds: seeds, MinSeeds: 3}
 		a := Summarize(spec, compare.Comparison{Rows: []compare.Row{row("set-nx-px", "latency", safe(seeds)...)}}, nil)
-		verified := seeds >= ClaimSeeds
+		verified := seeds >= 3
 		if got := len(a.ClaimsUnverified) == 0; got != verified {
 			t.Errorf("held 0/%d: verified %v, want %v (unverified %v)", seeds, got, verified, a.ClaimsUnverified)
 		}
@@ -43,15 +41,6 @@ func TestAClaimNeedsThreeSeedsOfEvidence(t *testing.T) {
 		}
 		if !strings.HasPrefix(first, want) {
 			t.Errorf("held 0/%d: audit.md begins %q, want %q", seeds, first, want)
-		}
-		xml := filepath.Join(t.TempDir(), "a.xml")
-		if err := a.Matrix().JUnit(xml, "."); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := os.ReadFile(xml)
-		fails := strings.Contains(string(b), `failures="1"`)
-		if fails == verified || !verified && !strings.Contains(string(b), "not enough evidence for latency") {
-			t.Errorf("held 0/%d: JUnit fails %v, want %v:\n%s", seeds, fails, !verified, b)
 		}
 		err := spec.Validate()
 		if refused := err != nil && strings.Contains(err.Error(), "a claim is verified on at least 3 seeds"); refused == verified {
