@@ -27,7 +27,7 @@ func TestAClaimNeedsThreeSeedsOfEvidence(t *testing.T) {
 		return runs
 	}
 	for seeds := 1; seeds <= 4; seeds++ {
-		spec := Spec{Lock: "set-nx-px", Nemeses: []string{"latency"}, Claims: []string{"latency"}, Seeds: seeds, MinSeeds: 3}
+		spec := Spec{Lock: "set-nx-px", Nemeses: []string{"latency"}, Claims: []string{"latency"}, Seeds: seeds, MinSeeds: 3, ShrinkBudget: time.Minute}
 		a := Summarize(spec, compare.Comparison{Rows: []compare.Row{row("set-nx-px", "latency", safe(seeds)...)}}, nil)
 		verified := seeds >= 3
 		if got := len(a.ClaimsUnverified) == 0; got != verified {

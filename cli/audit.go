@@ -92,22 +92,13 @@ func cmdAudit(args []string) int {
 	if code, ok := parse(fs, auditUsage, args); !ok {
 		return code
 	}
-	if _, err := lf.register(); err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
+	given, opts, ok := lf.load("audit")
+	if !ok {
 		return ExitUsage
 	}
-	opts, err := lf.options()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
-		return ExitUsage
-	}
-	if len(opts) > 0 {
-		spec.Options = opts
-	}
-	if spec.Lock == "" && len(lf.files) == 1 {
-		if m, err := locks.ReadManifest(lf.files[0]); err == nil {
-			spec.Lock = m.Name
-		}
+	spec.Options = opts
+	if spec.Lock == "" && len(given) == 1 {
+		spec.Lock = given[0].Name
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos audit: unexpected argument %q\n", fs.Arg(0))

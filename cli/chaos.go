@@ -81,13 +81,8 @@ func cmdChaos(args []string) int {
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code
 	}
-	if _, err := lf.register(); err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
-		return ExitUsage
-	}
-	lockOpts, err := lf.options()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
+	_, lockOpts, ok := lf.load("chaos")
+	if !ok {
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {

@@ -219,14 +219,8 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos run: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
 	}
-	split, err := lf.options()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
-		return ExitUsage
-	}
-	given, err := lf.register()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+	given, split, ok := lf.load("run")
+	if !ok {
 		return ExitUsage
 	}
 	var sc *scenarios.Scenario
@@ -286,6 +280,7 @@ func cmdRun(args []string) int {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
 	outGiven := cfg.Out != ""
+	var err error
 	if cfg.Out, err = outFolder(cfg.Out, "run"); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos run: results folder:", err)
 		return ExitSetup

@@ -69,18 +69,11 @@ func cmdCompare(args []string) int {
 	if code, ok := parse(fs, compareUsage, args); !ok {
 		return code
 	}
-	if _, err := lf.register(); err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos compare:", err)
+	_, opts, ok := lf.load("compare")
+	if !ok {
 		return ExitUsage
 	}
-	opts, err := lf.options()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos compare:", err)
-		return ExitUsage
-	}
-	if len(opts) > 0 {
-		spec.Options = opts
-	}
+	spec.Options = opts
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos compare: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage

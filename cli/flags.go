@@ -252,6 +252,25 @@ func (l *lockFlags) bind(fs *flag.FlagSet) {
 	fs.Var(&l.opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
 }
 
+// load registers each --lock-file's lock and reads --opt, once cmd's
+// flags are parsed: the locks given, in order, and the options by owner
+// (nil for none). When ok is false it printed what is wrong, and cmd exits
+// with ExitUsage.
+func (l *lockFlags) load(cmd string) (given []locks.Spec, opts map[string]map[string]string, ok bool) {
+	given, err := l.register()
+	if err == nil {
+		opts, err = l.options()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, err)
+		return nil, nil, false
+	}
+	if len(opts) == 0 {
+		opts = nil
+	}
+	return given, opts, true
+}
+
 // register registers each --lock-file's lock and returns them, in order.
 func (l *lockFlags) register() ([]locks.Spec, error) {
 	var specs []locks.Spec

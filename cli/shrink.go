@@ -83,11 +83,9 @@ func cmdShrink(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: --budget %v: want a positive duration such as 10m\n", budget)
 		return ExitUsage
 	}
-	if _, err := lf.register(); err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
+	if _, opts, ok := lf.load("shrink"); !ok {
 		return ExitUsage
-	}
-	if len(lf.opts) > 0 {
+	} else if opts != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos shrink: --opt: a shrink keeps the options its run had (DIR/config.json): run it again with --opt, then shrink that run")
 		return ExitUsage
 	}
