@@ -169,11 +169,6 @@ func signalContext() (context.Context, func()) {
 	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
 const runUsage = `Usage: lockchaos run --lock NAME [--nemesis NAME[,NAME...]] [flags]
        lockchaos run --scenario FILE|NAME [flags]    (a file or a built-in scenario's name; flags given override it)
        lockchaos run --replay DIR [--out DIR]   (the stored run again, step by step)

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/locks"
-	"github.com/lockchaos/lockchaos/option"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -66,11 +66,9 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 	}
 }
 
-// repeatable marks a flag that may be given more than once (--opt); every
-// other flag takes one value.
-type repeatable interface{ repeatable() }
-
-func (*listFlag) repeatable() {}
+// repeatable marks a flag that may be given more than once (--opt,
+// --lock-file: lockargs.List); every other flag takes one value.
+type repeatable interface{ Repeatable() }
 
 // onlyOnce watches the flags of fs that take one value while fs parses:
 // given twice (`--lock token-lua --lock fenced`), the last would silently
@@ -237,54 +235,19 @@ func claimOut(cmd, out, file, what string, force, create bool) (code int, ok boo
 	return 0, true
 }
 
-// lockFlags are --lock-file and --opt, the same on every command that
-// takes a lock (run, compare, audit, chaos, shrink): one parser for both.
-// Each --lock-file registers the adapter lock of a manifest anywhere by its
-// name, beside the shipped locks; --opt sets an option of a lock or a
-// nemesis.
-type lockFlags struct {
-	files listFlag
-	opts  listFlag
-}
+// lockFlags are --lock-file and --opt (lockargs.Flags).
+type lockFlags struct{ lockargs.Flags }
 
-func (l *lockFlags) bind(fs *flag.FlagSet) {
-	fs.Var(&l.files, "lock-file", "make the adapter lock that the manifest `FILE` (a lock.yaml anywhere) describes available by its name, beside the shipped locks: a lock in any language (docs/protocol.md); repeatable")
-	fs.Var(&l.opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
-}
+func (l *lockFlags) bind(fs *flag.FlagSet) { l.Bind(fs, true) }
 
-// load registers each --lock-file's lock and reads --opt, once cmd's
-// flags are parsed: the locks given, in order, and the options by owner
-// (nil for none). When ok is false it printed what is wrong, and cmd exits
-// with ExitUsage.
+// load registers each --lock-file's lock and reads --opt (lockargs), once
+// cmd's flags are parsed. When ok is false it printed what is wrong, and
+// cmd exits with ExitUsage.
 func (l *lockFlags) load(cmd string) (given []locks.Spec, opts map[string]map[string]string, ok bool) {
-	given, err := l.register()
-	if err == nil {
-		opts, err = l.options()
-	}
+	given, opts, err := l.Load()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, err)
 		return nil, nil, false
 	}
-	if len(opts) == 0 {
-		opts = nil
-	}
 	return given, opts, true
-}
-
-// register registers each --lock-file's lock and returns them, in order.
-func (l *lockFlags) register() ([]locks.Spec, error) {
-	var specs []locks.Spec
-	for _, f := range l.files {
-		s, err := locks.RegisterFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("--lock-file %s: %w", f, err)
-		}
-		specs = append(specs, s)
-	}
-	return specs, nil
-}
-
-// options are the --opt values by owner (a lock's or a nemesis's name).
-func (l *lockFlags) options() (map[string]map[string]string, error) {
-	return option.Split(l.opts)
 }
