@@ -56,7 +56,7 @@ Usage:
   lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
                                                                    (DIR2/minimal.yaml), its witness, its run
   lockchaos audit --lock NAME [--seeds K] [--claims F1,F2]         a lock's whole safety record: every fault, a minimal
-                  [--budget 15m] [--out DIR]                       witness of each that breaks it, its claims held to
+                  [--budget 15m] [--out DIR] [--junit FILE]        witness of each that breaks it, its claims held to
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
@@ -73,6 +73,10 @@ differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
 (lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced,
 2 interrupted, 3, 4.
 audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
+
+run, chaos, compare, audit and shrink take --lock-file PATH/lock.yaml (an
+adapter lock anywhere, by its name beside the shipped ones; repeatable)
+and --opt NAME.KEY=VALUE.
 
 Run 'lockchaos help run' for the flags of run.
 `
