@@ -96,12 +96,16 @@ func cmdShrink(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
-	return shrinkOutcome(rep, err, *out)
+	lockFile := ""
+	if cfg, err := settings.LoadReplay(dir); err == nil {
+		lockFile = rundir.LockFileArgs("", cfg.Lock)
+	}
+	return shrinkOutcome(rep, err, *out, lockFile)
 }
 
 // shrinkOutcome prints the shrink's last lines and maps its outcome to an
 // exit code.
-func shrinkOutcome(rep *shrink.Report, err error, out string) int {
+func shrinkOutcome(rep *shrink.Report, err error, out, lockFile string) int {
 	var ue settings.UsageError
 	interrupted := rep != nil && rep.Stopped == shrink.StoppedInterrupted
 	switch {
@@ -132,7 +136,7 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: %s run%s --scenario %s\n", rundir.Program(), lockFile, shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
 	if interrupted {
 		return ExitShrinkInterrupted
 	}
