@@ -23,6 +23,7 @@ import (
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -46,6 +47,8 @@ type Spec struct {
 	Budget       time.Duration `json:"budget_ns"`
 	ShrinkBudget time.Duration `json:"shrink_budget_ns"`
 	ShrinkTries  int           `json:"shrink_tries"`
+	// Options are --opt's, by owner (the lock's or a nemesis's name).
+	Options map[string]map[string]string `json:"options,omitempty"`
 }
 
 // Defaults of the options.
@@ -56,6 +59,10 @@ const (
 	// CompareShare is the part of a --budget the runs get; the shrinks
 	// share the rest.
 	CompareShare = 0.7
+	// ClaimSeeds is the evidence a claim needs to be verified: seeds of
+	// its fault that were evidence, and safe. Fewer leave an interval too
+	// wide to say anything (held 0/1: [0 %, 79 %]).
+	ClaimSeeds = 3
 )
 
 // references are the yardsticks run beside a lock of each store: the
@@ -123,8 +130,9 @@ type Class struct {
 	// fencing did), "" (no fenced reference ran this fault).
 	Fencing  string `json:"fencing,omitempty"`
 	FencedBy string `json:"fenced_by,omitempty"`
-	// Expected is the catalogue's verdict for the lock under this fault
-	// (scenarios/grid.yaml), "" where it has none.
+	// Expected is the verdict expected of the lock under this fault: the
+	// catalogue's (scenarios/grid.yaml), or for a lock outside it its
+	// manifest's claims (Audit.ExpectFrom); "" where there is none.
 	Expected string `json:"expected,omitempty"`
 	// Witness is the shrunk violation (broken classes).
 	Witness *Witness `json:"witness,omitempty"`
@@ -182,10 +190,17 @@ type Audit struct {
 	Classes     []Class `json:"classes"`
 	// LeftOut says what the budget left out.
 	LeftOut []string `json:"left_out,omitempty"`
-	// ClaimsBroken and ClaimsUnverified name the claims that failed.
+	// ExpectFrom says where Class.Expected comes from: "catalogue",
+	// "claims" (the lock's manifest, for a lock outside the catalogue), or
+	// "" (none).
+	ExpectFrom string `json:"expect_from,omitempty"`
+	// ClaimsBroken and ClaimsUnverified name the claims that failed: a
+	// claim is unverified when fewer than ClaimSeeds of its seeds were
+	// evidence.
 	ClaimsBroken     []string `json:"claims_broken"`
 	ClaimsUnverified []string `json:"claims_unverified"`
-	Command          string   `json:"command"`
+	// Command repeats the audit from its folder.
+	Command string `json:"command"`
 }
 
 // Schema is the version of audit.json's layout.
@@ -209,6 +224,8 @@ func (s Spec) Validate() error {
 	}
 	if s.Seeds < 1 {
 		errs = append(errs, fmt.Sprintf("--seeds %d: want at least 1", s.Seeds))
+	} else if len(s.Claims) > 0 && s.Seeds < ClaimSeeds {
+		errs = append(errs, fmt.Sprintf("--seeds %d: a claim is verified on at least %d seeds of evidence (%s): give --seeds %d or more", s.Seeds, ClaimSeeds, strings.Join(s.Claims, ","), ClaimSeeds))
 	}
 	if s.ShrinkBudget <= 0 {
 		errs = append(errs, fmt.Sprintf("--shrink-budget %v: want a positive duration such as 1m", s.ShrinkBudget))
@@ -232,16 +249,18 @@ func (s Spec) Validate() error {
 // and the catalogue's expectations.
 type Options struct {
 	compare.Options
-	// Expect is the catalogue's expectation of each fault for the lock
-	// (scenarios.Grid.Expect[lock]), shown beside what the audit found.
-	Expect map[string]checker.Verdict
+	// Expect is the expectation of each fault for the lock, shown beside
+	// what the audit found, and ExpectFrom where it comes from
+	// (scenarios.Grid.ExpectOf).
+	Expect     map[string]checker.Verdict
+	ExpectFrom string
 }
 
 // Compare is the comparison an audit runs: the lock and its references
 // against its faults, stopping a cell that broke once MinSeeds ran.
 func (s Spec) Compare() compare.Spec {
 	return compare.Spec{Locks: append([]string{s.Lock}, s.Refs...), Nemeses: s.Nemeses, Seeds: s.Seeds,
-		FirstSeed: s.FirstSeed, EarlyStop: true, MinSeeds: s.MinSeeds, Parallel: s.Parallel}
+		FirstSeed: s.FirstSeed, EarlyStop: true, MinSeeds: s.MinSeeds, Parallel: s.Parallel, Options: s.Options}
 }
 
 // Run runs the planned cells (compare.Plan of the lock and its references
@@ -258,16 +277,23 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 	if spec.Budget > 0 {
 		runCtx, cancel = context.WithDeadline(ctx, start.Add(time.Duration(float64(spec.Budget)*CompareShare)))
 	}
-	fmt.Fprintf(progress, "audit %s: %d faults × %d locks (the lock and its references), up to %d seeds each\n",
-		spec.Lock, len(spec.Nemeses), len(cspec.Locks), spec.Seeds)
+	fmt.Fprintf(progress, "audit %s: %s × %s (the lock and its references), up to %s each\n",
+		spec.Lock, words.Count(len(spec.Nemeses), "fault", "faults"), words.Count(len(cspec.Locks), "lock", "locks"), words.Count(spec.Seeds, "seed", "seeds"))
 	co := o.Options
 	co.Progress = progress
 	cmp := compare.Execute(runCtx, cspec, cells, co)
+	outOfTime := errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	cancel()
 	a := Summarize(spec, cmp, o.Expect)
+	a.ExpectFrom = o.ExpectFrom
+	if o.Expect == nil {
+		a.ExpectFrom = ""
+	}
 	a.Started = start.Format(time.RFC3339)
-	if ctx.Err() == nil && runCtx.Err() != nil {
-		a.LeftOut = append(a.LeftOut, fmt.Sprintf("the runs reached %.0f%% of the --budget %v and stopped: %s", 100*CompareShare, spec.Budget, seedsRun(cmp)))
+	if ctx.Err() == nil && outOfTime {
+		if short := seedsRun(cmp); short != "" {
+			a.LeftOut = append(a.LeftOut, fmt.Sprintf("the runs reached %.0f%% of the --budget %v and stopped: %s", 100*CompareShare, spec.Budget, short))
+		}
 	}
 	cmp.Interrupted = ctx.Err() != nil
 	a.Interrupted = ctx.Err() != nil
@@ -302,7 +328,7 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 	for _, i := range broken {
 		if a.Classes[i].Witness == nil {
 			a.Classes[i].Witness = &Witness{Run: firstViolation(cmp, spec.Lock, a.Classes[i].Nemesis), Why: "not shrunk: the budget ran out or the audit was interrupted"}
-			a.Classes[i].Witness.Command = replay(filepath.Join(o.Out, a.Classes[i].Witness.Run))
+			a.Classes[i].Witness.Command = replay(a.Classes[i].Witness.Run, spec, o.Out)
 		}
 	}
 	a.Interrupted = ctx.Err() != nil
@@ -310,28 +336,25 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 	return a, cmp
 }
 
-// seedsRun says how far each cell got.
+// seedsRun says how far the cells the budget cut short got, naming them;
+// "" when none was cut short (every cell ran its seeds, or stopped early
+// on a violation).
 func seedsRun(cmp compare.Comparison) string {
-	lo, hi := -1, 0
+	var short []string
 	for _, r := range cmp.Rows {
-		if r.Status != compare.StatusRan || r.StoppedEarly {
+		if r.Status != compare.StatusRan || r.StoppedEarly || r.Seeds >= cmp.Spec.Seeds {
 			continue
 		}
-		if lo < 0 || r.Seeds < lo {
-			lo = r.Seeds
-		}
-		hi = max(hi, r.Seeds)
+		short = append(short, fmt.Sprintf("%s under %s ran %d of %s", r.Lock, r.Nemesis, r.Seeds, words.Count(cmp.Spec.Seeds, "seed", "seeds")))
 	}
-	if lo < 0 {
-		return "no cell ran"
-	}
-	return fmt.Sprintf("the cells ran %d to %d of their %d seeds", lo, hi, cmp.Spec.Seeds)
+	return strings.Join(short, "; ")
 }
 
-// replay is the command that runs the violating run in dir again, fault
-// for fault (when no minimal scenario was written).
-func replay(dir string) string {
-	return rundir.ReplayCommand(rundir.PortableProgram(), dir)
+// replay is the command that runs the violating run in dir (relative to
+// the audit's folder out) again, fault for fault, from that folder (when
+// no minimal scenario was written).
+func replay(dir string, spec Spec, out string) string {
+	return rundir.ReplayCommand(rundir.PortableProgram(), dir) + rundir.LockFileArgs(out, spec.Lock)
 }
 
 // firstViolation is the folder (relative to the audit's) of the lowest
@@ -354,7 +377,7 @@ func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
 func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
 	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, scenarios.FaultDir(c.Nemesis)))}
 	src := filepath.Join(o.Out, w.Run)
-	w.Command = replay(src)
+	w.Command = replay(w.Run, spec, o.Out)
 	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))
 	rep, err := shrink.Shrink(ctx, src, shrink.Options{Out: filepath.Join(o.Out, w.Dir), Force: o.Force, Tries: spec.ShrinkTries,
 		Budget: budget, AfterRun: o.AfterRun, Run: o.Run})
@@ -377,7 +400,7 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	if rep.Stopped != "" {
 		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
 	}
-	w.Command = rundir.PortableProgram() + " run --scenario " + shellwords.Quote(filepath.Join(o.Out, w.Scenario))
+	w.Command = rundir.PortableProgram() + " run" + rundir.LockFileArgs(o.Out, spec.Lock) + " --scenario " + shellwords.Quote(w.Scenario)
 	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
 	return w
 }
@@ -414,11 +437,10 @@ func Summarize(spec Spec, cmp compare.Comparison, expect map[string]checker.Verd
 			}
 		}
 		if c.Claimed {
-			switch c.Status {
-			case Broken:
+			switch {
+			case c.Status == Broken:
 				a.ClaimsBroken = append(a.ClaimsBroken, n)
-			case Held:
-			default:
+			case c.Status != Held || c.Safe < ClaimSeeds:
 				a.ClaimsUnverified = append(a.ClaimsUnverified, n)
 			}
 		}

@@ -52,7 +52,7 @@ func TestSummarizeJudgesEachFaultFromItsSeeds(t *testing.T) {
 	cmp := compare.Comparison{Rows: []compare.Row{
 		row("set-nx-px", "none", run(compare.OutcomeSafe, 0, checker.ResourceIntact), run(compare.OutcomeSafe, 0, checker.ResourceIntact)),
 		row("set-nx-px", "pause-client", run(compare.OutcomeSafe, 1, checker.ResourceIntact), run(compare.OutcomeViolation, 1, checker.ResourceDamaged)),
-		row("set-nx-px", "crash-restart", run(compare.OutcomeSafe, 1, checker.ResourceIntact), run(compare.OutcomeSafe, 2, checker.ResourceIntact)),
+		row("set-nx-px", "crash-restart", run(compare.OutcomeSafe, 1, checker.ResourceIntact), run(compare.OutcomeSafe, 2, checker.ResourceIntact), run(compare.OutcomeSafe, 1, checker.ResourceIntact)),
 		row("set-nx-px", "clock-jump", run(compare.OutcomeNoEvidence, 0, checker.ResourceIntact)),
 		na,
 		row("etcd-mutex-fenced", "pause-client", run(compare.OutcomeViolation, 1, checker.ResourceFenced), run(compare.OutcomeViolation, 1, checker.ResourceIntact)),
@@ -93,16 +93,16 @@ func TestSummarizeJudgesEachFaultFromItsSeeds(t *testing.T) {
 	md := a.Markdown()
 	for _, s := range []string{
 		"| pause-client | **broken 1/2** (claimed) | violation |",
-		"| crash-restart | held 0/2 (claimed) | violation ≠ |",
-		"**Differs from the catalogue**: under crash-restart the catalogue expects violation, and the audit found it held in 2 of 2 seeds.",
+		"| crash-restart | held 0/3 (claimed) | violation ≠ |",
+		"**Differs from the catalogue**: under crash-restart the catalogue expects violation, and the audit found it held in 3 of 3 seeds.",
 		"- **pause-client** broke it in 1 of 2 seeds",
 		"fencing would have saved the data (`etcd-mutex-fenced`'s resource stayed intact under the same fault)",
 		"broken 2/2, data intact", // the fenced reference's own verdict
-		"- **crash-restart**: safe in 2 of 2 seeds, 3 faults landed",
+		"- **crash-restart**: safe in 3 of 3 seeds, 4 faults landed",
 		"- **clock-jump**: no evidence",
 		"- **failover-sentinel**: n/a: needs redis-sentinel",
 		"**Broken**: `pause-client`",
-		"**Not verified** (no seed was evidence): `clock-jump`",
+		"**Not verified** (fewer than 3 seeds of evidence): `clock-jump`",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("audit.md lacks %q:\n%s", s, md)

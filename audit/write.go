@@ -11,7 +11,9 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // Write writes audit.json, audit.md and audit.html to dir.
@@ -74,8 +76,8 @@ func ttfv(v *float64) string {
 	return fmt.Sprintf("%.2f", *v)
 }
 
-// expected is the catalogue's verdict, flagged where the audit found
-// otherwise.
+// expected is the verdict expected (the catalogue's, or the claims'),
+// flagged where the audit found otherwise.
 func (c Class) expected() string {
 	switch {
 	case c.Expected == "":
@@ -98,10 +100,11 @@ func (c Class) Disagrees() bool {
 func (a Audit) Markdown() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("%s\n\n", a.Verdict())
 	p("# Audit of `%s`\n\n", a.Spec.Lock)
 	p("%s.\n\n", strings.TrimSuffix(a.Description, "."))
-	p("Store: %s. Each fault of the lockchaos grid that applies ran up to %d seeds (from seed %d; a fault that broke the lock stops after %d), beside the reference locks %s under the same fault. lockchaos %s, %s, %s.",
-		a.Store, a.Spec.Seeds, a.Spec.FirstSeed, a.Spec.MinSeeds, codeList(a.Spec.Refs), a.Version, a.Started, duration(a.Seconds))
+	p("Store: %s. Each fault of the lockchaos grid that applies ran up to %s (from seed %d; a fault that broke the lock stops after %d), beside %s under the same fault. lockchaos %s, %s, %s.",
+		a.Store, words.Count(a.Spec.Seeds, "seed", "seeds"), a.Spec.FirstSeed, a.Spec.MinSeeds, refList(a.Spec.Refs), a.Version, a.Started, duration(a.Seconds))
 	p(" Every figure comes from the recorded histories; the runs are in this folder, and `index.html` draws them.\n\n")
 	if a.Interrupted {
 		p("**Interrupted**: the audit was stopped before it was done; what ran is below.\n\n")
@@ -109,7 +112,7 @@ func (a Audit) Markdown() string {
 	for _, l := range a.LeftOut {
 		p("**Left out**: %s.\n\n", l)
 	}
-	p("| fault | %s | catalogue expects | detection [95%% CI] | first overlap (TTLs) | lost updates | faults landed | granted during / outside faults | fencing |", a.Spec.Lock)
+	p("| fault | %s | %s | detection [95%% CI] | first overlap (TTLs) | lost updates | faults landed | granted during / outside faults | fencing |", a.Spec.Lock, a.ExpectColumn())
 	for _, r := range a.Spec.Refs {
 		p(" %s |", r)
 	}
@@ -143,7 +146,12 @@ func (a Audit) Markdown() string {
 		}
 		p("\n")
 	}
-	p("\nCatalogue expects: the verdict `make chaos` holds this lock to under the fault (scenarios/grid.yaml); ≠ marks a fault where the audit found otherwise. ")
+	switch a.ExpectFrom {
+	case "claims":
+		p("\nClaimed: the lock is outside the lockchaos catalogue; its manifest claims to survive these faults (safe), and makes no claim of the others; ≠ marks a fault where the audit found otherwise. ")
+	default:
+		p("\nCatalogue expects: the verdict `make chaos` holds this lock to under the fault (scenarios/grid.yaml); ≠ marks a fault where the audit found otherwise. ")
+	}
 	p("Detection: seeds that violated of the seeds that were evidence, with its 95 %% Wilson interval. First overlap: the median time from the fault's start to the first moment two clients held the lock, in TTLs. Faults landed: over all seeds (a fault that missed its target says nothing). Granted: the share of acquires answered with the lock, while a fault was active and outside faults; the clients contend for few keys and most try once, so most acquires are refused because another client holds the lock: compare the two, not either with 100 %%. Fencing: whether a fenced lock's resource stayed intact under the same fault (\"saved\": fencing would have kept the data).\n\n")
 
 	p("## What broke it\n\n")
@@ -153,12 +161,12 @@ func (a Audit) Markdown() string {
 			continue
 		}
 		n++
-		p("- **%s** broke it in %d of %d seeds (%s)", c.Nemesis, c.Violations, c.Violations+c.Safe, detection(c.Detection, c.CILow, c.CIHigh))
+		p("- **%s** broke it in %d of %s (%s)", c.Nemesis, c.Violations, words.Count(c.Violations+c.Safe, "seed", "seeds"), detection(c.Detection, c.CILow, c.CIHigh))
 		if c.TTFVMedianTTL != nil {
 			p(", the first overlap a median %.2f TTLs after the fault", *c.TTFVMedianTTL)
 		}
 		if c.LostUpdates > 0 {
-			p(", %d updates of the protected counter lost", c.LostUpdates)
+			p(", %s of the protected counter lost", words.Count(c.LostUpdates, "update", "updates"))
 		}
 		switch c.Fencing {
 		case "saved":
@@ -193,18 +201,19 @@ func (a Audit) Markdown() string {
 		}
 		n++
 		if c.Nemesis == "none" {
-			p("- **no fault**: safe in %d of %d seeds; %s of acquires granted.\n", c.Safe, c.Seeds, pct(c.GrantedOutside))
+			p("- **no fault**: safe in %d of %s; %s of acquires granted.\n", c.Safe, words.Count(c.Seeds, "seed", "seeds"), pct(c.GrantedOutside))
 			continue
 		}
-		p("- **%s**: safe in %d of %d seeds, %d faults landed; %s of acquires granted during faults, %s outside them.\n",
-			c.Nemesis, c.Safe, c.Seeds, c.FaultsLanded, pct(c.GrantedDuring), pct(c.GrantedOutside))
+		p("- **%s**: safe in %d of %s, %s landed; %s of acquires granted during faults, %s outside them.\n",
+			c.Nemesis, c.Safe, words.Count(c.Seeds, "seed", "seeds"), words.Count(c.FaultsLanded, "fault", "faults"), pct(c.GrantedDuring), pct(c.GrantedOutside))
 	}
 	if n == 0 {
 		p("Nothing: every fault that ran broke it, or gave no evidence.\n")
 	}
 	for _, c := range a.Classes {
 		if c.Disagrees() {
-			p("\n**Differs from the catalogue**: under %s the catalogue expects %s, and the audit found it %s in %d of %d seeds.", c.Nemesis, c.Expected, c.Status, map[bool]int{true: c.Violations, false: c.Safe}[c.Status == Broken], c.Violations+c.Safe)
+			p("\n**Differs from the %s**: under %s the %s %s, and the audit found it %s in %d of %s.", map[bool]string{true: "claims", false: "catalogue"}[a.ExpectFrom == "claims"], c.Nemesis,
+				map[bool]string{true: "claims expect", false: "catalogue expects"}[a.ExpectFrom == "claims"], c.Expected, c.Status, map[bool]int{true: c.Violations, false: c.Safe}[c.Status == Broken], words.Count(c.Violations+c.Safe, "seed", "seeds"))
 		}
 	}
 	var other []string
@@ -225,15 +234,98 @@ func (a Audit) Markdown() string {
 			p(" **Broken**: %s (the witnesses above).", codeList(a.ClaimsBroken))
 		case len(a.ClaimsUnverified) > 0:
 		default:
-			p(" Every claim held in every seed that was evidence.")
+			p(" Every claim held in every seed that was evidence, at least %d of each.", ClaimSeeds)
 		}
 		if len(a.ClaimsUnverified) > 0 {
-			p(" **Not verified** (no seed was evidence): %s.", codeList(a.ClaimsUnverified))
+			p(" **Not verified** (fewer than %d seeds of evidence): %s.", ClaimSeeds, codeList(a.ClaimsUnverified))
 		}
 		p("\n")
 	}
-	p("\nRepeat: `%s`\n", a.Command)
+	p("\nRepeat (from this folder): `%s`\n", a.Command)
 	return b.String()
+}
+
+// ExpectColumn is the header of the expectations' column.
+func (a Audit) ExpectColumn() string {
+	if a.ExpectFrom == "claims" {
+		return "claimed"
+	}
+	return "catalogue expects"
+}
+
+// Verdict is the audit in one line: whether the lock's claims held, on
+// how much evidence, or what broke or went unverified.
+func (a Audit) Verdict() string {
+	held := func() string {
+		var parts []string
+		for _, c := range a.Classes {
+			if c.Claimed && c.Status == Held {
+				parts = append(parts, fmt.Sprintf("%s safe in %d of %s", c.Nemesis, c.Safe, words.Count(c.Violations+c.Safe, "seed", "seeds")))
+			}
+		}
+		return strings.Join(parts, ", ")
+	}
+	switch {
+	case len(a.ClaimsBroken) > 0:
+		return fmt.Sprintf("**Verdict: claim broken** — %s broke `%s`.", codeList(a.ClaimsBroken), a.Spec.Lock)
+	case len(a.ClaimsUnverified) > 0:
+		return fmt.Sprintf("**Verdict: not enough evidence** for %s (a claim needs %d seeds of evidence).", codeList(a.ClaimsUnverified), ClaimSeeds)
+	case a.Interrupted:
+		return "**Verdict: interrupted** — the audit stopped before it was done."
+	case len(a.Spec.Claims) > 0:
+		return fmt.Sprintf("**Verdict: claims held** — %s.", held())
+	}
+	broken := 0
+	for _, c := range a.Classes {
+		if c.Status == Broken {
+			broken++
+		}
+	}
+	return fmt.Sprintf("**Verdict: no claims made**; %d of %s broke `%s`.", broken, words.Count(len(a.Classes), "fault", "faults"), a.Spec.Lock)
+}
+
+// Matrix is the audit as a matrix summary, a cell per fault, for the one
+// JUnit writer (scenarios.Summary.JUnit): a claimed fault is a test case
+// expecting safe, which fails when it broke the lock and is inconclusive
+// (a failure) with fewer than ClaimSeeds seeds of evidence; a fault not
+// claimed is only observed (skipped), and one that could not be set up an
+// error.
+func (a Audit) Matrix() scenarios.Summary {
+	s := scenarios.Summary{Started: a.Started, Seconds: a.Seconds, Locks: []string{a.Spec.Lock}, Nemeses: a.Spec.Nemeses}
+	for _, c := range a.Classes {
+		r := scenarios.CellResult{Name: scenarios.GridName(a.Spec.Lock, scenarios.FaultDir(c.Nemesis)), Kind: scenarios.KindAudit, Lock: a.Spec.Lock, Nemesis: c.Nemesis,
+			SeedsRun: c.Seeds, Detail: fmt.Sprintf("%s; %s landed", c.verdict(), words.Count(c.FaultsLanded, "fault", "faults"))}
+		switch c.Status {
+		case Broken:
+			r.Got = string(checker.Violation)
+		case Held:
+			r.Got = string(checker.Safe)
+		}
+		if w := c.Witness; w != nil {
+			r.Detail += "; witness: " + w.Command
+			r.Dir = w.Run
+		}
+		if c.Claimed {
+			r.Expect = string(checker.Safe)
+		}
+		switch {
+		case c.Status == NA:
+			r.Status, r.Detail = scenarios.StatusNA, firstLine(c.Why)
+		case c.Status == Error:
+			r.Status, r.Detail = scenarios.StatusError, firstLine(c.Why)
+		case !c.Claimed:
+			r.Status = scenarios.StatusMatch
+		case c.Status == Broken:
+			r.Status = scenarios.StatusMismatch
+		case c.Status == Held && c.Safe >= ClaimSeeds:
+			r.Status = scenarios.StatusMatch
+		default:
+			r.Status = scenarios.StatusInconclusive
+			r.Detail = fmt.Sprintf("not enough evidence for %s: %d of the %d seeds needed", c.Nemesis, c.Safe, ClaimSeeds)
+		}
+		s.Cells = append(s.Cells, r)
+	}
+	return s
 }
 
 func colon(s string) string {
@@ -255,6 +347,14 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// refList names the reference locks in a sentence.
+func refList(refs []string) string {
+	if len(refs) == 0 {
+		return "no reference lock"
+	}
+	return "the reference " + words.Plural(len(refs), "lock ", "locks ") + codeList(refs)
 }
 
 func codeList(names []string) string {
@@ -303,9 +403,9 @@ The plots of every cell: <a href="{{indexFile}}">{{indexFile}}</a> (the comparis
 {{if .Interrupted}}<p><b>Interrupted</b>: what ran is below.</p>{{end}}
 {{range .LeftOut}}<p><b>Left out</b>: {{.}}.</p>{{end}}
 {{if .ClaimsBroken}}<p><b>Claims broken</b>: {{range .ClaimsBroken}}<code>{{.}}</code> {{end}}</p>{{end}}
-{{if .ClaimsUnverified}}<p><b>Claims not verified</b> (no seed was evidence): {{range .ClaimsUnverified}}<code>{{.}}</code> {{end}}</p>{{end}}
+{{if .ClaimsUnverified}}<p><b>Claims not verified</b> (too few seeds of evidence): {{range .ClaimsUnverified}}<code>{{.}}</code> {{end}}</p>{{end}}
 <table>
-<tr><th>fault</th><th>{{.Spec.Lock}}</th><th>catalogue expects</th><th>detection [95% CI]</th><th>first overlap (TTLs)</th><th>lost updates</th><th>faults landed</th><th>granted during / outside faults</th><th>fencing</th>{{range .Spec.Refs}}<th>{{.}}</th>{{end}}<th>witness</th></tr>
+<tr><th>fault</th><th>{{.Spec.Lock}}</th><th>{{.ExpectColumn}}</th><th>detection [95% CI]</th><th>first overlap (TTLs)</th><th>lost updates</th><th>faults landed</th><th>granted during / outside faults</th><th>fencing</th>{{range .Spec.Refs}}<th>{{.}}</th>{{end}}<th>witness</th></tr>
 {{$refs := .Spec.Refs}}
 {{range .Classes}}<tr class="{{if eq .Status "broken"}}broken{{else if eq .Status "held"}}held{{else}}na{{end}}">
 <td><a href="{{.Cell}}/">{{.Nemesis}}</a></td><td>{{verdict .}}{{if .Claimed}} (claimed){{end}}</td><td>{{expected .}}</td><td>{{detection .}}</td><td>{{ttfv .TTFVMedianTTL}}</td><td>{{.LostUpdates}}</td><td>{{.FaultsLanded}}</td><td>{{pct .GrantedDuring}} / {{pct .GrantedOutside}}</td><td>{{if .Fencing}}{{.Fencing}} ({{.FencedBy}}){{else}}–{{end}}</td>
@@ -346,7 +446,7 @@ func Rerender(dir string, expect map[string]checker.Verdict) (Audit, error) {
 		return old, err
 	}
 	a := Summarize(old.Spec, cmp, expect)
-	a.Version, a.Started, a.Seconds, a.Interrupted, a.LeftOut, a.Command = old.Version, old.Started, old.Seconds, old.Interrupted, old.LeftOut, old.Command
+	a.Version, a.Started, a.Seconds, a.Interrupted, a.LeftOut, a.Command, a.ExpectFrom = old.Version, old.Started, old.Seconds, old.Interrupted, old.LeftOut, old.Command, old.ExpectFrom
 	witnesses := map[string]*Witness{}
 	for _, c := range old.Classes {
 		witnesses[c.Nemesis] = c.Witness

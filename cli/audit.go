@@ -1,16 +1,20 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -25,6 +29,7 @@ const (
 )
 
 const auditUsage = `Usage: lockchaos audit --lock NAME [--seeds K] [--claims F1,F2] [--budget 15m] [--out DIR]
+       lockchaos audit --lock-file PATH/lock.yaml [--claims F1,F2] [--junit FILE] [--json] [flags]
 
 A lock's whole safety record in one command. It runs the lock against every
 fault of the grid that applies to its store (scenarios/grid.yaml: the
@@ -39,15 +44,24 @@ lock it shrinks one violating run to a minimal witness (lockchaos shrink);
 for every fault it survived it counts the faults that landed and the
 acquires granted during and outside them.
 
-It writes DIR/audit.md (a table and a sentence per broken fault, with the
-command that reproduces each: a page to paste into a README),
+A lock outside the catalogue is given by its manifest (--lock-file, a
+lock.yaml anywhere), checked first as lockchaos adapter check checks it
+(once per build of the adapter): an adapter that fails the check is
+refused, with what failed.
+
+It writes DIR/audit.md (a one-line verdict, a table and a sentence per
+broken fault, with the command that reproduces each, run from DIR: a page
+to paste into a README),
 DIR/audit.html, DIR/audit.json, the comparison it ran (DIR/index.html,
 compare.json, the runs) and DIR/witness/FAULT/.
 
 Claims (--claims, or the adapter manifest's claims:) are the faults the
-lock says it survives. The audit exits 1 when one of them broke it, naming
-the witness, or when no seed of it was evidence either way: a library's CI
-can hold the library to its README.
+lock says it survives; for a lock outside the catalogue they are what the
+table expects of it. A claim is verified on at least 3 seeds of evidence
+(--seeds 3 or more). The audit exits 1 when one of them broke it, naming
+the witness, or when fewer than 3 of its seeds were evidence ("not enough
+evidence for CLAIM"): a library's CI can hold the library to its README
+(--junit for its test report, --json for a script).
 
 Exit status: 0 every claim held (or none made), 1 a claim broke or could
 not be verified, 2 interrupted, 3 usage error, 4 a cell could not be set
@@ -71,8 +85,20 @@ func cmdAudit(args []string) int {
 	spans.DurationVar(fs, &spec.ShrinkBudget, "shrink-budget", audit.DefaultShrinkBudget, "time for each shrink's search")
 	out := fs.String("out", "", "output directory (default results/audit-<time>)")
 	force := fs.Bool("force", false, "let --out replace the audit it holds")
+	junit := fs.String("junit", "", "also write JUnit XML (one test case per fault; a claimed fault fails when it broke the lock or had too few seeds of evidence) to `FILE`")
+	jsonOut := fs.Bool("json", false, "print the audit (audit.json) on stdout (the human-readable lines go to stderr)")
+	var lf lockFlags
+	lf.bind(fs)
 	if code, ok := parse(fs, auditUsage, args); !ok {
 		return code
+	}
+	given, opts, ok := lf.load("audit")
+	if !ok {
+		return ExitUsage
+	}
+	spec.Options = opts
+	if spec.Lock == "" && len(given) == 1 {
+		spec.Lock = given[0].Name
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos audit: unexpected argument %q\n", fs.Arg(0))
@@ -112,6 +138,17 @@ func cmdAudit(args []string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos audit:", strings.NewReplacer("--locks", "--lock/--refs").Replace(err.Error()))
 		return ExitUsage
 	}
+	ctx, stop := signalContext()
+	defer stop()
+	var human io.Writer = os.Stdout
+	if *jsonOut {
+		human = os.Stderr
+	}
+	if locks.GivenFile(l.Name) != "" {
+		if code, ok := gateAdapter(ctx, "audit", l, os.Stderr); !ok {
+			return code
+		}
+	}
 	g, err := scenarios.LoadGrid()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos audit:", err)
@@ -147,13 +184,12 @@ func cmdAudit(args []string) int {
 	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
 		return code
 	}
-	ctx, stop := signalContext()
-	defer stop()
-	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Expect: g.Expect[spec.Lock], Options: compare.Options{
+	expect, from := g.ExpectOf(spec.Lock)
+	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Expect: expect, ExpectFrom: from, Options: compare.Options{
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }}})
 	a.Command = auditCommand(spec, *claimList != "", *out)
-	cmp.Command = rundir.PortableProgram() + " compare --rerun " + shellwords.Quote(*out)
+	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(*out)
 	var writeErrs []error
 	if err := cmp.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)
@@ -164,7 +200,19 @@ func cmdAudit(args []string) int {
 	if err := a.Write(*out); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	printAudit(a, *out)
+	if *junit != "" {
+		if err := a.Matrix().JUnit(*junit, *out); err != nil {
+			writeErrs = append(writeErrs, err)
+		}
+	}
+	printAudit(human, a, *out)
+	if *jsonOut {
+		if b, err := json.MarshalIndent(a, "", "  "); err != nil {
+			writeErrs = append(writeErrs, err)
+		} else {
+			os.Stdout.Write(append(b, '\n'))
+		}
+	}
 	switch {
 	case len(writeErrs) > 0:
 		fmt.Fprintf(os.Stderr, "lockchaos audit: %v\n", errors.Join(writeErrs...))
@@ -186,9 +234,10 @@ func cmdAudit(args []string) int {
 	return ExitClaimsHeld
 }
 
-// auditCommand is the command line that repeats the audit.
+// auditCommand is the command line that repeats the audit from its folder
+// out, into a folder beside it.
 func auditCommand(s audit.Spec, claims bool, out string) string {
-	c := fmt.Sprintf("%s audit --lock %s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, s.Seeds, s.FirstSeed,
+	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, rundir.LockFileArgs(out, s.Lock), rundir.OptArgs(s.Options), s.Seeds, s.FirstSeed,
 		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
 	if claims {
 		c += " --claims " + strings.Join(s.Claims, ",")
@@ -196,7 +245,7 @@ func auditCommand(s audit.Spec, claims bool, out string) string {
 	if s.Budget > 0 {
 		c += " --budget " + s.Budget.String()
 	}
-	return c + " --out " + shellwords.Quote(out)
+	return c + " --out " + shellwords.Quote("../"+filepath.Base(filepath.Clean(out))+"-again")
 }
 
 func orNone(s string) string {
@@ -206,32 +255,35 @@ func orNone(s string) string {
 	return s
 }
 
-// printAudit prints a line per fault, then the claims.
-func printAudit(a audit.Audit, out string) {
-	fmt.Printf("\naudit of %s (%s), %d faults, up to %d seeds each, %s\n", a.Spec.Lock, a.Store, len(a.Classes), a.Spec.Seeds,
+// printAudit prints a line per fault, then the claims, to w.
+func printAudit(w io.Writer, a audit.Audit, out string) {
+	fmt.Fprintf(w, "\naudit of %s (%s), %s, up to %s each, %s\n", a.Spec.Lock, a.Store, words.Count(len(a.Classes), "fault", "faults"), words.Count(a.Spec.Seeds, "seed", "seeds"),
 		(time.Duration(a.Seconds) * time.Second).Round(time.Second))
 	for _, c := range a.Classes {
 		line := fmt.Sprintf("  %-18s %-12s", c.Nemesis, c.Status)
 		switch c.Status {
 		case audit.Broken, audit.Held:
-			line += fmt.Sprintf(" %d of %d seeds violated", c.Violations, c.Violations+c.Safe)
+			line += fmt.Sprintf(" %d of %s violated", c.Violations, words.Count(c.Violations+c.Safe, "seed", "seeds"))
 		default:
 			line += " " + firstLine(c.Why)
 		}
-		if w := c.Witness; w != nil {
-			line += "; reproduce: " + w.Command
+		if wit := c.Witness; wit != nil {
+			line += "; reproduce (in " + out + "): " + wit.Command
 		}
-		fmt.Println(line)
+		fmt.Fprintln(w, line)
 	}
 	for _, c := range a.Classes {
 		if c.Claimed && c.Status == audit.Broken {
-			fmt.Printf("CLAIM BROKEN: %s broke %s (witness: %s)\n", c.Nemesis, a.Spec.Lock, witnessPath(out, c.Witness))
+			fmt.Fprintf(w, "CLAIM BROKEN: %s broke %s (witness: %s)\n", c.Nemesis, a.Spec.Lock, witnessPath(out, c.Witness))
 		}
 	}
-	for _, n := range a.ClaimsUnverified {
-		fmt.Printf("CLAIM NOT VERIFIED: no seed of %s was evidence either way\n", n)
+	for _, c := range a.Classes {
+		if slices.Contains(a.ClaimsUnverified, c.Nemesis) {
+			fmt.Fprintf(w, "CLAIM NOT VERIFIED: not enough evidence for %s: %d of the %d seeds of evidence a claim needs\n", c.Nemesis, c.Safe, audit.ClaimSeeds)
+		}
 	}
-	fmt.Printf("audit.md, audit.html, audit.json and the runs: %s\n", out)
+	fmt.Fprintln(w, strings.ReplaceAll(a.Verdict(), "**", ""))
+	fmt.Fprintf(w, "audit.md, audit.html, audit.json and the runs: %s\n", out)
 }
 
 func witnessPath(out string, w *audit.Witness) string {

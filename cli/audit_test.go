@@ -18,7 +18,7 @@ import (
 func TestAuditHoldsALockToItsClaims(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "audit")
 	stdout, stderr, code := lockchaos(t, "audit", "--lock", "set-nx-px", "--nemeses", "none,pause-client", "--refs", "token-lua",
-		"--claims", "none,pause-client", "--seeds", "2", "--min-seeds", "2", "--parallel", "2",
+		"--claims", "none,pause-client", "--seeds", "3", "--min-seeds", "2", "--parallel", "2",
 		"--shrink-budget", "20s", "--shrink-tries", "1", "--out", out)
 	if code != ExitClaimsBroken {
 		t.Fatalf("audit: exit %d, want %d (a claim broke)\n%s%s", code, ExitClaimsBroken, stdout, stderr)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/words"
 	"io"
 	"os"
 	"strings"
@@ -75,8 +76,14 @@ func cmdChaos(args []string) int {
 	var shrinkBudget time.Duration
 	var spans settings.Spans
 	spans.DurationVar(fs, &shrinkBudget, "shrink-budget", 5*time.Minute, "time for all the shrinks of --shrink together")
+	var lf lockFlags
+	lf.bind(fs)
 	if code, ok := parse(fs, chaosUsage, args); !ok {
 		return code
+	}
+	_, lockOpts, ok := lf.load("chaos")
+	if !ok {
+		return ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos chaos: unexpected argument %q (to choose scenarios use --scenarios GLOB)\n", fs.Arg(0))
@@ -135,6 +142,9 @@ func cmdChaos(args []string) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
 		return ExitUsage
+	}
+	for i := range matrix {
+		matrix[i].Config = matrix[i].Config.WithOptions(lockOpts)
 	}
 	cells := matrix
 	if sh != nil {
@@ -479,9 +489,4 @@ func orDash(s string) string {
 	return s
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
+func plural(n int, one, many string) string { return words.Plural(n, one, many) }

@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,7 +56,7 @@ Usage:
   lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
                                                                    (DIR2/minimal.yaml), its witness, its run
   lockchaos audit --lock NAME [--seeds K] [--claims F1,F2]         a lock's whole safety record: every fault, a minimal
-                  [--budget 15m] [--out DIR]                       witness of each that breaks it, its claims held to
+                  [--budget 15m] [--out DIR] [--junit FILE]        witness of each that breaks it, its claims held to
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
@@ -72,6 +73,10 @@ differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
 (lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced,
 2 interrupted, 3, 4.
 audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
+
+run, chaos, compare, audit and shrink take --lock-file PATH/lock.yaml (an
+adapter lock anywhere, by its name beside the shipped ones; repeatable)
+and --opt NAME.KEY=VALUE.
 
 Run 'lockchaos help run' for the flags of run.
 `
@@ -168,11 +173,6 @@ func signalContext() (context.Context, func()) {
 	return ctx, func() { signal.Stop(sigs); cancel() }
 }
 
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
 const runUsage = `Usage: lockchaos run --lock NAME [--nemesis NAME[,NAME...]] [flags]
        lockchaos run --scenario FILE|NAME [flags]    (a file or a built-in scenario's name; flags given override it)
        lockchaos run --replay DIR [--out DIR]   (the stored run again, step by step)
@@ -200,7 +200,7 @@ func cmdRun(args []string) int {
 		cfg     = settings.Defaults()
 		spans   settings.Spans
 		nemeses string
-		opts    listFlag
+		lf      lockFlags
 		scen    = fs.String("scenario", "", "run the scenario in `FILE` (YAML, see scenarios/), or the built-in one of that name (pause-past-ttl-token-lua); the flags given explicitly override its fields")
 		quiet   = fs.Bool("quiet", false, "print no progress while the run goes: only the verdict lines at the end")
 		replay  = fs.String("replay", "", "run the run stored in `DIR` again, with the fault schedule it executed (DIR/config.json, DIR/schedule.json); --out gives the new folder")
@@ -208,7 +208,9 @@ func cmdRun(args []string) int {
 	settings.BindFlags(fs, &cfg, &spans)
 	fs.StringVar(&nemeses, "nemesis", "none", "comma-separated faults to inject, or none")
 	force := fs.Bool("force", false, "let --out replace the run it holds, once that run has ended")
-	fs.Var(&opts, "opt", "an option `NAME.KEY=VALUE` of the lock or a nemesis, repeatable (lockchaos list shows them)")
+	lf.bind(fs)
+	junit := fs.String("junit", "", "also write JUnit XML (one test case: the run, expecting its scenario's verdict, else safe) to `FILE`")
+	jsonOut := fs.Bool("json", false, "print the run's result (result.json) on stdout (the human-readable lines go to stderr)")
 	if code, ok := parse(fs, runUsage, args); !ok {
 		return code
 	}
@@ -216,9 +218,8 @@ func cmdRun(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos run: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
 	}
-	split, err := option.Split(opts)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+	given, split, ok := lf.load("run")
+	if !ok {
 		return ExitUsage
 	}
 	var sc *scenarios.Scenario
@@ -226,8 +227,10 @@ func cmdRun(args []string) int {
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 		for name := range given {
-			if name != "replay" && name != "out" && name != "force" {
-				fmt.Fprintf(os.Stderr, "lockchaos run: --replay takes the stored run as it was: drop --%s (only --out and --force may be given)\n", name)
+			switch name {
+			case "replay", "out", "force", "lock-file", "junit", "json", "quiet":
+			default:
+				fmt.Fprintf(os.Stderr, "lockchaos run: --replay takes the stored run as it was: drop --%s (only --out, --force, --lock-file, --junit, --json and --quiet may be given)\n", name)
 				return ExitUsage
 			}
 		}
@@ -240,19 +243,22 @@ func cmdRun(args []string) int {
 		cfg.Out = out
 	} else if *scen != "" {
 		s, err := applyScenario(fs, &cfg, *scen, nemeses, split, cfg.Seed)
+		if err == nil {
+			err = runLockFile(&cfg, given)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
 			return ExitUsage
 		}
 		sc = &s
 	} else {
+		if err := runLockFile(&cfg, given); err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+			return ExitUsage
+		}
 		cfg.Nemeses = strings.Split(nemeses, ",")
 		name := cfg.Lock
-		if cfg.LockFile != "" {
-			if m, err := locks.ReadManifest(cfg.LockFile); err == nil {
-				name = m.Name
-			}
-		} else if cfg.LockCmd != "" {
+		if cfg.LockCmd != "" {
 			name = "cmd"
 		}
 		cfg.LockOptions = split[name]
@@ -273,6 +279,7 @@ func cmdRun(args []string) int {
 		cfg.Seed = time.Now().UnixNano() % 1_000_000
 	}
 	outGiven := cfg.Out != ""
+	var err error
 	if cfg.Out, err = outFolder(cfg.Out, "run"); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos run: results folder:", err)
 		return ExitSetup
@@ -290,13 +297,76 @@ func cmdRun(args []string) int {
 	if held := (*rundir.HeldError)(nil); errors.As(err, &held) && outGiven {
 		held.Flag = "--out"
 	}
-	code := report(os.Stdout, cfg.Out, res, err)
-	code = afterRun(os.Stdout, cfg.Out, res, err, sc, code)
+	var human io.Writer = os.Stdout
+	if *jsonOut {
+		human = os.Stderr
+	}
+	code := report(human, cfg.Out, res, err)
+	code = afterRun(human, cfg.Out, res, err, sc, code)
+	if *junit != "" && res.Verdict != "" {
+		if err := runMatrix(res, sc, code).JUnit(*junit, cfg.Out); err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run: --junit:", err)
+			code = ExitSetup
+		}
+	}
+	if *jsonOut && res.Verdict != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockchaos run: --json:", err)
+			return ExitSetup
+		}
+		os.Stdout.Write(append(b, '\n'))
+	}
 	if !outGiven && res.Verdict == "" {
 		os.Remove(cfg.Out) // the folder made for it, if the run left it empty
 	}
 	markLatest(cfg.Out)
 	return code
+}
+
+// runMatrix is a run as a matrix of one cell, for the one JUnit writer
+// (scenarios.Summary.JUnit): it expects its scenario's verdict, else safe,
+// and passes as the run's exit status code says.
+func runMatrix(res checker.Result, sc *scenarios.Scenario, code int) scenarios.Summary {
+	nem := nemesisList(res.Nemesis)
+	c := scenarios.CellResult{Name: scenarios.GridName(res.Lock, nem), Kind: scenarios.KindRun, Lock: res.Lock, Nemesis: nem,
+		Expect: string(checker.Safe), Got: string(res.Verdict), Verdict: string(res.Verdict), Seed: res.Seed, Detail: res.Summary, Dir: ".", Seconds: res.WorkloadMs / 1000}
+	if sc != nil && sc.Expect.Verdict != "" {
+		c.Name, c.Expect = sc.Name, sc.Expect.String()
+	}
+	switch code {
+	case ExitSafe:
+		c.Status = scenarios.StatusMatch
+	case ExitInconclusive:
+		c.Status = scenarios.StatusInconclusive
+	case ExitSetup:
+		c.Status = scenarios.StatusError
+	default:
+		c.Status = scenarios.StatusMismatch
+	}
+	if sc != nil && sc.Expect.Verdict != "" && code == ExitViolation {
+		c.Status = scenarios.StatusMatch // the violation it expects
+	}
+	return scenarios.Summary{Locks: []string{res.Lock}, Nemeses: []string{nem}, Cells: []scenarios.CellResult{c}}
+}
+
+// runLockFile picks the lock of run's --lock-file: the one given, or of
+// several the one --lock names (the others are registered beside it).
+func runLockFile(cfg *settings.Run, given []locks.Spec) error {
+	switch {
+	case len(given) == 0:
+		return nil
+	case cfg.Lock == "" && len(given) > 1:
+		return fmt.Errorf("%d --lock-file given: name the one to run with --lock", len(given))
+	case cfg.Lock == "":
+		cfg.Lock = given[0].Name
+	}
+	for _, s := range given {
+		if s.Name == cfg.Lock {
+			cfg.LockFile = s.Adapter.File
+		}
+	}
+	return nil
 }
 
 // report prints the one-line summary and maps the outcome to an exit code.
@@ -331,12 +401,8 @@ func report(w io.Writer, dir string, res checker.Result, err error) int {
 }
 
 // checkAdapterFirst checks the adapter of --lock-file or --lock-cmd before
-// its run, unless this build of it passed before (adaptercheck.Gate): a
-// run of an adapter that fails `lockchaos adapter check` is no evidence.
-// A failed check is a usage error (3), in the check's own words: the
-// adapter needs fixing. A configuration the run refuses anyway is left to
-// the run to explain. The shipped adapters, taken by name, are not checked
-// here: CI checks each of them (adaptercheck's doc says why).
+// its run (gateAdapter). A configuration the run refuses anyway is left to
+// the run to explain.
 func checkAdapterFirst(ctx context.Context, cfg settings.Run, quiet bool) (int, bool) {
 	if cfg.LockFile == "" && cfg.LockCmd == "" || runner.Validate(cfg) != nil {
 		return 0, true
@@ -349,14 +415,25 @@ func checkAdapterFirst(ctx context.Context, cfg settings.Run, quiet bool) (int, 
 	if quiet {
 		w = io.Discard
 	}
-	err = adaptercheck.Gate(ctx, spec.Adapter, w)
+	return gateAdapter(ctx, "run", spec, w)
+}
+
+// gateAdapter checks spec's adapter, a lock given by --lock-file or
+// --lock-cmd, before cmd runs it, unless this build of it passed before
+// (adaptercheck.Gate): a run of an adapter that fails `lockchaos adapter
+// check` is no evidence. A failed check is a usage error (3), in the
+// check's own words: the adapter needs fixing. The shipped adapters, taken
+// by name, are not checked here: CI checks each of them (adaptercheck's
+// doc says why).
+func gateAdapter(ctx context.Context, cmd string, spec locks.Spec, w io.Writer) (int, bool) {
+	err := adaptercheck.Gate(ctx, spec.Adapter, w)
 	var failed *adaptercheck.FailedError
 	switch {
 	case errors.As(err, &failed):
-		fmt.Fprintln(os.Stderr, "lockchaos run:", err)
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, err)
 		return ExitUsage, false
 	case err != nil:
-		fmt.Fprintf(os.Stderr, "lockchaos run: could not check adapter %s before its run: %v\n", spec.Name, err)
+		fmt.Fprintf(os.Stderr, "lockchaos %s: could not check adapter %s before its run: %v\n", cmd, spec.Name, err)
 		return ExitSetup, false
 	}
 	return 0, true

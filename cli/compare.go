@@ -64,9 +64,16 @@ func cmdCompare(args []string) int {
 	out := fs.String("out", "", "output directory (default results/compare-<time>)")
 	force := fs.Bool("force", false, "let --out replace the comparison it holds")
 	rerun := fs.String("rerun", "", "repeat the comparison stored in `DIR` (its compare.json): the same cells, seeds and settings")
+	var lf lockFlags
+	lf.bind(fs)
 	if code, ok := parse(fs, compareUsage, args); !ok {
 		return code
 	}
+	_, opts, ok := lf.load("compare")
+	if !ok {
+		return ExitUsage
+	}
+	spec.Options = opts
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos compare: unexpected argument %q\n", fs.Arg(0))
 		return ExitUsage
@@ -75,12 +82,12 @@ func cmdCompare(args []string) int {
 	if *rerun != "" {
 		given := []string{}
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "rerun" && f.Name != "out" && f.Name != "force" {
+			if f.Name != "rerun" && f.Name != "out" && f.Name != "force" && f.Name != "lock-file" {
 				given = append(given, "--"+f.Name)
 			}
 		})
 		if len(given) > 0 {
-			fmt.Fprintf(os.Stderr, "lockchaos compare: --rerun repeats the stored comparison as it was: drop %s (only --out and --force may be given)\n", strings.Join(given, ", "))
+			fmt.Fprintf(os.Stderr, "lockchaos compare: --rerun repeats the stored comparison as it was: drop %s (only --out, --force and --lock-file may be given)\n", strings.Join(given, ", "))
 			return ExitUsage
 		}
 		old, err := compare.Read(*rerun)

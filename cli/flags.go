@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/suggest"
+	"github.com/lockchaos/lockchaos/locks"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -64,11 +66,9 @@ func parse(fs *flag.FlagSet, usage string, args []string) (code int, ok bool) {
 	}
 }
 
-// repeatable marks a flag that may be given more than once (--opt); every
-// other flag takes one value.
-type repeatable interface{ repeatable() }
-
-func (*listFlag) repeatable() {}
+// repeatable marks a flag that may be given more than once (--opt,
+// --lock-file: lockargs.List); every other flag takes one value.
+type repeatable interface{ Repeatable() }
 
 // onlyOnce watches the flags of fs that take one value while fs parses:
 // given twice (`--lock token-lua --lock fenced`), the last would silently
@@ -233,4 +233,21 @@ func claimOut(cmd, out, file, what string, force, create bool) (code int, ok boo
 		return ExitSetup, false
 	}
 	return 0, true
+}
+
+// lockFlags are --lock-file and --opt (lockargs.Flags).
+type lockFlags struct{ lockargs.Flags }
+
+func (l *lockFlags) bind(fs *flag.FlagSet) { l.Bind(fs, true) }
+
+// load registers each --lock-file's lock and reads --opt (lockargs), once
+// cmd's flags are parsed. When ok is false it printed what is wrong, and
+// cmd exits with ExitUsage.
+func (l *lockFlags) load(cmd string) (given []locks.Spec, opts map[string]map[string]string, ok bool) {
+	given, opts, err := l.Load()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, err)
+		return nil, nil, false
+	}
+	return given, opts, true
 }

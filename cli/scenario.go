@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
@@ -37,7 +38,7 @@ func applyScenario(fs *flag.FlagSet, cfg *settings.Run, path, nemeses string, op
 	*cfg = s.RunConfig(false)
 	for _, name := range order {
 		switch name {
-		case "scenario", "nemesis", "opt", "seed":
+		case "scenario", "nemesis", "opt", "seed", "lock-file":
 			continue
 		}
 		if err := fs.Set(name, given[name]); err != nil {
@@ -58,13 +59,13 @@ func applyScenario(fs *flag.FlagSet, cfg *settings.Run, path, nemeses string, op
 	}
 	for owner, kv := range opts {
 		if owner == cfg.Lock {
-			cfg.LockOptions = merged(cfg.LockOptions, kv)
+			cfg.LockOptions = option.Merged(cfg.LockOptions, kv)
 			continue
 		}
 		if cfg.NemesisOptions == nil {
 			cfg.NemesisOptions = map[string]map[string]string{}
 		}
-		cfg.NemesisOptions[owner] = merged(cfg.NemesisOptions[owner], kv)
+		cfg.NemesisOptions[owner] = option.Merged(cfg.NemesisOptions[owner], kv)
 	}
 	if _, ok := given["seed"]; ok {
 		cfg.Seed = seed
@@ -81,18 +82,6 @@ func flagsReplace(given map[string]string, why string) bool {
 	_, lock := given["lock"]
 	_, nem := given["nemesis"]
 	return (lock && strings.HasPrefix(why, "lock ")) || (nem && strings.HasPrefix(why, "nemesis "))
-}
-
-// merged returns base with over's keys set.
-func merged(base, over map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, v := range over {
-		out[k] = v
-	}
-	return out
 }
 
 // afterRun writes the run's HTML report and, for a scenario, says whether

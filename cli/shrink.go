@@ -52,6 +52,8 @@ func cmdShrink(args []string) int {
 	var budget time.Duration
 	var spans settings.Spans
 	spans.DurationVar(fs, &budget, "budget", shrink.DefaultBudget, "time for the search (a run under way finishes; minimal.yaml's runs after it are not counted)")
+	var lf lockFlags
+	lf.bind(fs)
 	// Flags may come before or after the folder.
 	var dirs []string
 	for rest := args; ; {
@@ -81,6 +83,12 @@ func cmdShrink(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos shrink: --budget %v: want a positive duration such as 10m\n", budget)
 		return ExitUsage
 	}
+	if _, opts, ok := lf.load("shrink"); !ok {
+		return ExitUsage
+	} else if opts != nil {
+		fmt.Fprintln(os.Stderr, "lockchaos shrink: --opt: a shrink keeps the options its run had (DIR/config.json): run it again with --opt, then shrink that run")
+		return ExitUsage
+	}
 	outGiven := *out != ""
 	if !outGiven {
 		*out = shrink.DirFor(dir)
@@ -88,12 +96,16 @@ func cmdShrink(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
 	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
-	return shrinkOutcome(rep, err, *out)
+	lockFile := ""
+	if cfg, err := settings.LoadReplay(dir); err == nil {
+		lockFile = rundir.LockFileArgs("", cfg.Lock)
+	}
+	return shrinkOutcome(rep, err, *out, lockFile)
 }
 
 // shrinkOutcome prints the shrink's last lines and maps its outcome to an
 // exit code.
-func shrinkOutcome(rep *shrink.Report, err error, out string) int {
+func shrinkOutcome(rep *shrink.Report, err error, out, lockFile string) int {
 	var ue settings.UsageError
 	interrupted := rep != nil && rep.Stopped == shrink.StoppedInterrupted
 	switch {
@@ -124,7 +136,7 @@ func shrinkOutcome(rep *shrink.Report, err error, out string) int {
 	}
 	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
 		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: %s run --scenario %s\n", rundir.Program(), shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("reproduce: %s run%s --scenario %s\n", rundir.Program(), lockFile, shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
 	if interrupted {
 		return ExitShrinkInterrupted
 	}

@@ -48,6 +48,9 @@ type Spec struct {
 	// violation stay, while throughput and availability are then
 	// measured over the shorter run.
 	StopOnViolation bool `json:"stop_on_violation,omitempty"`
+	// Options are --opt's: options of a lock or a nemesis by its name, set
+	// on top of the grid's in every cell they apply to.
+	Options map[string]map[string]string `json:"options,omitempty"`
 }
 
 // Cell is one lock against one fault.
@@ -95,6 +98,10 @@ func Plan(spec Spec, g scenarios.Grid, s *scenarios.Scenario, v scenarios.Varian
 				}
 			}
 			cfg.Seed = spec.FirstSeed
+			if file := locks.GivenFile(l); file != "" {
+				cfg.LockFile = file // a lock of --lock-file: the cell reruns from compare.json alone
+			}
+			cfg = cfg.WithOptions(spec.Options)
 			cfg.Backend, cfg.Image = orString(spec.Backend, cfg.Backend), orString(spec.Image, cfg.Image)
 			cfg.StopOnViolation = spec.StopOnViolation
 			c.Config = cfg

@@ -388,7 +388,28 @@ func RegisterFile(path string) (Spec, error) {
 		return Spec{}, fmt.Errorf("lock manifest %s: a lock named %q exists already; rename it", path, m.Name)
 	}
 	s = m.Spec()
-	return s, register(s)
+	if err := register(s); err != nil {
+		return Spec{}, err
+	}
+	givenMu.Lock()
+	given[m.Name] = m.File
+	givenMu.Unlock()
+	return s, nil
+}
+
+var (
+	givenMu sync.Mutex
+	given   = map[string]string{}
+)
+
+// GivenFile is the manifest (an absolute path) of a lock registered from a
+// file by RegisterFile (--lock-file) and not shipped, or "": a run of it
+// records the file (settings.Run.LockFile), so that its folder replays, and
+// the commands printed for it give --lock-file.
+func GivenFile(name string) string {
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	return given[name]
 }
 
 // RegisterManifest registers m (--lock-cmd's, or a test's).

@@ -222,3 +222,23 @@ func (g Grid) Config(lock, nem string) (settings.Run, error) {
 	cfg, errs := g.file(lock, nem).config(g.File, nil)
 	return cfg, errors.Join(errs...)
 }
+
+// ExpectOf is the verdicts lock's cells must reach, and where they come
+// from: the grid's row ("catalogue"), or, for a lock the grid has no row
+// for, its manifest's claims ("claims"): safe under each fault it claims to
+// survive, nothing expected (only observed) elsewhere. A lock with neither
+// has none ("").
+func (g Grid) ExpectOf(lock string) (map[string]checker.Verdict, string) {
+	if e := g.Expect[lock]; len(e) > 0 {
+		return e, "catalogue"
+	}
+	spec, err := locks.Lookup(lock)
+	if err != nil || spec.Adapter == nil || len(spec.Adapter.Claims) == 0 {
+		return nil, ""
+	}
+	e := map[string]checker.Verdict{}
+	for _, c := range spec.Adapter.Claims {
+		e[c] = checker.Safe
+	}
+	return e, "claims"
+}

@@ -26,6 +26,10 @@ type Kind string
 const (
 	KindCatalogue Kind = "catalogue"
 	KindGrid      Kind = "grid"
+	// KindAudit is a fault of `lockchaos audit`, KindRun one `lockchaos
+	// run` (their JUnit suites).
+	KindAudit Kind = "audit"
+	KindRun   Kind = "run"
 )
 
 // NoFault is the grid's column without faults.
@@ -296,8 +300,9 @@ func gridCells(g Grid, validate func(settings.Run) error) []Cell {
 		if baseErr == nil && unavailable(base) == "" {
 			baseErr = validate(withOut(base))
 		}
+		expect, _ := g.ExpectOf(l)
 		for _, n := range nemesisNames {
-			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: g.Expect[l][n], Liveness: g.Liveness[l][n]}, Seeds: g.Seeds(l, n)}
+			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: expect[n], Liveness: g.Liveness[l][n]}, Seeds: g.Seeds(l, n)}
 			cfg, err := g.Config(l, n)
 			c.Config = cfg
 			switch {

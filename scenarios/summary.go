@@ -279,8 +279,8 @@ func orDash(s string) string {
 	return s
 }
 
-// JUnit writes the matrix as JUnit XML, one test case per cell in two
-// suites (catalogue and grid), for CI systems that show test results. dir
+// JUnit writes the matrix as JUnit XML, one test case per cell in its
+// kind's suite (catalogue, grid, or an audit's faults), for CI systems that show test results. dir
 // is the matrix's folder as the CI job sees it (relative to the project's
 // folder for GitLab, absolute for Jenkins): each case's report is attached
 // as [[ATTACHMENT|dir/<run>/report.html]] in its system-out, the form
@@ -336,8 +336,10 @@ func (s Summary) JUnit(path, dir string) error {
 	suites := map[Kind]*testsuite{
 		KindCatalogue: {Name: "lockchaos.catalogue"},
 		KindGrid:      {Name: "lockchaos.grid"},
+		KindAudit:     {Name: "lockchaos.audit"},
+		KindRun:       {Name: "lockchaos.run"},
 	}
-	spans := map[Kind]*wallSpan{KindCatalogue: {}, KindGrid: {}}
+	spans := map[Kind]*wallSpan{KindCatalogue: {}, KindGrid: {}, KindAudit: {}, KindRun: {}}
 	for _, c := range s.Cells {
 		ts := suites[c.Kind]
 		if ts == nil {
@@ -345,7 +347,7 @@ func (s Summary) JUnit(path, dir string) error {
 		}
 		spans[c.Kind].add(c)
 		tc := testcase{Name: c.Name, Classname: ts.Name, Time: fmt.Sprintf("%.3f", c.Seconds)}
-		if c.Kind == KindGrid {
+		if c.Kind == KindGrid || c.Kind == KindAudit || c.Kind == KindRun {
 			tc.Classname = ts.Name + "." + c.Lock
 		}
 		var out []string
@@ -392,8 +394,14 @@ func (s Summary) JUnit(path, dir string) error {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	doc := testsuites{Name: "lockchaos chaos", Time: fmt.Sprintf("%.3f", s.Seconds), Timestamp: s.Started}
-	for _, k := range []Kind{KindCatalogue, KindGrid} {
+	name := "lockchaos chaos"
+	for _, c := range s.Cells {
+		if c.Kind == KindAudit || c.Kind == KindRun {
+			name = "lockchaos " + string(c.Kind)
+		}
+	}
+	doc := testsuites{Name: name, Time: fmt.Sprintf("%.3f", s.Seconds), Timestamp: s.Started}
+	for _, k := range []Kind{KindCatalogue, KindGrid, KindAudit, KindRun} {
 		ts := suites[k]
 		if ts.Tests == 0 {
 			continue

@@ -98,7 +98,8 @@ func Defaults() Run {
 // flags, and a new setting needs no line here. A time is a span (a
 // multiple of the TTL allowed, resolved by spans.Resolve) unless its tag
 // says span:"plain". The settings that are lists or maps (--nemesis,
-// --opt) are the command's to parse.
+// --opt), and --lock-file (which may be given several times), are the
+// command's to parse.
 func BindFlags(fs *flag.FlagSet, r *Run, spans *Spans) {
 	bindFlags(fs, reflect.ValueOf(r).Elem(), spans)
 }

@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -27,7 +30,7 @@ type Run struct {
 	// LockFile is an adapter lock's manifest (lock.yaml), LockCmd the
 	// command line of a quick adapter (store redis, one node): Lock is
 	// then the lock they name (docs/protocol.md).
-	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty" help:"test the adapter lock that the manifest {FILE} (lock.yaml) describes: a lock in any language (docs/protocol.md)"`
+	LockFile    string            `flag:"lock-file" file:"lock.file" json:",omitempty"`
 	LockCmd     string            `flag:"lock-cmd" file:"lock.cmd" json:",omitempty" help:"test the adapter that {COMMAND} starts (split into words as a shell would for quotes and backslashes, run in this folder): store redis, one node, nothing claimed — a quick try of an adapter before its lock.yaml"`
 	LockOptions map[string]string `flag:"opt" file:"lock.options"`
 	// Nemeses are nemesis names; empty (or "none") runs without faults.
@@ -138,6 +141,11 @@ func bad(setting, format string, args ...any) error {
 // WithDefaults fills zero values and checks ranges.
 func (c Run) WithDefaults() (Run, error) {
 	var errs []error
+	if c.LockFile == "" && c.LockCmd == "" && c.Lock != "" {
+		// A lock of --lock-file run by name (compare, chaos, audit): its run
+		// records the manifest, and replays from its folder alone.
+		c.LockFile = locks.GivenFile(c.Lock)
+	}
 	if c.LockFile != "" || c.LockCmd != "" {
 		if spec, err := c.LockSpec(); err != nil {
 			errs = append(errs, UsageError{Err: err})
@@ -325,4 +333,25 @@ func (cfg Run) CheckStore(spec locks.Spec) error {
 		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.StoreName()))
 	}
 	return errors.Join(errs...)
+}
+
+// WithOptions is c with opts (--opt's, by owner) set on top of its own:
+// those of its lock, and of each of its nemeses; the options of a lock or
+// nemesis it does not run are left out.
+func (c Run) WithOptions(opts map[string]map[string]string) Run {
+	for owner, kv := range opts {
+		switch {
+		case len(kv) == 0:
+		case owner == c.Lock:
+			c.LockOptions = option.Merged(c.LockOptions, kv)
+		case slices.Contains(c.Nemeses, owner):
+			nem := maps.Clone(c.NemesisOptions)
+			if nem == nil {
+				nem = map[string]map[string]string{}
+			}
+			nem[owner] = option.Merged(nem[owner], kv)
+			c.NemesisOptions = nem
+		}
+	}
+	return c
 }

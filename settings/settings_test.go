@@ -104,7 +104,7 @@ func TestTheSettingsDeclareTheirFlags(t *testing.T) {
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
 			name := f.Tag.Get("flag")
-			if name == "" || name == "opt" || name == "nemesis" || f.Anonymous {
+			if name == "" || name == "opt" || name == "nemesis" || name == "lock-file" || f.Anonymous {
 				continue
 			}
 			if fl := fs.Lookup(name); fl == nil || fl.Usage == "" {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/bench"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -42,7 +43,13 @@ func main() {
 	soak := flag.Duration("soak", 3*time.Minute, "length of the soak step's run (the README quotes one of 1h)")
 	clients := flag.String("clients", "1,4,16", "client counts of the throughput step")
 	profile := flag.String("cpuprofile", "", "write CPU profiles of the throughput runs here: the coordinator (with its proxies) and every worker, one file each")
+	var lf lockargs.Flags
+	lf.Bind(flag.CommandLine, false) // the adapter step runs each lock with its defaults
 	flag.Parse()
+	if _, _, err := lf.Load(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	counts, err := parseCounts(*clients)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: --clients:", err)
