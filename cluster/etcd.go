@@ -200,9 +200,18 @@ func (e *EtcdEnsemble) Close() error { return nil }
 // answers), whom it follows, and returns the member a majority of all
 // members names. A member that still names a leader the others deposed is
 // outvoted; with no majority there is no leader a client could rely on.
+// While there is none it asks again, for up to leaderWait: on a busy
+// machine a member that waited for a CPU past its election timeout starts
+// an election, and until it ends the others name no leader (beside 8 CPU
+// hogs one of three named one, seconds after the ensemble had agreed).
 func (e *EtcdEnsemble) Leader(ctx context.Context) (int, error) {
-	return e.leader(ctx, -1)
+	wctx, cancel := context.WithTimeout(ctx, leaderWait)
+	defer cancel()
+	return e.waitLeader(wctx, -1)
 }
+
+// leaderWait bounds how long Leader waits for an election to end.
+const leaderWait = 10 * time.Second
 
 // leader is Leader without the member at index skip (-1: none), which was
 // just killed: its vote is missing, not a dissent.
