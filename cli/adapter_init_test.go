@@ -65,7 +65,7 @@ func TestAdapterInitWritesEachLanguage(t *testing.T) {
 // minute or more for Java and Rust, with empty caches): run with
 // LOCKCHAOS_SLOW_TESTS=1.
 func TestAdapterInitSkeletonsPassTheirCheck(t *testing.T) {
-	if os.Getenv("LOCKCHAOS_SLOW_TESTS") != "1" {
+	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skip("slow: builds five adapters with their toolchains; set LOCKCHAOS_SLOW_TESTS=1")
 	}
 	built := regexp.MustCompile(`built in [0-9.]+ s`)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/audit"
 )
 
 // SlowTestsEnv, set to 1, runs the tests that take minutes (.ci/run sets
@@ -128,6 +130,44 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 	_, stderr, code = run("run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(work, "again"))
 	if code != ExitSafe || strings.Contains(stderr, "not built yet") {
 		t.Errorf("a run after the builds: exit %d, want the adapter found built\n%s", code, stderr)
+	}
+
+	// A lock library's own adapter, as its maintainer starts one: init,
+	// check, and an audit its CI can hold (issue 44's done-means), with the
+	// installed binary, outside any clone.
+	if stdout, stderr, code = run("adapter", "init", "--lang", "python", "mylock"); code != 0 {
+		t.Fatalf("adapter init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if stdout, stderr, code = run("adapter", "check", filepath.Join("mylock", "lock.yaml")); code != 0 || !strings.Contains(stdout, "PASSED") {
+		t.Fatalf("adapter check of the generated adapter: exit %d\n%s%s", code, stdout, stderr)
+	}
+	lf := filepath.Join("mylock", "lock.yaml")
+	for attempt := 1; attempt <= 2; attempt++ {
+		// A claim a busy machine left with too few seeds of evidence fails
+		// the audit honestly: run it again, once.
+		os.RemoveAll(filepath.Join(work, "held"))
+		stdout, stderr, code = run("audit", "--lock-file", lf, "--claims", "latency", "--nemeses", "latency", "--refs", "none",
+			"--seeds", "3", "--parallel", "2", "--junit", "a.xml", "--out", "held")
+		if !strings.Contains(stdout, "not enough evidence for latency") {
+			break
+		}
+	}
+	if x, _ := os.ReadFile(filepath.Join(work, "a.xml")); code != ExitClaimsHeld || !strings.Contains(string(x), `failures="0"`) {
+		t.Errorf("audit --claims latency: exit %d, want %d with a passing JUnit\n%s%s\n%s", code, ExitClaimsHeld, stdout, stderr, x)
+	}
+	stdout, stderr, code = run("audit", "--lock-file", lf, "--claims", "pause-client", "--nemeses", "pause-client", "--refs", "none",
+		"--seeds", "3", "--min-seeds", "3", "--parallel", "2", "--shrink-budget", "20s", "--shrink-tries", "1", "--out", "broken")
+	if code != ExitClaimsBroken || !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke mylock (witness: broken/witness/pause-client/") {
+		t.Errorf("audit --claims pause-client: exit %d, want %d naming the witness\n%s%s", code, ExitClaimsBroken, stdout, stderr)
+	}
+	for _, out := range []string{"held", "broken"} {
+		md, err := os.ReadFile(filepath.Join(work, out, audit.MarkdownFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := absolutePath.FindString(string(md)); m != "" || strings.Contains(string(md), work) {
+			t.Errorf("%s/audit.md holds an absolute path (%q):\n%s", out, m, md)
+		}
 	}
 }
 
