@@ -125,10 +125,18 @@ func testWorker(t *testing.T, cfg Config) (w *worker, ev *events, lockRdb *redis
 	}
 	// As in a worker process, the times this process could not run are
 	// recorded (events.stalled).
-	watching := make(chan struct{})
-	go WatchStalls(StallThreshold(cfg.TTL), watching, func(e history.Event) { w.emit(e) })
+	watching, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		WatchStalls(StallThreshold(cfg.TTL), watching, func(e history.Event) { w.emit(e) })
+	}()
 	t.Cleanup(func() {
+		// The watcher has returned before the pipe closes: a stall it
+		// emitted after would find the pipe closed, and the worker exits
+		// the process (beside 8 CPU hogs it took the test binary with it:
+		// "worker 0: coordinator gone (write |1: file already closed)").
 		close(watching)
+		<-watched
 		w.close()
 		pw.Close()
 		<-done
