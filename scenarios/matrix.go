@@ -327,7 +327,11 @@ func gridCells(g Grid, validate func(settings.Run) error) []Cell {
 				} else if c.Expect.Verdict == "" {
 					// Never silently: a lock registered from outside has no
 					// row in the built-in grid until its author adds one.
-					c.Skip, c.Why, c.Reason = StatusSkipped, fmt.Sprintf("no expectation for this cell in %s: add expect.%s.%s (safe or violation)", g.File, l, n), SkipNoExpectation
+					why := fmt.Sprintf("no expectation for this cell in %s: add expect.%s.%s (safe or violation)", g.File, l, n)
+					if f := locks.GivenFile(l); f != "" {
+						why = fmt.Sprintf("no expectation for this cell: %s (%s) does not claim %s; add it to the manifest's claims to expect safe", l, f, n)
+					}
+					c.Skip, c.Why, c.Reason = StatusSkipped, why, SkipNoExpectation
 				}
 			}
 			cells = append(cells, c)
