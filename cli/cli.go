@@ -325,27 +325,26 @@ func cmdRun(args []string) int {
 }
 
 // runMatrix is a run as a matrix of one cell, for the one JUnit writer
-// (scenarios.Summary.JUnit): it expects its scenario's verdict, else safe,
-// and passes as the run's exit status code says.
+// (scenarios.Summary.JUnit): a run of a scenario that expects a verdict is
+// judged by that expectation (Expectation.Assess, as afterRun judges it:
+// its exit status is the verdict's); any other run expects safe, and
+// passes as its exit status says.
 func runMatrix(res checker.Result, sc *scenarios.Scenario, code int) scenarios.Summary {
 	nem := nemesisList(res.Nemesis)
 	c := scenarios.CellResult{Name: scenarios.GridName(res.Lock, nem), Kind: scenarios.KindRun, Lock: res.Lock, Nemesis: nem,
 		Expect: string(checker.Safe), Got: string(res.Verdict), Verdict: string(res.Verdict), Seed: res.Seed, Detail: res.Summary, Dir: ".", Seconds: res.WorkloadMs / 1000}
-	if sc != nil && sc.Expect.Verdict != "" {
-		c.Name, c.Expect = sc.Name, sc.Expect.String()
-	}
-	switch code {
-	case ExitSafe:
-		c.Status = scenarios.StatusMatch
-	case ExitInconclusive:
-		c.Status = scenarios.StatusInconclusive
-	case ExitSetup:
+	switch {
+	case code == ExitSetup:
 		c.Status = scenarios.StatusError
+	case sc != nil && sc.Expect.Verdict != "":
+		c.Name, c.Expect = sc.Name, sc.Expect.String()
+		c.Status, _ = sc.Expect.Assess(res, len(res.Nemesis) > 0)
+	case code == ExitSafe:
+		c.Status = scenarios.StatusMatch
+	case code == ExitInconclusive:
+		c.Status = scenarios.StatusInconclusive
 	default:
 		c.Status = scenarios.StatusMismatch
-	}
-	if sc != nil && sc.Expect.Verdict != "" && code == ExitViolation {
-		c.Status = scenarios.StatusMatch // the violation it expects
 	}
 	return scenarios.Summary{Locks: []string{res.Lock}, Nemeses: []string{nem}, Cells: []scenarios.CellResult{c}}
 }
