@@ -57,6 +57,9 @@ public final class Adapter {
             }
             ans.put("in_reply_to", req.get("id").asLong());
             send(ans);
+            if ("granted".equals(ans.path("type").asText())) {
+                granted(ans.get("token").asText());
+            }
         }
         Runtime.getRuntime().halt(0); // standard input ended: leave at once
     }
@@ -104,12 +107,7 @@ public final class Adapter {
             }
             System.err.println("connection " + state);
             for (String token : GRANTS.keySet()) {
-                try {
-                    send(answer("lost").put("key", token.substring("/lockchaos/".length(), token.lastIndexOf('/')))
-                            .put("token", token).put("error", "connection " + state));
-                } catch (Exception e) {
-                    System.err.println("lost: " + e);
-                }
+                lost(token, "connection " + state);
             }
         });
         client.start();
@@ -144,14 +142,63 @@ public final class Adapter {
                 .build();
     }
 
+    /**
+     * Curator's lock documentation: after SUSPENDED a holder cannot be sure
+     * it holds the lock until RECONNECTED. Curator marks even a working
+     * connection SUSPENDED when a background operation gives up on a
+     * connection loss (the adapter runs without retries; after a failed
+     * acquire, FindAndDeleteProtectedNodeInBackground can spin on it,
+     * CURATOR-106), lets acquire succeed meanwhile, and once SUSPENDED has
+     * lasted the session timeout closes the session itself, deleting the
+     * node of a lock granted in between (seen in curator-mutex+pause-node).
+     * So a grant that comes while the connection is SUSPENDED or LOST is
+     * not trusted: the adapter gives it back and answers unknown, as an
+     * application that follows the documentation would.
+     */
     private static ObjectNode acquire(String key, long waitMs) throws Exception {
         Mutex mutex = MUTEXES.computeIfAbsent(key, k -> new Mutex(client, "/lockchaos/" + k));
         if (!mutex.acquire(waitMs, TimeUnit.MILLISECONDS)) {
             return answer("refused");
         }
         String token = mutex.lockPath();
-        GRANTS.merge(token, 1, Integer::sum);
+        if (!connected()) {
+            System.err.println("granted while SUSPENDED or LOST, given back: " + token);
+            try {
+                mutex.release();
+            } catch (Exception e) {
+                System.err.println("giving back " + token + ": " + e);
+            }
+            return answer("unknown").put("error", "Curator granted " + token
+                    + " while the connection was SUSPENDED or LOST: not trusted, given back");
+        }
         return answer("granted").put("token", token);
+    }
+
+    /** Whether Curator's connection state is CONNECTED or RECONNECTED now, without waiting. */
+    private static boolean connected() throws InterruptedException {
+        return client.blockUntilConnected(0, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Counts a grant once its answer is out, so that a lost never comes
+     * before the granted it ends. A state that changed since acquire's look
+     * is caught here or by the listener, which sees the grant counted.
+     */
+    private static void granted(String token) throws InterruptedException {
+        GRANTS.merge(token, 1, Integer::sum);
+        if (!connected()) {
+            System.err.println("SUSPENDED or LOST just after the grant: " + token);
+            lost(token, "the connection was SUSPENDED or LOST just after the grant");
+        }
+    }
+
+    private static void lost(String token, String why) {
+        try {
+            send(answer("lost").put("key", token.substring("/lockchaos/".length(), token.lastIndexOf('/')))
+                    .put("token", token).put("error", why));
+        } catch (Exception e) {
+            System.err.println("lost: " + e);
+        }
     }
 
     private static ObjectNode release(String token) throws Exception {

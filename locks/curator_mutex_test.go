@@ -1,0 +1,226 @@
+package locks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/lockchaos/lockchaos/locks"
+)
+
+// Curator marks a working connection SUSPENDED when a background operation
+// gives up on a connection loss (the adapter runs without retries; after an
+// acquire that failed, FindAndDeleteProtectedNodeInBackground can spin on
+// it, CURATOR-106, when its JVM is starved), lets acquire succeed
+// meanwhile, and once SUSPENDED has lasted the session timeout closes the
+// session itself: the node of a lock granted in between goes while its
+// holder works. Seen in the matrix (curator-mutex+pause-node, CI): clients
+// 1 and 2 both held lock:0 for 40 ms, the LOST event reaching the adapter
+// after its release. Curator's documentation says a holder cannot be sure
+// of its lock after SUSPENDED until RECONNECTED; the adapter reports a
+// grant made in that state lost at once.
+//
+// Three adapters contend for one key on a real ensemble whose leader is
+// paused (SIGSTOP) four times for 2 s, their JVMs starved all along (40 ms
+// stopped in every 60: Curator's spinning retry then starts in most runs).
+// A hold lasts 200 ms, until its release is sent; when its node goes
+// meanwhile, its holder must have been told (lost) first. The adapter that
+// trusted such grants failed this in 1 of 3 invocations here. A run in
+// which no grant came while SUSPENDED is no evidence either way and is run
+// again.
+func TestCuratorMutexTellsAHolderBeforeItsNodeGoes(t *testing.T) {
+	spec, err := locks.Lookup("curator-mutex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; ; try++ {
+		var suspended int
+		var untold []string
+		t.Run(fmt.Sprint("run", try), func(t *testing.T) { suspended, untold = curatorRound(t, spec) })
+		if len(untold) > 0 {
+			t.Fatalf("lock nodes went while their holders held them, untold (no lost before): %s", strings.Join(untold, "; "))
+		}
+		if suspended > 0 {
+			t.Logf("run %d: %d grants came while Curator was SUSPENDED or LOST, none trusted", try, suspended)
+			return
+		}
+		if try == 3 {
+			t.Skip("no grant came while Curator was SUSPENDED in three runs: no evidence either way")
+		}
+		t.Logf("run %d: no grant came while Curator was SUSPENDED: running it again", try)
+	}
+}
+
+// curatorRound runs the contention once: how many grants came while
+// Curator was SUSPENDED or LOST (the adapters' logs), and the holds whose
+// node went untold.
+func curatorRound(t *testing.T, spec locks.Spec) (suspended int, untold []string) {
+	e := startStore(t, "zookeeper", 3)
+	addrs := servingAddrs(e)
+	admin := zkAdmin(t, addrs)
+	ctx := context.Background()
+	dir := t.TempDir()
+	var clients []locks.Locker
+	for i := 0; i < 3; i++ {
+		l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: fmt.Sprint("c", i), LogPath: filepath.Join(dir, fmt.Sprint(i, ".log"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.(locks.Starter).Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer l.(interface{ Close() error }).Close()
+		clients = append(clients, l)
+	}
+	start := time.Now()
+	since := func() string { return fmt.Sprintf("t=%.2fs", time.Since(start).Seconds()) }
+	stop := make(chan struct{})
+	defer starve(t, adapterPids(t, "curator-adapter"))()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, l := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				actx, cancel := context.WithTimeout(ctx, time.Second)
+				lease, err := l.Acquire(actx, "k")
+				cancel()
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				granted := since()
+				// Held for 200 ms, until the release is sent; a watch on
+				// its node says whether it went meanwhile.
+				releasing, gone := make(chan struct{}), make(chan struct{})
+				go func() {
+					defer close(gone)
+					ok, _, ev, err := admin.ExistsW(lease.Token)
+					if err != nil {
+						return // no answer: nothing known
+					}
+					if ok {
+						select {
+						case e := <-ev:
+							if e.Type != zk.EventNodeDeleted || zkClosed(releasing) {
+								return
+							}
+						case <-releasing:
+							return
+						}
+					}
+					if !zkClosed(lease.Lost) && !zkClosed(releasing) {
+						mu.Lock()
+						untold = append(untold, fmt.Sprintf("client %d's %s, granted at %s, gone at %s", i, lease.Token, granted, since()))
+						mu.Unlock()
+					}
+				}()
+				time.Sleep(200 * time.Millisecond)
+				close(releasing)
+				rctx, cancel := context.WithTimeout(ctx, time.Second)
+				l.Release(rctx, lease)
+				cancel()
+				<-gone
+			}
+		}()
+	}
+	for round := 0; round < 4; round++ {
+		time.Sleep(2 * time.Second)
+		lead, err := e.Leader(ctx)
+		if err != nil {
+			continue // electing still
+		}
+		m := e.Members()[lead]
+		t.Logf("%s: leader %d paused for 2 s", since(), lead)
+		if err := m.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		if err := m.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	for i := range clients {
+		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprint(i, ".log")))
+		suspended += strings.Count(string(b), "granted while SUSPENDED or LOST") + strings.Count(string(b), "SUSPENDED or LOST just after the grant")
+	}
+	return suspended, untold
+}
+
+// adapterPids are this process's children whose command line holds name.
+func adapterPids(t *testing.T, name string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		cmd, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, not ")".
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) && strings.Contains(string(cmd), name) {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) == 0 {
+		t.Fatalf("no child process runs %s", name)
+	}
+	return pids
+}
+
+// starve keeps pids stopped 40 ms in every 60 (SIGSTOP, SIGCONT) until the
+// function it returns is called, which leaves them running.
+func starve(t *testing.T, pids []int) (done func()) {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	signal := func(sig syscall.Signal) {
+		for _, p := range pids {
+			syscall.Kill(p, sig)
+		}
+	}
+	go func() {
+		defer close(finished)
+		defer signal(syscall.SIGCONT)
+		for {
+			signal(syscall.SIGSTOP)
+			select {
+			case <-stop:
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			signal(syscall.SIGCONT)
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(stop); <-finished }
+}
