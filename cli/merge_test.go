@@ -270,8 +270,8 @@ func TestShardAndMergeUsageErrors(t *testing.T) {
 		{[]string{"chaos", "--shard", "1/0"}, "want at least 1 shard"},
 		{[]string{"chaos", "--shard", "1/2", "--update-baseline"}, "--update-baseline records the full matrix"},
 		{[]string{"merge"}, "give the shards' folders"},
-		{[]string{"merge", "--out", out, empty}, empty + " is not a chaos output: it holds no summary.json"},
-		{[]string{"merge", empty, "--out", out}, empty + " is not a chaos output: it holds no summary.json"}, // flags after the folders too
+		{[]string{"merge", "--out", out, empty}, empty + " is not a chaos, audit or compare output: it holds no summary.json, audit.json or compare.json"},
+		{[]string{"merge", empty, "--out", out}, empty + " is not a chaos, audit or compare output: it holds no summary.json, audit.json or compare.json"}, // flags after the folders too
 		{[]string{"merge", "--out", out, broken}, broken + " is not a chaos output"},
 		{[]string{"merge", "--out", out, one, oneAgain}, "both hold shard 1/2"},
 		{[]string{"merge", "--out", out, one, overlap}, "both hold cell c: the shards overlap"},
