@@ -39,13 +39,11 @@ func Merge(dirs []string, audits []Audit, cmps []compare.Comparison, out string)
 	// What each fault was expected to do, as the shards recorded it (the
 	// lock may be one this process does not know: a --lock-file's).
 	var expect map[string]checker.Verdict
-	if first.ExpectFrom != "" {
+	switch first.ExpectFrom {
+	case "claims":
+		expect = claimsExpected(spec.Claims)
+	case "catalogue":
 		expect = map[string]checker.Verdict{}
-		if first.ExpectFrom == "claims" {
-			for _, c := range spec.Claims {
-				expect[c] = checker.Safe
-			}
-		}
 	}
 	witnesses := map[string]*Witness{}
 	var starts, leftOut []string
@@ -120,4 +118,15 @@ func rebase(cmd, from, to string) string {
 		out[i] = shellwords.Quote(a)
 	}
 	return strings.Join(out, " ")
+}
+
+// claimsExpected is what a lock outside the catalogue is expected to do:
+// survive its claims (scenarios.Grid.ExpectOf, for a lock this process
+// knows).
+func claimsExpected(claims []string) map[string]checker.Verdict {
+	e := map[string]checker.Verdict{}
+	for _, c := range claims {
+		e[c] = checker.Safe
+	}
+	return e
 }

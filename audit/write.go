@@ -448,8 +448,15 @@ func Rerender(dir string, expect map[string]checker.Verdict) (Audit, error) {
 	if err != nil {
 		return old, err
 	}
+	if expect == nil && old.ExpectFrom == "claims" {
+		expect = claimsExpected(old.Spec.Claims) // a lock outside the catalogue
+	}
 	a := Summarize(old.Spec, cmp, expect)
+	if a.Description == "" { // a lock this process does not know (a --lock-file's)
+		a.Description, a.Store = old.Description, old.Store
+	}
 	a.Version, a.Started, a.Seconds, a.Interrupted, a.LeftOut, a.Command, a.ExpectFrom = old.Version, old.Started, old.Seconds, old.Interrupted, old.LeftOut, old.Command, old.ExpectFrom
+	a.Shard = old.Shard
 	witnesses := map[string]*Witness{}
 	for _, c := range old.Classes {
 		witnesses[c.Nemesis] = c.Witness

@@ -69,6 +69,14 @@ func TestAuditShardsMergeIntoTheUnshardedAudit(t *testing.T) {
 		t.Errorf("the shards ran %d of the audit's 2 faults", cells)
 	}
 
+	// lockchaos report sums a shard up again, and it stays a shard.
+	if _, stderr, code := lockchaosIn(t, work, nil, "report", shards[0]); code != 0 {
+		t.Fatalf("report of shard 1/2: exit %d\n%s", code, stderr)
+	}
+	if a, err := audit.Read(filepath.Join(work, shards[0])); err != nil || a.Shard == nil {
+		t.Fatalf("shard 1/2 after lockchaos report: %v, shard %v", err, a.Shard)
+	}
+
 	merged := filepath.Join(work, "merged")
 	stdout, stderr, code = lockchaosIn(t, work, nil, "merge", "--out", "merged", "--junit", filepath.Join("merged", "junit.xml"), shards[0], shards[1])
 	if code != ExitClaimsBroken || !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke my-token (witness: merged/witness/pause-client/") {
