@@ -26,7 +26,8 @@ const lockchaosImage = "lockchaos/lockchaos:local"
 // claim of latency exits 0 on 3 seeds of evidence; audit.md and the JUnit
 // are in the mounted folder, the caller's, and audit.md holds no absolute
 // path; no run failed to start (etcd preallocates 64 MB per member, more
-// than such a /dev/shm holds); no container of the image is left.
+// than such a /dev/shm holds). A user the image does not name runs
+// PostgreSQL. No container of the image is left.
 //
 // The image is built with `make image` unless the one there was built from
 // this commit with no change since (its label io.lockchaos.commit, which
@@ -124,6 +125,13 @@ func TestImageAuditsAMountedRepository(t *testing.T) {
 	}
 	if !refs["etcd-mutex-fenced"] {
 		t.Errorf("the audit ran %v, want the etcd reference lock among them", refs)
+	}
+
+	// A user the image's /etc/passwd does not name (docker run --user of
+	// any caller) runs PostgreSQL too: initdb refuses a user with no name.
+	if out, err := exec.Command("docker", "run", "--rm", "--user", "4321:4321", lockchaosImage,
+		"run", "--lock", "pg-advisory", "--duration", "2s", "--out", "/tmp/run").CombinedOutput(); err != nil {
+		t.Errorf("pg-advisory as a user the image does not name: %v\n%s", err, out)
 	}
 
 	if out, err := exec.Command("docker", "ps", "-a", "-q", "--filter", "ancestor="+lockchaosImage).Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {

@@ -5,15 +5,16 @@
 # Maven, Node and npm, Python 3 and pip, Perl), all from this machine's
 # installed Debian packages: the files dpkg lists for them and for every
 # package they depend on, imported with `docker import`. The shipped
-# adapters are then built in a container of it (Maven, npm and pip fetch
-# their pinned versions) and committed, so that an audit in the image needs
-# no package registry for them.
+# adapters are built in a container of it (Maven, npm and pip fetch their
+# pinned versions) into the image's folder, which is then imported again
+# with them, so that an audit in the image needs no package registry for
+# them.
 #
 #   docker/build-lockchaos-image.sh [TAG]    default tag lockchaos/lockchaos:local
 #
 # In the image lockchaos runs its servers as local processes, as on a
 # machine (docs/containers.md#lockchaos-in-a-container):
-#   docker run --rm -v "$PWD:/src" lockchaos/lockchaos:local audit --lock-file lock.yaml --claims latency
+#   docker run --rm --user "$(id -u):$(id -g)" -v "$PWD:/src" lockchaos/lockchaos:local audit --lock-file lock.yaml
 set -euo pipefail
 start=$(date +%s)
 
@@ -79,7 +80,6 @@ closure() {
       }'
 }
 pkgs=$(closure $roots) || die "not installed:${pkgs#missing}: apt-get install -y redis-server redis-sentinel redis-tools etcd-server zookeeper postgresql default-jdk-headless maven nodejs npm python3 python3-pip tini (or 'make setup' as root)"
-
 
 root=$(mktemp -d /tmp/lockchaos-image-XXXXXX)
 base=$tag-adapters-build
