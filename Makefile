@@ -6,8 +6,10 @@
 
 GO      ?= go
 BIN     := bin/lockchaos
-# IMAGE is the docker backend's default image, built from this host's redis-server.
-IMAGE   ?= lockchaos/redis:local
+# IMAGE is lockchaos's own image (make image); REDIS_IMAGE the docker
+# backend's default image, built from this host's redis-server (make store-images).
+IMAGE   ?= lockchaos/lockchaos:local
+REDIS_IMAGE ?= lockchaos/redis:local
 export PATH := $(PATH):/usr/local/go/bin
 
 .PHONY: all build install shim setup adapters image store-images test chaos chaos-quick bench vet docs screenshots clean
@@ -84,9 +86,9 @@ setup:
 	fi
 	@redis-server --version | head -1
 	@# Docker for the docker backend (--backend docker) and its tests: docker.io
-	@# and dockerd when no engine answers and we are root, then $(IMAGE) and the
-	@# other stores' images unless present.
-	@docker/setup.sh $(IMAGE)
+	@# and dockerd when no engine answers and we are root, then $(REDIS_IMAGE)
+	@# and the other stores' images unless present.
+	@docker/setup.sh $(REDIS_IMAGE)
 	@# The adapter locks of other languages (adapters/), each with its own
 	@# package manager at the versions its manifest files pin.
 	@$(MAKE) --no-print-directory adapters
@@ -98,13 +100,19 @@ setup:
 adapters: build
 	./$(BIN) adapter build
 
-# image (re)builds $(IMAGE) from the installed redis-server: no registry needed.
-image:
-	docker/build-image.sh $(IMAGE)
+# image (re)builds lockchaos's own image, $(IMAGE): the binary, every
+# store's server and the adapter toolchains from this machine's Debian
+# packages (no registry pull), the shipped adapters built in it (Maven, npm
+# and pip fetch their pinned versions). docs/containers.md says how to run it.
+image: build
+	docker/build-lockchaos-image.sh $(IMAGE)
 
-# store-images (re)builds the other stores' images from their installed
-# packages: lockchaos/etcd:local, lockchaos/zookeeper:local, lockchaos/postgres:local.
+# store-images (re)builds the docker backend's images from the installed
+# packages, no registry needed: $(REDIS_IMAGE) (redis-server, redis-sentinel,
+# redis-cli), lockchaos/etcd:local, lockchaos/zookeeper:local and
+# lockchaos/postgres:local.
 store-images:
+	docker/build-image.sh $(REDIS_IMAGE)
 	for s in etcd zookeeper postgres; do docker/build-image.sh --store $$s || exit 1; done
 
 vet:

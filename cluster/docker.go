@@ -26,7 +26,7 @@ import (
 )
 
 // DefaultImage is the docker backend's image when --image is not given: built
-// by `make image` (docker/build-image.sh) from this host's redis-server, so it
+// by `make store-images` (docker/build-image.sh) from this host's redis-server, so it
 // needs no registry.
 const DefaultImage = "lockchaos/redis:local"
 
@@ -152,9 +152,9 @@ func (d *Docker) ensureImage(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("docker backend: inspect image %s: %w", d.image, err)
 	}
 	if strings.HasPrefix(d.image, "lockchaos/") { // built here, in no registry
-		fix := "`make image` (`make setup` does too)"
+		fix := "`make store-images` (`make setup` does too)"
 		if d.image != DefaultImage {
-			fix = "`make image IMAGE=" + d.image + "`"
+			fix = "`make store-images REDIS_IMAGE=" + d.image + "`"
 		}
 		return nil, fmt.Errorf("docker backend: image %s not found: build it from the installed redis-server with %s", d.image, fix)
 	}
@@ -165,7 +165,7 @@ func (d *Docker) ensureImage(ctx context.Context) ([]string, error) {
 		err = pull.Wait(pullCtx)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("docker backend: image %s is not here and could not be pulled (%v): `docker pull %s` where a registry is reachable, or leave out --image to use %s (built by `make image`)", d.image, err, d.image, DefaultImage)
+		return nil, fmt.Errorf("docker backend: image %s is not here and could not be pulled (%v): `docker pull %s` where a registry is reachable, or leave out --image to use %s (built by `make store-images`)", d.image, err, d.image, DefaultImage)
 	}
 	if img, err = d.api.ImageInspect(ctx, d.image); err != nil {
 		return nil, fmt.Errorf("docker backend: inspect image %s after pulling it: %w", d.image, err)

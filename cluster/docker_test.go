@@ -253,8 +253,8 @@ func TestDockerWithoutEngineSaysToRunMakeSetup(t *testing.T) {
 
 func TestDockerMissingImageFailsFastAndSaysWhatToDo(t *testing.T) {
 	for image, fix := range map[string]string{
-		// Ours: never pulled, built by make image.
-		"lockchaos/redis:no-such-tag": "make image IMAGE=lockchaos/redis:no-such-tag",
+		// Ours: never pulled, built by make store-images.
+		"lockchaos/redis:no-such-tag": "make store-images REDIS_IMAGE=lockchaos/redis:no-such-tag",
 		// Any other: one pull attempt, here from a registry on loopback that is not there.
 		"127.0.0.1:9/no/such-image:1": "docker pull 127.0.0.1:9/no/such-image:1",
 	} {

@@ -11,20 +11,41 @@ import (
 )
 
 // ScratchDir is where nodes and sentinels keep their directories: memory
-// (/dev/shm) where the machine has it, else the temp directory. A sentinel
-// fsyncs its configuration at every epoch, and a redis node with
-// appendfsync always fsyncs every write; on a shared disk one fsync can
-// take seconds, long enough to send Sentinel into TILT mode and have it
-// skip the failover a cell waits for. Memory makes fsync free and changes
-// nothing a crash of a process shows (the kernel keeps what it was
-// written either way).
+// (/dev/shm) where the machine has enough of it (scratchMemory), else the
+// temp directory. A sentinel fsyncs its configuration at every epoch, and
+// a redis node with appendfsync always fsyncs every write; on a shared
+// disk one fsync can take seconds, long enough to send Sentinel into TILT
+// mode and have it skip the failover a cell waits for. Memory makes fsync
+// free and changes nothing a crash of a process shows (the kernel keeps
+// what it was written either way).
 var ScratchDir = sync.OnceValue(func() string {
 	const shm = "/dev/shm"
-	if st, err := os.Stat(shm); err == nil && st.IsDir() && unix.Access(shm, unix.W_OK) == nil {
+	if memoryFor(shm, scratchMemory) {
 		return shm
 	}
 	return os.TempDir()
 })
+
+// scratchMemory is the free space /dev/shm must have to hold the servers'
+// directories: an etcd member preallocates its write-ahead log 64 MB at a
+// time, so that a run of three members takes 200 MB and chaos's or an
+// audit's runs side by side several times that. A container's /dev/shm is
+// 64 MB unless docker run --shm-size says otherwise; there the directories
+// go to the temp directory instead of failing with "no space left".
+const scratchMemory = 1 << 30
+
+// memoryFor says whether dir is a folder we may write to with at least
+// need bytes free.
+func memoryFor(dir string, need uint64) bool {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() || unix.Access(dir, unix.W_OK) != nil {
+		return false
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return false
+	}
+	return fs.Bavail*uint64(fs.Bsize) >= need
+}
 
 // ownerFile, in each scratch directory, names the coordinator that made it
 // ("pid:start-time"), so that the directories of one killed outright can

@@ -8,7 +8,7 @@ type Topology struct {
 	// Backend runs the servers: "local" (the default) or another
 	// registered backend; Image is its container image where it uses one.
 	Backend string `flag:"backend" file:"topology.backend" help:"where the store's servers run: local (processes: redis-server, etcd, ZooKeeper, postgres) or docker (one container each, host networking)"`
-	Image   string `flag:"image" file:"topology.image" help:"container {image} of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make image'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'"`
+	Image   string `flag:"image" file:"topology.image" help:"container {image} of the Redis nodes for --backend docker (default lockchaos/redis:local, built by 'make store-images'; where a registry is reachable any redis or valkey image, e.g. redis:7.2); etcd, ZooKeeper and PostgreSQL run lockchaos/STORE:local, built by 'make store-images'"`
 	// Nodes is the number of lock nodes; 0 uses the lock's default.
 	Nodes int `flag:"nodes" file:"topology.nodes" help:"lock nodes (0: the lock's default)"`
 	// Replicas per lock node, each replicating from its primary through a

@@ -2,10 +2,12 @@
 # Builds the docker backend's images from the servers installed on this
 # machine, without any registry: a root filesystem holding the server, the
 # libraries `ldd` lists and a minimal /etc, imported with `docker import`.
+# (lockchaos's own image, with every store and toolchain in one:
+# build-lockchaos-image.sh, `make image`.)
 #
 #   docker/build-image.sh [TAG]            Redis: redis-server (also
 #       redis-sentinel, redis-check-aof, redis-check-rdb: one binary that looks
-#       at argv[0]) and redis-cli; default tag lockchaos/redis:local (`make image`)
+#       at argv[0]) and redis-cli; default tag lockchaos/redis:local (`make store-images`)
 #   docker/build-image.sh --store NAME     etcd, zookeeper or postgres: the
 #       store's server at the path the package installed it to, and /bin/sh;
 #       tag lockchaos/NAME:local (`make store-images`)
