@@ -178,19 +178,12 @@ func empty(path string) bool {
 // default). vars take the place of the workflow's env of the same names
 // (a name the workflow does not define is refused).
 func LoadGitHub(path string, vars map[string]string) ([]Job, error) {
-	b, err := os.ReadFile(path)
+	file, err := readMapping(path)
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(doc.Content) != 1 {
-		return nil, fmt.Errorf("%s: empty", path)
-	}
 	var wf ghWorkflow
-	if err := strictDecode(doc.Content[0], &wf); err != nil {
+	if err := strictDecode(file, &wf); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if wf.Env == nil {

@@ -66,22 +66,15 @@ func (s *stringList) UnmarshalYAML(n *yaml.Node) error {
 // variables, take the place of the file's variables of the same name (a
 // name the file does not define is refused).
 func LoadGitLab(path string, vars map[string]string) ([]Job, error) {
-	b, err := os.ReadFile(path)
+	file, err := readMapping(path)
 	if err != nil {
 		return nil, err
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s: not a mapping of jobs", path)
 	}
 	var stages []string
 	globals := map[string]string{}
 	raw := map[string]gitlabJob{}
 	var order []string
-	top := doc.Content[0].Content
+	top := file.Content
 	for i := 0; i+1 < len(top); i += 2 {
 		key, val := top[i].Value, top[i+1]
 		var err error
@@ -139,6 +132,22 @@ func LoadGitLab(path string, vars map[string]string) ([]Job, error) {
 		}
 	}
 	return jobs, nil
+}
+
+// readMapping is the YAML file at path, a mapping.
+func readMapping(path string) (*yaml.Node, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: not a mapping", path)
+	}
+	return doc.Content[0], nil
 }
 
 // override sets the variables of vars in file's, refusing a name file
