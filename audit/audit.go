@@ -201,6 +201,11 @@ type Audit struct {
 	ClaimsUnverified []string `json:"claims_unverified"`
 	// Command repeats the audit from its folder.
 	Command string `json:"command"`
+	// Shard, when set, says the audit holds only shard Index of Count of
+	// its runs (audit --shard I/N; compare.json has the plan): its claims
+	// are judged on its share, and lockchaos merge joins the shards into
+	// the whole audit (Merge).
+	Shard *scenarios.Shard `json:"shard,omitempty"`
 }
 
 // Schema is the version of audit.json's layout.
@@ -471,6 +476,8 @@ func classOf(r compare.Row) Class {
 		c.Status = NA
 	case r.Status == compare.SkipError:
 		c.Status = Error
+	case r.Status == compare.SkipMissing:
+		c.Status = NotRun // Why: its shard was missing from the merge
 	case r.Seeds == 0:
 		c.Status, c.Why = NotRun, "no seed ran (the budget, or an interrupt)"
 	case r.Violations > 0:

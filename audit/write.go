@@ -106,6 +106,9 @@ func (a Audit) Markdown() string {
 	p("Store: %s. Each fault of the lockchaos grid that applies ran up to %s (from seed %d; a fault that broke the lock stops after %d), beside %s under the same fault. lockchaos %s, %s, %s.",
 		a.Store, words.Count(a.Spec.Seeds, "seed", "seeds"), a.Spec.FirstSeed, a.Spec.MinSeeds, refList(a.Spec.Refs), a.Version, a.Started, duration(a.Seconds))
 	p(" Every figure comes from the recorded histories; the runs are in this folder, and `index.html` draws them.\n\n")
+	if a.Shard != nil {
+		p("**Shard %s**: this folder holds only its share of the audit's faults and locks, and judges the claims on it; `lockchaos merge` joins the shards' folders into the whole audit.\n\n", a.Shard)
+	}
 	if a.Interrupted {
 		p("**Interrupted**: the audit was stopped before it was done; what ran is below.\n\n")
 	}
@@ -445,8 +448,15 @@ func Rerender(dir string, expect map[string]checker.Verdict) (Audit, error) {
 	if err != nil {
 		return old, err
 	}
+	if expect == nil && old.ExpectFrom == "claims" {
+		expect = claimsExpected(old.Spec.Claims) // a lock outside the catalogue
+	}
 	a := Summarize(old.Spec, cmp, expect)
+	if a.Description == "" { // a lock this process does not know (a --lock-file's)
+		a.Description, a.Store = old.Description, old.Store
+	}
 	a.Version, a.Started, a.Seconds, a.Interrupted, a.LeftOut, a.Command, a.ExpectFrom = old.Version, old.Started, old.Seconds, old.Interrupted, old.LeftOut, old.Command, old.ExpectFrom
+	a.Shard = old.Shard
 	witnesses := map[string]*Witness{}
 	for _, c := range old.Classes {
 		witnesses[c.Nemesis] = c.Witness

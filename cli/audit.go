@@ -30,6 +30,7 @@ const (
 
 const auditUsage = `Usage: lockchaos audit --lock NAME [--seeds K] [--claims F1,F2] [--budget 15m] [--out DIR]
        lockchaos audit --lock-file PATH/lock.yaml [--claims F1,F2] [--junit FILE] [--json] [flags]
+       lockchaos audit ... --shard I/N --out DIR    (then: lockchaos merge --out DIR SHARD-DIR...)
 
 A lock's whole safety record in one command. It runs the lock against every
 fault of the grid that applies to its store (scenarios/grid.yaml: the
@@ -63,6 +64,15 @@ the witness, or when fewer than 3 of its seeds were evidence ("not enough
 evidence for CLAIM"): a library's CI can hold the library to its README
 (--junit for its test report, --json for a script).
 
+For a bigger audit, --shard I/N runs only shard I of N of its cells (a
+lock against a fault, every seed of it, chosen by the cell's name: each
+job of a CI matrix runs the same part on any runner), shrinks the faults
+of its share that broke the lock, and judges the claims on its share;
+lockchaos merge joins the shards' folders into the audit one run would
+have written (audit.md, audit.json, JUnit, its verdict and exit status).
+Run every shard with the same flags and build. A --budget bounds each
+shard on its own.
+
 Exit status: 0 every claim held (or none made), 1 a claim broke or could
 not be verified, 2 interrupted, 3 usage error, 4 a cell could not be set
 up or the results could not be written.
@@ -87,6 +97,7 @@ func cmdAudit(args []string) int {
 	force := fs.Bool("force", false, "let --out replace the audit it holds")
 	junit := fs.String("junit", "", "also write JUnit XML (one test case per fault; a claimed fault fails when it broke the lock or had too few seeds of evidence) to `FILE`")
 	jsonOut := fs.Bool("json", false, "print the audit (audit.json) on stdout (the human-readable lines go to stderr)")
+	shard := fs.String("shard", "", "run only shard `I/N` of the audit's cells (1 ≤ I ≤ N), chosen by cell name; join the shards' folders with lockchaos merge")
 	var lf lockFlags
 	lf.bind(fs)
 	if code, ok := parse(fs, auditUsage, args); !ok {
@@ -106,6 +117,10 @@ func cmdAudit(args []string) int {
 	}
 	if spec.Lock == "" {
 		fmt.Fprintln(os.Stderr, "lockchaos audit: --lock: name the lock to audit (lockchaos list locks)")
+		return ExitUsage
+	}
+	sh, ok := shardFlag("audit", *shard)
+	if !ok {
 		return ExitUsage
 	}
 	l, err := locks.Lookup(spec.Lock)
@@ -140,10 +155,6 @@ func cmdAudit(args []string) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	var human io.Writer = os.Stdout
-	if *jsonOut {
-		human = os.Stderr
-	}
 	if locks.GivenFile(l.Name) != "" {
 		if code, ok := gateAdapter(ctx, "audit", l, os.Stderr); !ok {
 			return code
@@ -174,6 +185,11 @@ func cmdAudit(args []string) int {
 	if len(na) > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos audit: %d of %d faults apply to %s; not %s (audit.md says why)\n", len(spec.Nemeses)-len(na), len(spec.Nemeses), spec.Lock, strings.Join(na, ", "))
 	}
+	planned := cells
+	if sh != nil {
+		cells = compare.ShardOf(planned, sh.Index, sh.Count)
+		fmt.Fprintf(os.Stderr, "lockchaos audit: shard %s: %d of the audit's %d cells (chosen by name; lockchaos merge joins the shards)\n", sh, len(cells), len(planned))
+	}
 	if dir, err := outFolder(*out, "audit"); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos audit: results folder:", err)
 		return ExitSetup
@@ -188,25 +204,42 @@ func cmdAudit(args []string) int {
 	a, cmp := audit.Run(ctx, spec, cells, audit.Options{Expect: expect, ExpectFrom: from, Options: compare.Options{
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err }}})
-	a.Command = auditCommand(spec, *claimList != "", *out)
-	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(*out)
+	if sh != nil {
+		cmp.MarkShard(*sh, planned)
+		a.Shard = cmp.Shard
+	}
+	a.Command = auditCommand(spec, *claimList != "", sh, *out)
+	return finishAudit("audit", a, cmp, *out, *junit, *jsonOut, nil)
+}
+
+// finishAudit writes the audit a (and the comparison it ran, cmp) to out,
+// prints it (on stdout, or on stderr with --json, which prints audit.json
+// on stdout) and returns audit's exit status: the one place that says how
+// an audit ends, for an audit and for a merge of its shards (missing:
+// the shards the merge lacked).
+func finishAudit(cmd string, a audit.Audit, cmp compare.Comparison, out, junit string, jsonOut bool, missing []string) int {
+	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(out)
+	var human io.Writer = os.Stdout
+	if jsonOut {
+		human = os.Stderr
+	}
 	var writeErrs []error
-	if err := cmp.Write(*out); err != nil {
+	if err := cmp.Write(out); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	if _, err := compare.WriteIndex(*out, cmp); err != nil {
+	if _, err := compare.WriteIndex(out, cmp); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	if err := a.Write(*out); err != nil {
+	if err := a.Write(out); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	if *junit != "" {
-		if err := a.Matrix().JUnit(*junit, *out); err != nil {
+	if junit != "" {
+		if err := a.Matrix().JUnit(junit, out); err != nil {
 			writeErrs = append(writeErrs, err)
 		}
 	}
-	printAudit(human, a, *out)
-	if *jsonOut {
+	printAudit(human, a, out)
+	if jsonOut {
 		if b, err := json.MarshalIndent(a, "", "  "); err != nil {
 			writeErrs = append(writeErrs, err)
 		} else {
@@ -215,8 +248,11 @@ func cmdAudit(args []string) int {
 	}
 	switch {
 	case len(writeErrs) > 0:
-		fmt.Fprintf(os.Stderr, "lockchaos audit: %v\n", errors.Join(writeErrs...))
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, errors.Join(writeErrs...))
 		return ExitSetup
+	case len(missing) > 0:
+		fmt.Fprintf(os.Stderr, "lockchaos %s: shard %s missing: its faults did not run (the audit is incomplete)\n", cmd, joinComma(missing))
+		return ExitMatrixIncomplete
 	case a.Interrupted:
 		return ExitMatrixIncomplete
 	case len(a.ClaimsBroken) > 0:
@@ -224,7 +260,7 @@ func cmdAudit(args []string) int {
 	}
 	for _, c := range a.Classes {
 		if c.Status == audit.Error {
-			fmt.Fprintf(os.Stderr, "lockchaos audit: %s could not run against %s: %s\n", c.Nemesis, spec.Lock, firstLine(c.Why))
+			fmt.Fprintf(os.Stderr, "lockchaos %s: %s could not run against %s: %s\n", cmd, c.Nemesis, a.Spec.Lock, firstLine(c.Why))
 			return ExitSetup
 		}
 	}
@@ -236,7 +272,7 @@ func cmdAudit(args []string) int {
 
 // auditCommand is the command line that repeats the audit from its folder
 // out, into a folder beside it.
-func auditCommand(s audit.Spec, claims bool, out string) string {
+func auditCommand(s audit.Spec, claims bool, sh *scenarios.Shard, out string) string {
 	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, rundir.LockFileArgs(out, s.Lock), rundir.OptArgs(s.Options), s.Seeds, s.FirstSeed,
 		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
 	if claims {
@@ -244,6 +280,9 @@ func auditCommand(s audit.Spec, claims bool, out string) string {
 	}
 	if s.Budget > 0 {
 		c += " --budget " + s.Budget.String()
+	}
+	if sh != nil {
+		c += " --shard " + sh.String()
 	}
 	return c + " --out " + shellwords.Quote("../"+filepath.Base(filepath.Clean(out))+"-again")
 }

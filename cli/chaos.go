@@ -105,14 +105,9 @@ func cmdChaos(args []string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos chaos: --update-baseline records the full matrix: leave out --quick, --scenarios, --shard and --grid=false (or merge the shards first)")
 		return ExitUsage
 	}
-	var sh *scenarios.Shard
-	if *shard != "" {
-		i, n, err := scenarios.ParseShard(*shard)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "lockchaos chaos:", err)
-			return ExitUsage
-		}
-		sh = &scenarios.Shard{Index: i, Count: n}
+	sh, ok := shardFlag("chaos", *shard)
+	if !ok {
+		return ExitUsage
 	}
 
 	opts := scenarios.PlanOptions{Quick: *quick, Backend: *backend, Image: *image, Validate: runner.Validate}

@@ -50,13 +50,14 @@ Usage:
   lockchaos chaos [--quick] [--scenarios GLOB] [--parallel N]      the catalogue and the lock × fault grid
                   [--junit FILE] [--out DIR] [--allow-inconclusive] [--backend docker]
                   [--shard I/N] [--json] [--shrink]
-  lockchaos merge DIR...                                           join the folders of chaos --shard runs
+  lockchaos merge DIR...                                           join the folders of chaos, audit or compare --shard runs
   lockchaos compare --locks L1,L2 [--nemeses N1,N2] [--seeds K]    locks side by side: detection rate, time to
-                  [--out DIR] | --rerun DIR                        violation, throughput, availability (CSV, HTML)
+                  [--out DIR] [--shard I/N] | --rerun DIR          violation, throughput, availability (CSV, HTML)
   lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
                                                                    (DIR2/minimal.yaml), its witness, its run
   lockchaos audit --lock NAME [--seeds K] [--claims F1,F2]         a lock's whole safety record: every fault, a minimal
                   [--budget 15m] [--out DIR] [--junit FILE]        witness of each that breaks it, its claims held to
+                  [--shard I/N]
   lockchaos check DIR                                              re-check a stored run
   lockchaos report DIR                                             render a run's or a matrix's HTML again
   lockchaos list [locks|nemeses|stores|scenarios|NAME]             what this build has; NAME: its options
@@ -68,11 +69,12 @@ Usage:
   lockchaos help COMMAND                                           a command's usage and flags (or COMMAND -h)
 
 Exit status of run and check: 0 safe, 1 violation, 2 inconclusive,
-3 usage error, 4 setup error. chaos and merge: 0 passed, 1 a verdict
-differed from its expectation, 2 evidence was missing, 3 usage, 4 setup
-(lockchaos chaos -h). shrink: 0 minimal found, 1 not reproduced,
-2 interrupted, 3, 4.
-audit: 0 every claim held, 1 a claim broke or was not verified, 2, 3, 4.
+3 usage error, 4 setup error. chaos and merge of its shards: 0 passed,
+1 a verdict differed from its expectation, 2 evidence was missing,
+3 usage, 4 setup (lockchaos chaos -h). shrink: 0 minimal found, 1 not
+reproduced, 2 interrupted, 3, 4.
+audit and merge of its shards: 0 every claim held, 1 a claim broke or was
+not verified, 2 interrupted or a shard missing, 3, 4.
 
 run, chaos, compare, audit and shrink take --lock-file PATH/lock.yaml (an
 adapter lock anywhere, by its name beside the shipped ones; repeatable)

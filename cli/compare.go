@@ -20,6 +20,7 @@ import (
 
 const compareUsage = `Usage: lockchaos compare --locks L1,L2,... [--nemeses N1,N2,...] [--seeds K] [flags] --out DIR
        lockchaos compare --rerun DIR [--out DIR2]
+       lockchaos compare ... --shard I/N --out DIR   (then: lockchaos merge --out DIR SHARD-DIR...)
 
 Runs every lock against every fault for K seeds, each seed its own run
 (DIR/LOCK+NEMESIS/seedN), and sums the runs up per cell: how often the fault
@@ -33,6 +34,12 @@ fault's), or, with --scenario, that scenario's with another lock and fault;
 --ttl, --hold, --duration, --clients and --keys replace them in every cell.
 A cell that has violated stops early once at least --min-seeds of its seeds
 ran (its interval then excludes 0); --early-stop=false runs every seed.
+
+--shard I/N runs only shard I of N of the cells (each with all its seeds,
+chosen by the cell's name: each job of a CI matrix runs the same part on
+any runner); lockchaos merge joins the shards' folders into the
+comparison one run would have written. Run every shard with the same
+flags and build.
 
 Exit status: 0 every planned run was done (whatever the verdicts: a
 comparison has no expectations), 2 interrupted, 3 usage error, 4 a cell
@@ -63,6 +70,7 @@ func cmdCompare(args []string) int {
 	fs.StringVar(&spec.Image, "image", "", "container image for --backend docker")
 	out := fs.String("out", "", "output directory (default results/compare-<time>)")
 	force := fs.Bool("force", false, "let --out replace the comparison it holds")
+	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1 ≤ I ≤ N), chosen by cell name; join the shards' folders with lockchaos merge")
 	rerun := fs.String("rerun", "", "repeat the comparison stored in `DIR` (its compare.json): the same cells, seeds and settings")
 	var lf lockFlags
 	lf.bind(fs)
@@ -76,6 +84,10 @@ func cmdCompare(args []string) int {
 	spec.Options = opts
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockchaos compare: unexpected argument %q\n", fs.Arg(0))
+		return ExitUsage
+	}
+	sh, ok := shardFlag("compare", *shard)
+	if !ok {
 		return ExitUsage
 	}
 	var cells []compare.Cell
@@ -107,6 +119,11 @@ func cmdCompare(args []string) int {
 			return ExitUsage
 		}
 	}
+	planned := cells
+	if sh != nil {
+		cells = compare.ShardOf(planned, sh.Index, sh.Count)
+		fmt.Fprintf(os.Stderr, "lockchaos compare: shard %s: %d of the comparison's %d cells (chosen by name; lockchaos merge joins the shards)\n", sh, len(cells), len(planned))
+	}
 	if dir, err := outFolder(*out, "compare"); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos compare: results folder:", err)
 		return ExitSetup
@@ -117,13 +134,12 @@ func cmdCompare(args []string) int {
 	if code, ok := claimOut("compare", *out, compare.JSONFile, "a comparison", *force, true); !ok {
 		return code
 	}
-	ready, setupErrs := 0, 0
+	ready := 0
 	for _, c := range cells {
 		switch c.Skip {
 		case "":
 			ready++
 		case compare.SkipError:
-			setupErrs++
 			fmt.Fprintf(os.Stderr, "  ERROR %s: %s\n", c.Name(), c.Why)
 		case compare.SkipNA:
 			fmt.Fprintf(os.Stderr, "  n/a %s: %s\n", c.Name(), c.Why)
@@ -138,21 +154,40 @@ func cmdCompare(args []string) int {
 		Out: *out, Force: *force, Progress: os.Stderr, Run: runner.Run,
 		AfterRun: func(dir string) error { _, err := writeRunReport(dir); return err },
 	})
-	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(*out)
+	if sh != nil {
+		cmp.MarkShard(*sh, planned)
+	}
+	return finishCompare("compare", cmp, *out, nil)
+}
+
+// finishCompare writes the comparison cmp to out, prints it and returns
+// compare's exit status: for a comparison and for a merge of its shards
+// (missing: the shards the merge lacked).
+func finishCompare(cmd string, cmp compare.Comparison, out string, missing []string) int {
+	cmp.Command = rundir.Program() + " compare --rerun " + shellwords.Quote(out)
 	var writeErrs []error
-	if err := cmp.Write(*out); err != nil {
+	if err := cmp.Write(out); err != nil {
 		writeErrs = append(writeErrs, err)
 	}
-	index, err := compare.WriteIndex(*out, cmp)
+	index, err := compare.WriteIndex(out, cmp)
 	if err != nil {
 		writeErrs = append(writeErrs, err)
 	}
 	printComparison(os.Stdout, cmp)
 	fmt.Fprintf(os.Stdout, "\ncompare.csv, compare.json, the runs and the HTML index: %s\n", index)
+	setupErrs := 0
+	for _, c := range cmp.Cells {
+		if c.Skip == compare.SkipError {
+			setupErrs++
+		}
+	}
 	switch {
 	case len(writeErrs) > 0:
-		fmt.Fprintf(os.Stderr, "lockchaos compare: %v\n", errors.Join(writeErrs...))
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, errors.Join(writeErrs...))
 		return ExitSetup
+	case len(missing) > 0:
+		fmt.Fprintf(os.Stderr, "lockchaos %s: shard %s missing: its cells did not run (the comparison is incomplete)\n", cmd, joinComma(missing))
+		return ExitMatrixIncomplete
 	case cmp.Interrupted:
 		return ExitMatrixIncomplete
 	case setupErrs > 0:

@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // newFlags makes a subcommand's flag set. It prints nothing by itself:
@@ -250,4 +251,18 @@ func (l *lockFlags) load(cmd string) (given []locks.Spec, opts map[string]map[st
 		return nil, nil, false
 	}
 	return given, opts, true
+}
+
+// shardFlag reads --shard I/N of cmd (nil when not given); when ok is
+// false it printed what is wrong.
+func shardFlag(cmd, v string) (sh *scenarios.Shard, ok bool) {
+	if v == "" {
+		return nil, true
+	}
+	i, n, err := scenarios.ParseShard(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockchaos %s: %v\n", cmd, err)
+		return nil, false
+	}
+	return &scenarios.Shard{Index: i, Count: n}, true
 }

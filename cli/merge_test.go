@@ -269,9 +269,11 @@ func TestShardAndMergeUsageErrors(t *testing.T) {
 		{[]string{"chaos", "--shard", "x"}, "--shard \"x\": want I/N"},
 		{[]string{"chaos", "--shard", "1/0"}, "want at least 1 shard"},
 		{[]string{"chaos", "--shard", "1/2", "--update-baseline"}, "--update-baseline records the full matrix"},
+		{[]string{"audit", "--lock", "token-lua", "--shard", "3/2"}, "lockchaos audit: --shard \"3/2\": the shard index counts from 1 to 2"},
+		{[]string{"compare", "--locks", "token-lua", "--shard", "2"}, "lockchaos compare: --shard \"2\": want I/N"},
 		{[]string{"merge"}, "give the shards' folders"},
-		{[]string{"merge", "--out", out, empty}, empty + " is not a chaos output: it holds no summary.json"},
-		{[]string{"merge", empty, "--out", out}, empty + " is not a chaos output: it holds no summary.json"}, // flags after the folders too
+		{[]string{"merge", "--out", out, empty}, empty + " is not a chaos, audit or compare output: it holds no summary.json, audit.json or compare.json"},
+		{[]string{"merge", empty, "--out", out}, empty + " is not a chaos, audit or compare output: it holds no summary.json, audit.json or compare.json"}, // flags after the folders too
 		{[]string{"merge", "--out", out, broken}, broken + " is not a chaos output"},
 		{[]string{"merge", "--out", out, one, oneAgain}, "both hold shard 1/2"},
 		{[]string{"merge", "--out", out, one, overlap}, "both hold cell c: the shards overlap"},

@@ -73,6 +73,8 @@ func (c Cell) Name() string { return scenarios.GridName(c.Lock, scenarios.FaultD
 const (
 	SkipNA    = "n/a"
 	SkipError = "error"
+	// SkipMissing is a cell whose shard was missing from a merge.
+	SkipMissing = "missing"
 )
 
 // Plan lists the cells of spec: each lock against each nemesis, in that

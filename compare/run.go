@@ -36,6 +36,12 @@ type Comparison struct {
 	Spec        Spec   `json:"spec"`
 	Cells       []Cell `json:"cells"`
 	Rows        []Row  `json:"rows"`
+	// Shard, when set, says the comparison holds only shard Index of Count
+	// of its cells (compare --shard I/N; Planned names them all) and Plan
+	// identifies its configuration (Fingerprint): lockchaos merge joins
+	// the shards of one plan into the whole comparison.
+	Shard *scenarios.Shard `json:"shard,omitempty"`
+	Plan  string           `json:"plan,omitempty"`
 	// Command is the command line that repeats it.
 	Command string `json:"command"`
 }

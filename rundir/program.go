@@ -82,7 +82,7 @@ func LockFileArgs(dir string, names ...string) string {
 			continue
 		}
 		seen[f] = true
-		b.WriteString(" --lock-file " + shellwords.Quote(relTo(dir, f)))
+		b.WriteString(" --lock-file " + shellwords.Quote(RelTo(dir, f)))
 	}
 	return b.String()
 }
@@ -98,9 +98,9 @@ func OptArgs(opts map[string]map[string]string) string {
 	return b.String()
 }
 
-// relTo is path relative to dir ("" : the working directory) when both
+// RelTo is path relative to dir ("" : the working directory) when both
 // resolve, else path as it is.
-func relTo(dir, path string) string {
+func RelTo(dir, path string) string {
 	if dir == "" {
 		dir = "."
 	}

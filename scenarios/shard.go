@@ -40,15 +40,12 @@ func ParseShard(v string) (index, count int, err error) {
 
 // ShardOf returns the cells of shard index (1-based) of count. Which shard a
 // cell falls in depends only on the names of the matrix's cells, never on
-// timings or the machine: the cells are dealt out in turn, ordered by a
-// hash of their name, the catalogue first (its runs are the longest), then
-// the grid cells that run, then those that do not (n/a, skipped), so that
-// every shard gets its share of each. Every cell is in exactly one shard.
+// timings or the machine (Deal): the catalogue first (its runs are the
+// longest), then the grid cells that run, then those that do not (n/a,
+// skipped), so that every shard gets its share of each. Every cell is in
+// exactly one shard.
 func ShardOf(cells []Cell, index, count int) []Cell {
-	if count <= 1 {
-		return cells
-	}
-	group := func(c Cell) int {
+	return Deal(cells, func(c Cell) string { return c.Name }, func(c Cell) int {
 		switch {
 		case c.Kind == KindCatalogue && c.Skip == "":
 			return 0
@@ -56,20 +53,33 @@ func ShardOf(cells []Cell, index, count int) []Cell {
 			return 1
 		}
 		return 2
+	}, index, count)
+}
+
+// Deal returns the items of shard index (1-based) of count, in their
+// order: the items are dealt out in turn, group by group (lowest group
+// first), ordered within a group by a hash of their name, so that which
+// shard an item falls in depends only on the names and groups of all the
+// items, and every shard gets its share of each group. It is the one rule
+// of --shard I/N, for chaos's cells and for audit's and compare's.
+func Deal[T any](items []T, name func(T) string, group func(T) int, index, count int) []T {
+	if count <= 1 {
+		return items
 	}
-	order := make([]int, len(cells))
+	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		ca, cb := cells[order[a]], cells[order[b]]
-		if ga, gb := group(ca), group(cb); ga != gb {
+		ia, ib := items[order[a]], items[order[b]]
+		if ga, gb := group(ia), group(ib); ga != gb {
 			return ga < gb
 		}
-		if ha, hb := nameHash(ca.Name), nameHash(cb.Name); ha != hb {
+		na, nb := name(ia), name(ib)
+		if ha, hb := nameHash(na), nameHash(nb); ha != hb {
 			return ha < hb
 		}
-		return ca.Name < cb.Name
+		return na < nb
 	})
 	mine := map[int]bool{}
 	for r, i := range order {
@@ -77,10 +87,10 @@ func ShardOf(cells []Cell, index, count int) []Cell {
 			mine[i] = true
 		}
 	}
-	var out []Cell
-	for i, c := range cells { // in the matrix's order
+	var out []T
+	for i, x := range items { // in the items' order
 		if mine[i] {
-			out = append(out, c)
+			out = append(out, x)
 		}
 	}
 	return out
