@@ -25,24 +25,30 @@ import (
 // (3 seeds of latency). A claim that held passes the pipeline, with the
 // JUnit XML and audit.md published where the template says and audit.md
 // holding no absolute path; a claim that broke fails it and publishes
-// them all the same.
+// them all the same. The sharded templates run their 4 shards, then merge
+// them, the merge job publishing what the single job does.
 func TestCITemplatesRunAsWritten(t *testing.T) {
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skipf("takes minutes (each template installs lockchaos and audits a lock): set %s=1", SlowTestsEnv)
 	}
 	tmp := t.TempDir()
 	env, _ := moduleProxyEnv(t, tmp)
-	for _, tc := range []struct{ template, file string }{
-		{"gitlab-audit.yml", ".gitlab-ci.yml"},
-		{"github-audit.yml", ".github/workflows/lockchaos.yml"},
+	for _, tc := range []struct {
+		template, file string
+		faults         string // the sharded templates' 4 shards get a fault each
+	}{
+		{"gitlab-audit.yml", ".gitlab-ci.yml", ""},
+		{"github-audit.yml", ".github/workflows/lockchaos.yml", ""},
+		{"gitlab-audit-sharded.yml", ".gitlab-ci.yml", ",none,jitter,reset-peer"},
+		{"github-audit-sharded.yml", ".github/workflows/lockchaos.yml", ",none,jitter,reset-peer"},
 	} {
 		t.Run(tc.template, func(t *testing.T) {
 			for _, claim := range []struct {
 				name, flags string
 				held        bool
 			}{
-				{"latency", "--nemeses latency --refs none --seeds 3", true},
-				{"pause-client", "--nemeses pause-client --refs none --seeds 3 --shrink-budget 20s --shrink-tries 1", false},
+				{"latency", "--nemeses latency" + tc.faults + " --refs none --seeds 3", true},
+				{"pause-client", "--nemeses pause-client" + tc.faults + " --refs none --seeds 3 --shrink-budget 20s --shrink-tries 1", false},
 			} {
 				var results []cirun.Result
 				var log bytes.Buffer
