@@ -27,52 +27,21 @@ const testVersion = "v0.0.44"
 // published: `go install github.com/lockchaos/lockchaos/cmd/lockchaos@VERSION`,
 // here from a module proxy in a folder (the layout proxy.golang.org
 // serves, holding this working tree's tracked files as testVersion), into
-// an empty GOPATH and HOME, with no repository in sight. Then, in an empty
-// folder, the installed binary lists every shipped lock and the quick
-// catalogue passes: every adapter lock is built on first use into the
-// empty HOME's cache (Maven, npm and pip fetch their pinned versions:
-// minutes). The other modules come from this machine's module cache,
-// which is in the proxy's layout too (GOMODCACHE/cache/download), so the
-// install needs no network (nor the checksum database: GOSUMDB=off); the
-// build cache is shared (it only saves compiling).
+// an empty GOPATH and HOME, with no repository in sight (moduleProxyEnv).
+// Then, in an empty folder, the installed binary lists every shipped lock
+// and the quick catalogue passes: every adapter lock is built on first use
+// into the empty HOME's cache (Maven, npm and pip fetch their pinned
+// versions: minutes).
 func TestGoInstallFromModuleProxy(t *testing.T) {
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skipf("takes minutes (it builds every adapter from nothing): set %s=1", SlowTestsEnv)
 	}
-	goEnv := func(name string) string {
-		b, err := exec.Command("go", "env", name).Output()
-		if err != nil {
-			t.Fatalf("go env %s: %v", name, err)
-		}
-		return strings.TrimSpace(string(b))
-	}
-	modCache, buildCache := goEnv("GOMODCACHE"), goEnv("GOCACHE")
 	tmp := t.TempDir()
-	proxy := filepath.Join(tmp, "proxy")
-	serveModule(t, proxy, testVersion)
-	home, gopath, work := filepath.Join(tmp, "home"), filepath.Join(tmp, "gopath"), filepath.Join(tmp, "work")
-	for _, d := range []string{home, gopath, work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	env, gopath := moduleProxyEnv(t, tmp)
+	work := filepath.Join(tmp, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	// The machine's own settings that point elsewhere are left out.
-	var env []string
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "HOME", "GOPATH", "GOMODCACHE", "GOBIN", "GOFLAGS", "GOPROXY", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOSUMDB",
-			"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "LOCKCHAOS_ADAPTERS", "LOCKCHAOS_CLOCKSHIM", "GOTOOLCHAIN":
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "HOME="+home, "GOPATH="+gopath, "GOCACHE="+buildCache, "GOTOOLCHAIN=local",
-		"GOPROXY=file://"+proxy+",file://"+filepath.Join(modCache, "cache", "download"),
-		// This working tree is in no checksum database, and this machine
-		// may not reach one: the other modules are the ones its go.sum
-		// names, from this machine's module cache.
-		"GOSUMDB=off",
-		"PATH="+filepath.Join(gopath, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	start := time.Now()
 	install := exec.Command("go", "install", "github.com/lockchaos/lockchaos/cmd/lockchaos@"+testVersion)
 	install.Dir, install.Env = work, env
@@ -169,6 +138,52 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 			t.Errorf("%s/audit.md holds an absolute path (%q):\n%s", out, m, md)
 		}
 	}
+}
+
+// moduleProxyEnv serves this working tree as lockchaos's module at
+// testVersion from a module proxy in tmp (serveModule), and is the
+// environment of a machine with no clone in sight that installs from it:
+// an empty HOME and GOPATH under tmp, GOPATH/bin on PATH, and the
+// machine's own Go settings left out. The other modules come from this
+// machine's module cache, which is in the proxy's layout too
+// (GOMODCACHE/cache/download), so an install needs no network (nor the
+// checksum database: GOSUMDB=off); the build cache is shared (it only
+// saves compiling).
+func moduleProxyEnv(t *testing.T, tmp string) (env []string, gopath string) {
+	t.Helper()
+	goEnv := func(name string) string {
+		b, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	modCache, buildCache := goEnv("GOMODCACHE"), goEnv("GOCACHE")
+	proxy := filepath.Join(tmp, "proxy")
+	serveModule(t, proxy, testVersion)
+	home, gopath := filepath.Join(tmp, "home"), filepath.Join(tmp, "gopath")
+	for _, d := range []string{home, gopath} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The machine's own settings that point elsewhere are left out.
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "HOME", "GOPATH", "GOMODCACHE", "GOBIN", "GOFLAGS", "GOPROXY", "GONOSUMDB", "GONOPROXY", "GOPRIVATE", "GOSUMDB",
+			"XDG_CACHE_HOME", "XDG_CONFIG_HOME", "LOCKCHAOS_ADAPTERS", "LOCKCHAOS_CLOCKSHIM", "GOTOOLCHAIN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "HOME="+home, "GOPATH="+gopath, "GOCACHE="+buildCache, "GOTOOLCHAIN=local",
+		"GOPROXY=file://"+proxy+",file://"+filepath.Join(modCache, "cache", "download"),
+		// This working tree is in no checksum database, and this machine
+		// may not reach one: the other modules are the ones its go.sum
+		// names, from this machine's module cache.
+		"GOSUMDB=off",
+		"PATH="+filepath.Join(gopath, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return env, gopath
 }
 
 // serveModule writes, under dir, a module proxy (the GOPROXY protocol's

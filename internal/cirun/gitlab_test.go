@@ -1,4 +1,4 @@
-package main
+package cirun
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"gopkg.in/yaml.v3"
 )
 
 // setupNeeds is the Debian packages make setup installs because make test
@@ -30,54 +28,37 @@ func setupNeeds(t *testing.T) []string {
 	return need
 }
 
-// githubRuns is the shell lines of each job of a GitHub workflow, in order.
-func githubRuns(t *testing.T, path string) map[string][]string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wf struct {
-		Jobs map[string]struct {
-			Steps []struct {
-				Run string `yaml:"run"`
-			} `yaml:"steps"`
-		} `yaml:"jobs"`
-	}
-	if err := yaml.Unmarshal(b, &wf); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	out := map[string][]string{}
-	for name, j := range wf.Jobs {
-		for _, s := range j.Steps {
-			out[name] = append(out[name], strings.Split(s.Run, "\n")...)
-		}
-	}
-	return out
-}
-
-// Every CI example the repository ships, before it runs the matrix, installs
-// what make setup installs for it: it runs make setup, or installs every
-// package of make setup's need list. (docs/gitlab-ci.yml once installed
+// Every CI example the repository ships, before it runs the matrix or an
+// audit, installs what make setup installs for it: it runs make setup, or
+// installs every package of make setup's need list (one list: the
+// templates of docs/ci/ name the packages as the list does). (docs/gitlab-ci.yml once installed
 // Redis and gcc only: its etcd, ZooKeeper and PostgreSQL cells could not
 // start.) .ci/run runs docs/gitlab-ci.yml as written; GitHub runs the
 // workflows.
 func TestCIExamplesInstallWhatMakeSetupInstalls(t *testing.T) {
 	need := setupNeeds(t)
 	examples := map[string]map[string][]string{}
-	jobs, err := Load("../../docs/gitlab-ci.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples["docs/gitlab-ci.yml"] = map[string][]string{}
-	for _, j := range jobs {
-		examples["docs/gitlab-ci.yml"][j.Name] = j.Lines
-	}
+	gitlab, _ := filepath.Glob("../../docs/ci/gitlab-*.yml")
+	github, _ := filepath.Glob("../../docs/ci/github-*.yml")
 	workflows, _ := filepath.Glob("../../.github/workflows/*.yml")
-	for _, w := range workflows {
-		examples[strings.TrimPrefix(w, "../../")] = githubRuns(t, w)
+	for _, f := range append(append(append([]string{"../../docs/gitlab-ci.yml"}, gitlab...), github...), workflows...) {
+		load := LoadGitLab
+		if strings.Contains(f, "github") {
+			load = LoadGitHub
+		}
+		jobs, err := load(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := strings.TrimPrefix(f, "../../")
+		examples[file] = map[string][]string{}
+		for _, j := range jobs {
+			for _, s := range j.Steps {
+				examples[file][j.Name] = append(examples[file][j.Name], s.Lines...)
+			}
+		}
 	}
-	matrix := regexp.MustCompile(`^\s*(\S*/)?lockchaos chaos(\s|$)`)
+	matrix := regexp.MustCompile(`^\s*(\S*/)?lockchaos (chaos|audit)(\s|$)`)
 	matrices := 0
 	for file, jobs := range examples {
 		for name, lines := range jobs {
@@ -106,15 +87,15 @@ func TestCIExamplesInstallWhatMakeSetupInstalls(t *testing.T) {
 			}
 		}
 	}
-	if matrices < 2 {
-		t.Errorf("%d jobs of the CI examples run lockchaos chaos, want the GitLab and the GitHub one", matrices)
+	if matrices < 2+len(gitlab)+len(github) || len(gitlab) < 2 || len(github) < 2 {
+		t.Errorf("%d jobs of the CI examples run lockchaos chaos or audit, want the GitLab and the GitHub one and those of the templates (%v, %v)", matrices, gitlab, github)
 	}
 }
 
 // .ci/run runs docs/gitlab-ci.yml with this runner: it must run exactly
 // the file's lines.
 func TestLoadTheGitLabExample(t *testing.T) {
-	jobs, err := Load("../../docs/gitlab-ci.yml")
+	jobs, err := LoadGitLab("../../docs/gitlab-ci.yml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +106,8 @@ func TestLoadTheGitLabExample(t *testing.T) {
 	if want := []string{"chaos 1/4", "chaos 2/4", "chaos 3/4", "chaos 4/4", "chaos-merge"}; !slices.Equal(names, want) {
 		t.Fatalf("jobs %v, want %v", names, want)
 	}
-	if !slices.Contains(jobs[2].Env, "CI_NODE_INDEX=3") || !slices.Contains(jobs[2].Env, "CI_NODE_TOTAL=4") || jobs[4].When != "always" {
-		t.Errorf("chaos 3/4 env %v, merge when %s", jobs[2].Env, jobs[4].When)
+	if !slices.Contains(jobs[2].Env, "CI_NODE_INDEX=3") || !slices.Contains(jobs[2].Env, "CI_NODE_TOTAL=4") || !jobs[4].Always || len(jobs[4].Needs) != 4 {
+		t.Errorf("chaos 3/4 env %v, merge always %v, needs %v", jobs[2].Env, jobs[4].Always, jobs[4].Needs)
 	}
 }
 
@@ -161,12 +142,12 @@ three:
   script:
     - echo "three in $(basename "$CI_PROJECT_DIR")" >> log
 `), 0o644)
-	jobs, err := Load(ci)
+	jobs, err := LoadGitLab(ci, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	failed := Run(jobs, dir, &out)
+	failed := Failed(Run(jobs, Config{Project: dir, Work: t.TempDir(), Log: &out}))
 	if !slices.Equal(failed, []string{"one 2/2"}) {
 		t.Errorf("failed %v, want one 2/2\n%s", failed, out.String())
 	}
@@ -176,7 +157,7 @@ three:
 		t.Errorf("the jobs wrote\n%s\nwant\n%s", log, want)
 	}
 	os.WriteFile(ci, []byte("stages: [one]\none:\n  stage: one\n  script: [true]\n  servics: [redis]\n"), 0o644)
-	if _, err := Load(ci); err == nil || !strings.Contains(err.Error(), "servics") {
+	if _, err := LoadGitLab(ci, nil); err == nil || !strings.Contains(err.Error(), "servics") {
 		t.Errorf("a key the runner does not know: %v, want it refused", err)
 	}
 }
