@@ -136,8 +136,75 @@ func awaitAimed(ctx context.Context, env Env, proc Processes, step Step, bound t
 	return &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed, released: bound == 0}, nil
 }
 
-// aimHolder aims at the step's hold like aimAt, and returns the lock nodes
-// that hold its lease. For a quorum lock, votes chooses among holds: bare
+// aimAny is aimAt for a fault that needs a holder of the step's key, not a
+// particular client (a failover, a crash of a node that holds the lease):
+// every client still running is asked to stay inside its next hold of the
+// key, the first hold the view shows is the aim, and the others are let go
+// at once. Waiting for one client to win the key can take many holds when
+// the lock is contended (a lock whose every acquire waits for replicas
+// takes a second a try, and four clients' tries fall in step), and a run
+// can end before it comes; the next hold by anyone comes as soon as the
+// lock allows.
+func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
+	if bound == 0 {
+		return aimAt(ctx, env, step, 0)
+	}
+	proc, err := processesOf(env)
+	if err != nil {
+		return nil, err
+	}
+	armed := map[int]int64{} // client → when it said it would stay inside
+	letGo := func(except int) error {
+		var errs []error
+		for c := range armed {
+			if c != except {
+				errs = append(errs, proc.Unstretch(c))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for c := range env.Topology().Clients {
+		at, err := proc.Stretch(ctx, c, step.Key, bound, 0, false)
+		switch {
+		case errors.Is(err, ErrNoTarget) && ctx.Err() == nil:
+			continue // it has exited
+		case err != nil:
+			return nil, errors.Join(err, letGo(-1))
+		}
+		armed[c] = at
+	}
+	if len(armed) == 0 {
+		return nil, fmt.Errorf("%w: every client has exited", ErrNoTarget)
+	}
+	wait := triggerWait(env)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	var h Holding
+	err = env.Await(wctx, func(v View) bool {
+		for _, x := range v.Holders {
+			if at, ok := armed[x.Client]; ok && x.Key == step.Key && x.Invoked >= at {
+				h = x
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		uerr := letGo(-1)
+		if ctx.Err() != nil {
+			return nil, errors.Join(ctx.Err(), uerr)
+		}
+		return nil, errors.Join(fmt.Errorf("%w: no client held %s within %v", ErrNoTarget, step.Key, wait), uerr)
+	}
+	a := &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed[h.Client]}
+	if err := letGo(h.Client); err != nil {
+		return nil, errors.Join(err, a.release())
+	}
+	return a, nil
+}
+
+// aimHolder aims at the next hold of the step's key by any client
+// (aimAny), and returns the lock nodes that hold its lease. For a quorum lock, votes chooses among holds: bare
 // waits for one with no vote to spare, on exactly the lock's quorum of
 // nodes — the hold that one node forgetting breaks (Kleppmann's case
 // against Redlock); spare for one with a vote to spare, which one node
@@ -150,10 +217,10 @@ func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, vot
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		a, err := aimAt(wctx, env, step, bound)
+		a, err := aimAny(wctx, env, step, bound)
 		switch {
 		case err != nil && ctx.Err() == nil && wctx.Err() != nil:
-			return nil, nil, fmt.Errorf("%w: client %d held %s with votes=%s within %v", ErrNoTarget, step.Client, step.Key, votes, wait)
+			return nil, nil, fmt.Errorf("%w: no client held %s with votes=%s within %v", ErrNoTarget, step.Key, votes, wait)
 		case err != nil:
 			return nil, nil, err
 		}

@@ -25,14 +25,14 @@ func (o onNode) Applies(t Topology) error {
 // onHold are the options of the faults that make one node forget a lease:
 // when they strike, and which hold of a quorum lock they wait for.
 type onHold struct {
-	When string `opt:"when" default:"hold" oneof:"hold,any" help:"hold (while the step's client holds its key, kept inside until the effect is known) or any (whenever the schedule says)"`
+	When string `opt:"when" default:"hold" oneof:"hold,any" help:"hold (while a client holds the step's key — whichever holds it first once the fault is armed —, kept inside until the effect is known) or any (whenever the schedule says)"`
 	onVotes
 }
 
 // onVotes is the option of the faults that wait for a hold of a quorum lock
 // to make one node forget it: which hold.
 type onVotes struct {
-	Votes string `opt:"votes" default:"any" oneof:"any,bare,spare" help:"which hold of a quorum lock to hit: any (the step's client's next), bare (one on exactly the quorum of nodes: one node forgetting breaks it) or spare (one with a vote to spare: one node forgetting cannot)"`
+	Votes string `opt:"votes" default:"any" oneof:"any,bare,spare" help:"which hold of a quorum lock to hit: any (the next, by any client), bare (one on exactly the quorum of nodes: one node forgetting breaks it) or spare (one with a vote to spare: one node forgetting cannot)"`
 }
 
 // shimApplies: the clock shim goes into processes that a backend starts
