@@ -140,7 +140,8 @@ func awaitAimed(ctx context.Context, env Env, proc Processes, step Step, bound t
 // particular client (a failover, a crash of a node that holds the lease):
 // every client still running is asked to stay inside its next hold of the
 // key, the first hold the view shows is the aim, and the others are let go
-// at once. Waiting for one client to win the key can take many holds when
+// at once. A client another fault keeps inside (a stretch in force, of
+// another nemesis of the run) is left to it. Waiting for one client to win the key can take many holds when
 // the lock is contended (a lock whose every acquire waits for replicas
 // takes a second a try, and four clients' tries fall in step), and a run
 // can end before it comes; the next hold by anyone comes as soon as the
@@ -163,18 +164,26 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 		}
 		return errors.Join(errs...)
 	}
+	var busy map[int]string
+	_ = env.Await(ctx, func(v View) bool { busy = v.Stretched; return true })
 	for c := range env.Topology().Clients {
+		if _, ok := busy[c]; ok {
+			continue
+		}
 		at, err := proc.Stretch(ctx, c, step.Key, bound, 0, false)
 		switch {
 		case errors.Is(err, ErrNoTarget) && ctx.Err() == nil:
-			continue // it has exited
+			// It has exited, or did not take the line in time (stopped):
+			// withdrawn, in case it takes it later.
+			_ = proc.Unstretch(c)
+			continue
 		case err != nil:
-			return nil, errors.Join(err, letGo(-1))
+			return nil, errors.Join(err, letGo(-1), proc.Unstretch(c))
 		}
 		armed[c] = at
 	}
 	if len(armed) == 0 {
-		return nil, fmt.Errorf("%w: every client has exited", ErrNoTarget)
+		return nil, fmt.Errorf("%w: no client could be asked to stay inside its hold of %s (exited, or kept by another fault)", ErrNoTarget, step.Key)
 	}
 	wait := triggerWait(env)
 	wctx, cancel := context.WithTimeout(ctx, wait)

@@ -234,6 +234,9 @@ type View struct {
 	// lost (a lost event: the library learned it in the background, and
 	// the client stopped).
 	Lost map[int]map[string]int64
+	// Stretched says which key each client has been asked to stay inside
+	// its holds of (a stretch in force, taken and not withdrawn).
+	Stretched map[int]string
 }
 
 // Wait is a stretched hold that reached the end of its work: the hold

@@ -234,8 +234,19 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked()})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
 	})
+}
+
+// stretchedLocked is View.Stretched: the clients with a stretch in force.
+func (t *tracker) stretchedLocked() map[int]string {
+	m := map[int]string{}
+	for c, a := range t.stretched {
+		if a.key != "" {
+			m[c] = a.key
+		}
+	}
+	return m
 }
 
 // awaitStretch waits until client has said it took the stretch of key (""
