@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,52 @@ func TestATokenNamesTheLeaseOnEachNode(t *testing.T) {
 		if got := (Holding{Key: "lock:0", Token: tc.token}).On(tc.i, tc.n).Token; got != tc.want {
 			t.Errorf("token %q on node %d of %d: got %q, want %q", tc.token, tc.i, tc.n, got, tc.want)
 		}
+	}
+}
+
+// A fault that needs a holder, not a client (a failover, a node's crash),
+// aims at the first hold of its key by any client: the step's client may
+// lose every race for the key until the run ends (a lock whose tries wait
+// a second for its replicas, four clients trying in step). Every client is
+// asked to stay inside, the first to hold is the aim, the others are let
+// go at once, and a client another fault keeps inside is left to it.
+func TestAHolderFaultAimsAtTheFirstHoldByAnyClient(t *testing.T) {
+	env := newFakeEnv()
+	env.stretched[3] = "lock:0" // another nemesis keeps client 3 inside
+	step := Step{Client: 1, Key: "lock:0"}
+	go func() {
+		// Client 2, not the step's client 1, holds once every free client
+		// was asked to stay inside.
+		for {
+			env.mu.Lock()
+			n := len(env.stretched)
+			env.mu.Unlock()
+			if n == 4 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		env.hold(2, "lock:0")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second) // the step's own wait is 5 s
+	defer cancel()
+	a, _, err := aimHolder(ctx, env, step, time.Second, "any")
+	if err != nil {
+		t.Fatalf("aimHolder: %v (it waited for the step's client, not for any holder)", err)
+	}
+	if a.Client != 2 || a.Key != "lock:0" || a.released {
+		t.Errorf("aimed at client %d's hold of %s (released %v), want client 2's, kept inside", a.Client, a.Key, a.released)
+	}
+	env.mu.Lock()
+	left := maps.Clone(env.stretched)
+	env.mu.Unlock()
+	if want := map[int]string{2: "lock:0", 3: "lock:0"}; !maps.Equal(left, want) {
+		t.Errorf("stretches in force after the aim: %v, want %v (the aim's, and the other fault's)", left, want)
+	}
+	if err := a.release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := env.stretched[2]; ok {
+		t.Errorf("client 2 still stretched after the aim let it go")
 	}
 }

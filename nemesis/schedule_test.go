@@ -73,7 +73,7 @@ func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 		if f.waits != nil {
 			waiting = f.waits
 		}
-		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Acquires: maps.Clone(f.acquires), Exited: f.exited, Waiting: waiting, Lost: f.lost}), f.changed
+		ok, changed := cond(View{Holders: append([]Holding(nil), f.holders...), Acquires: maps.Clone(f.acquires), Exited: f.exited, Waiting: waiting, Lost: f.lost, Stretched: maps.Clone(f.stretched)}), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil
