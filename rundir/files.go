@@ -1,5 +1,5 @@
 // Package rundir is a run's folder: the names of the files a run writes
-// there, the atomic writer, the fault schedule it executed, and how to
+// there, the atomic writer, and how to
 // make the run again. The runner writes a run folder; the report, the
 // shrinker and compare read one, and import this instead of the runner.
 package rundir
@@ -18,7 +18,6 @@ import (
 	"syscall"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/nemesis"
 )
 
 // ScheduleFile is the fault schedule a run executed, in its folder: every
@@ -29,34 +28,6 @@ const ScheduleFile = "schedule.json"
 // ConfigFile is the run's whole configuration, in its folder, as it ran
 // (defaults filled in): what --replay starts from.
 const ConfigFile = "config.json"
-
-// Schedule is what schedule.json holds.
-type Schedule struct {
-	Nemeses []NemesisSchedule `json:"nemeses"`
-}
-
-// NemesisSchedule is one nemesis's steps, in order.
-type NemesisSchedule struct {
-	Name string `json:"name"`
-	// Plan is its schedule option (every, at=…, random): how the steps'
-	// gaps are read.
-	Plan  string             `json:"plan"`
-	Steps []nemesis.Executed `json:"steps"`
-}
-
-// Steps returns the steps of nemesis name, to take again.
-func (s *Schedule) Steps(name string) ([]nemesis.Step, bool) {
-	for _, n := range s.Nemeses {
-		if n.Name == name {
-			steps := make([]nemesis.Step, 0, len(n.Steps))
-			for _, e := range n.Steps {
-				steps = append(steps, e.Step)
-			}
-			return steps, true
-		}
-	}
-	return nil, false
-}
 
 // WriteJSON writes v to path as indented JSON, whole or not at all.
 func WriteJSON(path string, v any) error {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -65,7 +65,7 @@ type Run struct {
 
 	// Replay, when set, is a schedule a run executed (its schedule.json):
 	// every nemesis takes those steps instead of drawing its own.
-	Replay *rundir.Schedule `json:"-"`
+	Replay *nemesis.Timetable `json:"-"`
 
 	// Progress, when set, receives a line every few seconds.
 	Progress io.Writer `json:"-"`

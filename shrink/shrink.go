@@ -188,7 +188,7 @@ type candidate struct {
 func (c candidate) config(out string) settings.Run {
 	cfg := c.cfg
 	cfg.Out, cfg.Force, cfg.Progress = out, false, nil
-	sched := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
+	sched := &nemesis.Timetable{Nemeses: []nemesis.Executions{}}
 	cfg.Nemeses, cfg.NemesisOptions = nil, map[string]map[string]string{}
 	for _, n := range c.cfg.Nemeses {
 		var steps []nemesis.Executed
@@ -204,7 +204,7 @@ func (c candidate) config(out string) settings.Run {
 		if o, ok := c.cfg.NemesisOptions[n]; ok {
 			cfg.NemesisOptions[n] = o
 		}
-		sched.Nemeses = append(sched.Nemeses, rundir.NemesisSchedule{Name: n, Plan: "shrink", Steps: steps})
+		sched.Nemeses = append(sched.Nemeses, nemesis.Executions{Name: n, Plan: "shrink", Steps: steps})
 	}
 	cfg.Replay = sched
 	return cfg
