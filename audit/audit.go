@@ -22,6 +22,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/grid"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
@@ -359,7 +360,7 @@ func seedsRun(cmp compare.Comparison) string {
 // the audit's folder out) again, fault for fault, from that folder (when
 // no minimal scenario was written).
 func replay(dir string, spec Spec, out string) string {
-	return rundir.ReplayCommand(rundir.PortableProgram(), dir) + rundir.LockFileArgs(out, spec.Lock)
+	return rundir.ReplayCommand(rundir.PortableProgram(), dir) + lockargs.FileArgs(out, spec.Lock)
 }
 
 // firstViolation is the folder (relative to the audit's) of the lowest
@@ -405,7 +406,7 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	if rep.Stopped != "" {
 		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
 	}
-	w.Command = rundir.PortableProgram() + " run" + rundir.LockFileArgs(o.Out, spec.Lock) + " --scenario " + shellwords.Quote(w.Scenario)
+	w.Command = rundir.PortableProgram() + " run" + lockargs.FileArgs(o.Out, spec.Lock) + " --scenario " + shellwords.Quote(w.Scenario)
 	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
 	return w
 }

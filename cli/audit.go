@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
@@ -273,7 +274,7 @@ func finishAudit(cmd string, a audit.Audit, cmp compare.Comparison, out, junit s
 // auditCommand is the command line that repeats the audit from its folder
 // out, into a folder beside it.
 func auditCommand(s audit.Spec, claims bool, sh *scenarios.Shard, out string) string {
-	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, rundir.LockFileArgs(out, s.Lock), rundir.OptArgs(s.Options), s.Seeds, s.FirstSeed,
+	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, lockargs.FileArgs(out, s.Lock), lockargs.OptArgs(s.Options), s.Seeds, s.FirstSeed,
 		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
 	if claims {
 		c += " --claims " + strings.Join(s.Claims, ",")

@@ -166,7 +166,7 @@ func stallOverlap() []history.Event {
 func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 	dir := t.TempDir()
 	writeHistory(t, dir, stallOverlap())
-	res, err := rundir.Check(dir, 0)
+	res, err := checker.CheckDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/internal/browser"
 	"github.com/lockchaos/lockchaos/locks"
 	runreport "github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // lockchaosIn runs the binary in dir with env added, as an installed binary
@@ -45,7 +45,7 @@ func TestRunBuiltinScenarioByName(t *testing.T) {
 	for attempt := 1; attempt <= 3; attempt++ {
 		out := filepath.Join(dir, fmt.Sprintf("run-%d", attempt))
 		stdout, stderr, code = lockchaosIn(t, dir, nil, "run", "--scenario", "token-lua-no-fault", "--duration", "1s", "--out", out)
-		res, err := rundir.Check(out, 0)
+		res, err := checker.CheckDir(out, 0)
 		if err != nil || res.NoEvidence() == "" {
 			break
 		}

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/lockchaos/lockchaos/audit"
-
+	"github.com/lockchaos/lockchaos/checker"
 	htmlreport "github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -84,7 +83,7 @@ func cmdReport(args []string) int {
 // when it has no result.json yet.
 func writeRunReport(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "result.json")); errors.Is(err, os.ErrNotExist) {
-		if _, err := rundir.Check(dir, 0); err != nil {
+		if _, err := checker.CheckDir(dir, 0); err != nil {
 			return "", err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -98,7 +99,7 @@ func cmdShrink(args []string) int {
 	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 	lockFile := ""
 	if cfg, err := settings.LoadReplay(dir); err == nil {
-		lockFile = rundir.LockFileArgs("", cfg.Lock)
+		lockFile = lockargs.FileArgs("", cfg.Lock)
 	}
 	return shrinkOutcome(rep, err, *out, lockFile)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 )
@@ -358,7 +359,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
 		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
-			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), rundir.LockFileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
+			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
 		}
 		out = append(out, step)
 	case rs.StaleAccepted > 0 || rs.FenceReused > 0:
@@ -366,7 +367,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	}
 	if res.Verdict == checker.Safe && len(res.Nemesis) > 0 {
 		out = append(out, nextStep{"next-seeds", "One run that found nothing is one seed, not a proof: run more seeds of the same faults (the comparison gives the detection rate with its interval).",
-			fmt.Sprintf("%s compare%s --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), rundir.LockFileArgs("", res.Lock), res.Lock, nemeses, shellwords.Quote(dir+"-seeds"))})
+			fmt.Sprintf("%s compare%s --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, nemeses, shellwords.Quote(dir+"-seeds"))})
 	}
 	return out
 }

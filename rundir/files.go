@@ -1,7 +1,9 @@
 // Package rundir is a run's folder: the names of the files a run writes
-// there, the atomic writer, and how to
-// make the run again. The runner writes a run folder; the report, the
-// shrinker and compare read one, and import this instead of the runner.
+// there, the atomic writer, the claim of a folder for a run, and the
+// commands printed to make a run again (Program, ReplayCommand). It
+// imports nothing of lockchaos but internal helpers, so every package may
+// import it: the runner writes a run folder; the checker (CheckDir), the
+// report, the shrinker and compare read one.
 package rundir
 
 import (
@@ -16,8 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/lockchaos/lockchaos/checker"
 )
 
 // ScheduleFile is the fault schedule a run executed, in its folder: every
@@ -47,23 +47,6 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
-}
-
-// Reproduce says how to make the run in dir again, for its result.json:
-// the version of lockchaos, the replay command, and the configuration and
-// fault schedule it ran with. Nil when dir holds no config.json (a history
-// only checked).
-func Reproduce(dir string) *checker.Reproduce {
-	cfg, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil || !json.Valid(cfg) {
-		return nil
-	}
-	r := &checker.Reproduce{Version: Version(), Config: json.RawMessage(cfg)}
-	if s, err := os.ReadFile(filepath.Join(dir, ScheduleFile)); err == nil && json.Valid(s) {
-		r.Schedule = json.RawMessage(s)
-	}
-	r.Command = ReplayCommand(Program(), dir)
-	return r
 }
 
 // Version is this build's version: its module version, or the VCS
@@ -208,6 +191,9 @@ func lockLive(dir string) (*Claimed, int, error) {
 
 // HistoryFile is a run's history, in its folder.
 const HistoryFile = "history.jsonl"
+
+// ResultFile is a run's result, in its folder.
+const ResultFile = "result.json"
 
 // held lists the files of a run (Files) that dir holds.
 func held(dir string) []string {

@@ -653,7 +653,7 @@ func (s *shrinker) finish() error {
 	}
 	// Checked again in its place, so that its result names the folder
 	// (the command that replays it).
-	res, err := rundir.Check(minDir, 0)
+	res, err := checker.CheckDir(minDir, 0)
 	if err != nil {
 		return err
 	}
