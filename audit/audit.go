@@ -398,8 +398,8 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	w.Shrunk = true
 	w.Minimal = rep.Minimal.String()
 	w.Scenario = filepath.ToSlash(filepath.Join(w.Dir, rep.Scenario))
-	w.Story = filepath.ToSlash(filepath.Join(w.Dir, shrink.WitnessFile))
-	w.Report = filepath.ToSlash(filepath.Join(w.Dir, shrink.MinimalDir, "report.html"))
+	w.Story = filepath.ToSlash(filepath.Join(w.Dir, rundir.ShrinkWitnessFile))
+	w.Report = filepath.ToSlash(filepath.Join(w.Dir, rundir.ShrinkMinimalDir, rundir.ReportFile))
 	if rep.Verify != nil {
 		w.Verified = fmt.Sprintf("%d of %d", rep.Verify.Violated, rep.Verify.Runs)
 	}

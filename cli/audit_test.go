@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/audit"
-	"github.com/lockchaos/lockchaos/shrink"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // An audit of a real lock on a real Redis: set-nx-px claims to survive no
@@ -23,7 +23,7 @@ func TestAuditHoldsALockToItsClaims(t *testing.T) {
 	if code != ExitClaimsBroken {
 		t.Fatalf("audit: exit %d, want %d (a claim broke)\n%s%s", code, ExitClaimsBroken, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke set-nx-px (witness: "+filepath.Join(out, "witness", "pause-client", shrink.WitnessFile)+")") {
+	if !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke set-nx-px (witness: "+filepath.Join(out, "witness", "pause-client", rundir.ShrinkWitnessFile)+")") {
 		t.Errorf("stdout names no broken claim and witness:\n%s", stdout)
 	}
 	a, err := audit.Read(out)

@@ -164,7 +164,7 @@ func listRuns(w io.Writer, runs []pastRun, all bool) {
 		shown = shown[:20]
 	}
 	for _, r := range shown {
-		report := filepath.Join(r.dir, "report.html")
+		report := filepath.Join(r.dir, rundir.ReportFile)
 		switch r.kind {
 		case "audit":
 			report = filepath.Join(r.dir, audit.HTMLFile)

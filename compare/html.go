@@ -177,7 +177,7 @@ func rowView(r Row) tableRow {
 	t.Lost, t.Stale, t.Inc = fmt.Sprint(r.LostUpdatesTotal), fmt.Sprint(r.StaleAcceptedTotal), fmt.Sprint(r.Inconclusive)
 	t.TTL = fmt.Sprintf("%.0f", r.TTLms)
 	for _, x := range r.Runs {
-		l := runLink{Seed: x.Seed, Href: path.Join(x.Dir, report.RunFile), Outcome: x.Outcome}
+		l := runLink{Seed: x.Seed, Href: path.Join(x.Dir, rundir.ReportFile), Outcome: x.Outcome}
 		l.Title = fmt.Sprintf("seed %d: %s", x.Seed, x.Outcome)
 		l.Title += attempts(x)
 		if x.TTFVTTL != nil {

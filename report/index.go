@@ -13,7 +13,6 @@ import (
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
-	"github.com/lockchaos/lockchaos/shrink"
 )
 
 // IndexFile is the matrix's page in its folder.
@@ -200,16 +199,16 @@ func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData 
 		d.Class += " b-" + c.Verdict
 	}
 	if c.Dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, c.Dir, RunFile)); err == nil {
-			d.Link = path.Join(filepath.ToSlash(c.Dir), RunFile)
+		if _, err := os.Stat(filepath.Join(dir, c.Dir, rundir.ReportFile)); err == nil {
+			d.Link = path.Join(filepath.ToSlash(c.Dir), rundir.ReportFile)
 		}
 	}
 	if c.Dir != "" && c.Verdict == string(checker.Violation) {
 		run := filepath.Join(dir, c.Dir)
 		d.Shrink = rundir.Program() + " shrink " + shellwords.Quote(run)
-		if _, err := os.Stat(filepath.Join(shrink.DirFor(run), shrink.ScenarioFile)); err == nil {
-			if rel, err := filepath.Rel(dir, shrink.DirFor(run)); err == nil {
-				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), shrink.ScenarioFile), path.Join(filepath.ToSlash(rel), shrink.WitnessFile)
+		if _, err := os.Stat(filepath.Join(rundir.ShrinkDir(run), rundir.ShrinkScenarioFile)); err == nil {
+			if rel, err := filepath.Rel(dir, rundir.ShrinkDir(run)); err == nil {
+				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), rundir.ShrinkScenarioFile), path.Join(filepath.ToSlash(rel), rundir.ShrinkWitnessFile)
 			}
 		}
 	}

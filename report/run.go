@@ -32,12 +32,6 @@ import (
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
-// File names a run's report adds to its folder.
-const (
-	RunFile       = "report.html"
-	PorcupineFile = "porcupine.html"
-)
-
 // Run is what a run page shows, read from one run's folder.
 type Run struct {
 	Dir    string
@@ -202,8 +196,8 @@ func WriteRun(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	porcupineErr := r.writePorcupine(filepath.Join(dir, PorcupineFile))
-	page := filepath.Join(dir, RunFile)
+	porcupineErr := r.writePorcupine(filepath.Join(dir, rundir.PorcupineFile))
+	page := filepath.Join(dir, rundir.ReportFile)
 	f, err := os.Create(page)
 	if err != nil {
 		return "", fmt.Errorf("write report: %w", err)
@@ -264,7 +258,7 @@ func (r *Run) writePorcupine(path string) error {
 func (r *Run) porcupineBanner(drawn int) string {
 	var b strings.Builder
 	b.WriteString(`<nav id="lockchaos-banner" style="font:14px system-ui,sans-serif;padding:8px 12px;background:#f1f3f5;border-bottom:1px solid #dee2e6">`)
-	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, RunFile,
+	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, rundir.ReportFile,
 		esc(string(r.Result.Verdict)), esc(orNone(r.Result.Lock)), esc(nemesisList(r.Result.Nemesis)))
 	switch {
 	case r.Bounded:

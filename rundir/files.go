@@ -74,8 +74,14 @@ func Version() string {
 	return strings.TrimSpace(version)
 }
 
+// File names a run's report adds to its folder.
+const (
+	ReportFile    = "report.html"
+	PorcupineFile = "porcupine.html"
+)
+
 // Files is what a run writes in its folder (the report's files too).
-var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
+var Files = []string{HistoryFile, ResultFile, ConfigFile, ScheduleFile, ReportFile, PorcupineFile, "workers", "nodes", "sentinels"}
 
 // Claim makes dir ready for a new run and claims it, for as long as the
 // run lasts: the returned claim holds an flock(2) on dir's LiveFile until
