@@ -14,7 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/internal/browser"
 	"github.com/lockchaos/lockchaos/locks"
-	runreport "github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/palette"
 )
 
 // lockchaosIn runs the binary in dir with env added, as an installed binary
@@ -151,7 +151,7 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 	}
 	shot := filepath.Join(t.ArtifactDir(), "report-next-steps.png")
 	browser.Browse(t, page, "--screenshot="+shot, "--window-size=1200,860", "--hide-scrollbars")
-	if n := browser.CountColor(t, shot, runreport.ColorViolation); n < 1000 {
+	if n := browser.CountColor(t, shot, palette.Violation); n < 1000 {
 		t.Errorf("the screenshot shows %d pixels of the violation header's colour: the page did not render", n)
 	}
 	if !strings.Contains(text, "docs/report-next-steps.png") {
