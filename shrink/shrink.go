@@ -28,7 +28,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
-	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
@@ -71,7 +70,7 @@ type Options struct {
 	// is in place: the CLI renders its report.html there.
 	AfterRun func(dir string) error
 	// Run performs one run (runner.Run); required.
-	Run grid.RunFunc
+	Run settings.RunFunc
 }
 
 // Report is what shrink.json holds.
