@@ -212,14 +212,6 @@ type Audit struct {
 // Schema is the version of audit.json's layout.
 const Schema = 1
 
-// Files an audit writes in its folder (beside the comparison's).
-const (
-	JSONFile     = "audit.json"
-	MarkdownFile = "audit.md"
-	HTMLFile     = "audit.html"
-	WitnessDir   = "witness"
-)
-
 // Validate says what is wrong with spec, naming the flag to fix; claims
 // must name faults of the audit that apply to the lock (na lists those
 // that do not, with why).
@@ -381,7 +373,7 @@ func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
 
 // witness shrinks the first violating run of class c.
 func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
-	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, scenarios.FaultDir(c.Nemesis)))}
+	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(rundir.AuditWitnessDir, scenarios.FaultDir(c.Nemesis)))}
 	src := filepath.Join(o.Out, w.Run)
 	w.Command = replay(w.Run, spec, o.Out)
 	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))

@@ -198,7 +198,7 @@ func cmdAudit(args []string) int {
 		*out = dir
 	}
 	defer markLatest(*out) // once it holds its result
-	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
+	if code, ok := claimOut("audit", *out, rundir.AuditJSONFile, "an audit", *force, true); !ok {
 		return code
 	}
 	expect, from := g.ExpectOf(spec.Lock)

@@ -1,9 +1,10 @@
 // Package rundir is a run's folder: the names of the files a run writes
-// there, the atomic writer, the claim of a folder for a run, and the
-// commands printed to make a run again (Program, ReplayCommand). It
-// imports nothing of lockchaos but internal helpers, so every package may
-// import it: the runner writes a run folder; the checker (CheckDir), the
-// report, the shrinker and compare read one.
+// there (and of those a shrink and an audit write in theirs), the atomic
+// writer, the claim of a folder for a run, and the commands printed to
+// make a run again (Program, ReplayCommand). It imports nothing of
+// lockchaos but internal helpers, so every package may import it: the
+// runner writes a run folder; the checker (CheckDir), the report, the
+// shrinker and compare read one.
 package rundir
 
 import (

@@ -16,3 +16,11 @@ const (
 	ShrinkVerifyDir    = "verify"
 	ShrinkWorkDir      = "work"
 )
+
+// Files an audit writes in its folder (beside the comparison's).
+const (
+	AuditJSONFile     = "audit.json"
+	AuditMarkdownFile = "audit.md"
+	AuditHTMLFile     = "audit.html"
+	AuditWitnessDir   = "witness"
+)
