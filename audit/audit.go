@@ -22,6 +22,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/grid"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
@@ -211,14 +212,6 @@ type Audit struct {
 // Schema is the version of audit.json's layout.
 const Schema = 1
 
-// Files an audit writes in its folder (beside the comparison's).
-const (
-	JSONFile     = "audit.json"
-	MarkdownFile = "audit.md"
-	HTMLFile     = "audit.html"
-	WitnessDir   = "witness"
-)
-
 // Validate says what is wrong with spec, naming the flag to fix; claims
 // must name faults of the audit that apply to the lock (na lists those
 // that do not, with why).
@@ -359,7 +352,7 @@ func seedsRun(cmp compare.Comparison) string {
 // the audit's folder out) again, fault for fault, from that folder (when
 // no minimal scenario was written).
 func replay(dir string, spec Spec, out string) string {
-	return rundir.ReplayCommand(rundir.PortableProgram(), dir) + rundir.LockFileArgs(out, spec.Lock)
+	return rundir.ReplayCommand(rundir.PortableProgram(), dir) + lockargs.FileArgs(out, spec.Lock)
 }
 
 // firstViolation is the folder (relative to the audit's) of the lowest
@@ -380,7 +373,7 @@ func firstViolation(cmp compare.Comparison, lock, nemesis string) string {
 
 // witness shrinks the first violating run of class c.
 func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, budget time.Duration, o Options, progress io.Writer) *Witness {
-	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(WitnessDir, scenarios.FaultDir(c.Nemesis)))}
+	w := &Witness{Run: firstViolation(cmp, spec.Lock, c.Nemesis), Dir: filepath.ToSlash(filepath.Join(rundir.AuditWitnessDir, scenarios.FaultDir(c.Nemesis)))}
 	src := filepath.Join(o.Out, w.Run)
 	w.Command = replay(w.Run, spec, o.Out)
 	fmt.Fprintf(progress, "audit %s: shrinking the violation under %s (%s, budget %v)\n", spec.Lock, c.Nemesis, w.Run, budget.Round(time.Second))
@@ -397,15 +390,15 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 	w.Shrunk = true
 	w.Minimal = rep.Minimal.String()
 	w.Scenario = filepath.ToSlash(filepath.Join(w.Dir, rep.Scenario))
-	w.Story = filepath.ToSlash(filepath.Join(w.Dir, shrink.WitnessFile))
-	w.Report = filepath.ToSlash(filepath.Join(w.Dir, shrink.MinimalDir, "report.html"))
+	w.Story = filepath.ToSlash(filepath.Join(w.Dir, rundir.ShrinkWitnessFile))
+	w.Report = filepath.ToSlash(filepath.Join(w.Dir, rundir.ShrinkMinimalDir, rundir.ReportFile))
 	if rep.Verify != nil {
 		w.Verified = fmt.Sprintf("%d of %d", rep.Verify.Violated, rep.Verify.Runs)
 	}
 	if rep.Stopped != "" {
 		w.Why = "the search stopped early (" + rep.Stopped + "): the smallest found so far"
 	}
-	w.Command = rundir.PortableProgram() + " run" + rundir.LockFileArgs(o.Out, spec.Lock) + " --scenario " + shellwords.Quote(w.Scenario)
+	w.Command = rundir.PortableProgram() + " run" + lockargs.FileArgs(o.Out, spec.Lock) + " --scenario " + shellwords.Quote(w.Scenario)
 	fmt.Fprintf(progress, "audit %s: %s: minimal %s\n", spec.Lock, c.Nemesis, w.Minimal)
 	return w
 }

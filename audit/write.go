@@ -18,17 +18,17 @@ import (
 
 // Write writes audit.json, audit.md and audit.html to dir.
 func (a Audit) Write(dir string) error {
-	if err := rundir.WriteJSON(filepath.Join(dir, JSONFile), a); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(dir, rundir.AuditJSONFile), a); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(a.Markdown()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, rundir.AuditMarkdownFile), []byte(a.Markdown()), 0o644); err != nil {
 		return err
 	}
 	var b bytes.Buffer
 	if err := page.Execute(&b, a); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, HTMLFile), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, rundir.AuditHTMLFile), b.Bytes(), 0o644)
 }
 
 func pct(v *float64) string {
@@ -422,15 +422,15 @@ The plots of every cell: <a href="{{indexFile}}">{{indexFile}}</a> (the comparis
 // Read reads the audit in dir (its audit.json).
 func Read(dir string) (Audit, error) {
 	var a Audit
-	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.AuditJSONFile))
 	if err != nil {
 		return a, err
 	}
 	if err := json.Unmarshal(b, &a); err != nil {
-		return a, fmt.Errorf("%s: %w", filepath.Join(dir, JSONFile), err)
+		return a, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.AuditJSONFile), err)
 	}
 	if a.Schema != Schema {
-		return a, fmt.Errorf("%s: schema %d, this lockchaos reads %d", filepath.Join(dir, JSONFile), a.Schema, Schema)
+		return a, fmt.Errorf("%s: schema %d, this lockchaos reads %d", filepath.Join(dir, rundir.AuditJSONFile), a.Schema, Schema)
 	}
 	return a, nil
 }

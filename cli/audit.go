@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/internal/words"
 	"github.com/lockchaos/lockchaos/locks"
@@ -197,7 +198,7 @@ func cmdAudit(args []string) int {
 		*out = dir
 	}
 	defer markLatest(*out) // once it holds its result
-	if code, ok := claimOut("audit", *out, audit.JSONFile, "an audit", *force, true); !ok {
+	if code, ok := claimOut("audit", *out, rundir.AuditJSONFile, "an audit", *force, true); !ok {
 		return code
 	}
 	expect, from := g.ExpectOf(spec.Lock)
@@ -273,7 +274,7 @@ func finishAudit(cmd string, a audit.Audit, cmp compare.Comparison, out, junit s
 // auditCommand is the command line that repeats the audit from its folder
 // out, into a folder beside it.
 func auditCommand(s audit.Spec, claims bool, sh *scenarios.Shard, out string) string {
-	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, rundir.LockFileArgs(out, s.Lock), rundir.OptArgs(s.Options), s.Seeds, s.FirstSeed,
+	c := fmt.Sprintf("%s audit --lock %s%s%s --seeds %d --seed %d --nemeses %s --refs %s", rundir.PortableProgram(), s.Lock, lockargs.FileArgs(out, s.Lock), lockargs.OptArgs(s.Options), s.Seeds, s.FirstSeed,
 		strings.Join(s.Nemeses, ","), orNone(strings.Join(s.Refs, ",")))
 	if claims {
 		c += " --claims " + strings.Join(s.Claims, ",")

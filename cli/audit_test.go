@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/audit"
-	"github.com/lockchaos/lockchaos/shrink"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // An audit of a real lock on a real Redis: set-nx-px claims to survive no
@@ -23,7 +23,7 @@ func TestAuditHoldsALockToItsClaims(t *testing.T) {
 	if code != ExitClaimsBroken {
 		t.Fatalf("audit: exit %d, want %d (a claim broke)\n%s%s", code, ExitClaimsBroken, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke set-nx-px (witness: "+filepath.Join(out, "witness", "pause-client", shrink.WitnessFile)+")") {
+	if !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke set-nx-px (witness: "+filepath.Join(out, "witness", "pause-client", rundir.ShrinkWitnessFile)+")") {
 		t.Errorf("stdout names no broken claim and witness:\n%s", stdout)
 	}
 	a, err := audit.Read(out)
@@ -44,7 +44,7 @@ func TestAuditHoldsALockToItsClaims(t *testing.T) {
 	if w == nil || !w.Shrunk || w.Scenario == "" {
 		t.Fatalf("pause-client's witness %+v: want a minimal scenario", w)
 	}
-	for _, f := range []string{audit.MarkdownFile, audit.HTMLFile, "index.html", "compare.json", w.Scenario, w.Story, w.Report} {
+	for _, f := range []string{rundir.AuditMarkdownFile, rundir.AuditHTMLFile, "index.html", "compare.json", w.Scenario, w.Story, w.Report} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("the audit did not write %s: %v", f, err)
 		}
@@ -58,14 +58,14 @@ func TestAuditHoldsALockToItsClaims(t *testing.T) {
 	if !violated {
 		t.Errorf("the witness %s did not violate in two runs", w.Scenario)
 	}
-	md, _ := os.ReadFile(filepath.Join(out, audit.MarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(out, rundir.AuditMarkdownFile))
 	if !strings.Contains(string(md), "- **pause-client** broke it in 2 of 2 seeds") || !strings.Contains(string(md), "Reproduce: `lockchaos run --scenario ") {
 		t.Errorf("audit.md has no sentence with its command for the broken fault:\n%s", md)
 	}
 	if _, stderr, code := lockchaos(t, "report", out); code != 0 {
 		t.Fatalf("report of the audit: exit %d\n%s", code, stderr)
 	}
-	again, _ := os.ReadFile(filepath.Join(out, audit.MarkdownFile))
+	again, _ := os.ReadFile(filepath.Join(out, rundir.AuditMarkdownFile))
 	if string(again) != string(md) {
 		t.Errorf("lockchaos report summed the same runs up otherwise:\n%s\nthen\n%s", md, again)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/internal/cirun"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // The CI templates a lock library copies (docs/ci/, docs/ci.md) run as
@@ -79,9 +79,9 @@ func TestCITemplatesRunAsWritten(t *testing.T) {
 						map[bool]string{true: "pass", false: "fail on the broken claim"}[claim.held], log.String())
 				}
 				last := results[len(results)-1]
-				junit, md := published(last, "junit.xml"), published(last, audit.MarkdownFile)
+				junit, md := published(last, "junit.xml"), published(last, rundir.AuditMarkdownFile)
 				if junit == "" || md == "" {
-					t.Fatalf("claim %s: job %s published %v, want junit.xml and %s\n%s", claim.name, last.Name, last.Published, audit.MarkdownFile, log.String())
+					t.Fatalf("claim %s: job %s published %v, want junit.xml and %s\n%s", claim.name, last.Name, last.Published, rundir.AuditMarkdownFile, log.String())
 				}
 				x, _ := os.ReadFile(junit)
 				if !strings.Contains(string(x), claim.name) || strings.Contains(string(x), `failures="0"`) != claim.held {

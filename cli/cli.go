@@ -390,7 +390,7 @@ func report(w io.Writer, dir string, res checker.Result, err error) int {
 	// The verdict is told even when its file could not be written, and
 	// then no path is named as if it held it.
 	saved := "→ " + filepath.Join(dir, rundir.ResultFile)
-	if unsaved := (*rundir.UnsavedError)(nil); errors.As(err, &unsaved) {
+	if unsaved := (*checker.UnsavedError)(nil); errors.As(err, &unsaved) {
 		saved = "— " + unsaved.Error()
 	}
 	fmt.Fprintf(w, "%s (lock %s, nemesis %s, seed %d) %s\n",
@@ -489,7 +489,7 @@ func cmdCheck(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockchaos check: reading %s/history.jsonl (%.1f GB) twice, as a stream…\n", dir, float64(st.Size())/1e9)
 	}
 	began := time.Now()
-	res, err := rundir.Check(dir, timeout)
+	res, err := checker.CheckDir(dir, timeout)
 	if time.Since(began) > 10*time.Second {
 		fmt.Fprintf(os.Stderr, "lockchaos check: checked in %s\n", time.Since(began).Round(time.Second))
 	}

@@ -166,7 +166,7 @@ func stallOverlap() []history.Event {
 func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 	dir := t.TempDir()
 	writeHistory(t, dir, stallOverlap())
-	res, err := rundir.Check(dir, 0)
+	res, err := checker.CheckDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,9 +437,9 @@ func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
 // --out only when --out was given (its default is DIR.shrink).
 func TestShrinkRefusalNamesOutOnlyWhenGiven(t *testing.T) {
 	run := fakeRun(filepath.Join(t.TempDir(), "run"), "violation")
-	def := shrink.DirFor(run)
+	def := rundir.ShrinkDir(run)
 	os.MkdirAll(def, 0o755)
-	os.WriteFile(filepath.Join(def, shrink.ScenarioFile), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(def, rundir.ShrinkScenarioFile), []byte("x"), 0o644)
 	_, stderr, code := lockchaos(t, "shrink", run)
 	if code != ExitUsage || !strings.Contains(stderr, def+" already holds a shrink") || strings.Contains(stderr, "--out "+def) {
 		t.Errorf("shrink into its default folder: exit %d, %q; want it refused without blaming --out", code, stderr)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/audit"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // SlowTestsEnv, set to 1, runs the tests that take minutes (.ci/run sets
@@ -130,7 +130,7 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 		t.Errorf("audit --claims pause-client: exit %d, want %d naming the witness\n%s%s", code, ExitClaimsBroken, stdout, stderr)
 	}
 	for _, out := range []string{"held", "broken"} {
-		md, err := os.ReadFile(filepath.Join(work, out, audit.MarkdownFile))
+		md, err := os.ReadFile(filepath.Join(work, out, rundir.AuditMarkdownFile))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/audit"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // lockchaosImage is lockchaos's own image, as `make image` tags it.
@@ -79,7 +79,7 @@ func TestImageAuditsAMountedRepository(t *testing.T) {
 		t.Fatalf("audit in the image: exit %d, want %d, claims held\n%s%s", code, ExitClaimsHeld, stdout, stderr)
 	}
 
-	md, err := os.ReadFile(filepath.Join(root, "audit", audit.MarkdownFile))
+	md, err := os.ReadFile(filepath.Join(root, "audit", rundir.AuditMarkdownFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestImageAuditsAMountedRepository(t *testing.T) {
 	if err != nil || !strings.Contains(string(x), `failures="0"`) {
 		t.Errorf("the JUnit in the mounted folder (%v): want one that passes\n%s", err, x)
 	}
-	for _, f := range []string{"audit.xml", filepath.Join("audit", audit.MarkdownFile)} {
+	for _, f := range []string{"audit.xml", filepath.Join("audit", rundir.AuditMarkdownFile)} {
 		if st, err := os.Stat(filepath.Join(root, f)); err == nil && st.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
 			t.Errorf("%s belongs to uid %d, not to the caller (%d)", f, st.Sys().(*syscall.Stat_t).Uid, os.Getuid())
 		}

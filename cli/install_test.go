@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/internal/browser"
 	"github.com/lockchaos/lockchaos/locks"
-	runreport "github.com/lockchaos/lockchaos/report"
-	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/report/palette"
 )
 
 // lockchaosIn runs the binary in dir with env added, as an installed binary
@@ -45,7 +45,7 @@ func TestRunBuiltinScenarioByName(t *testing.T) {
 	for attempt := 1; attempt <= 3; attempt++ {
 		out := filepath.Join(dir, fmt.Sprintf("run-%d", attempt))
 		stdout, stderr, code = lockchaosIn(t, dir, nil, "run", "--scenario", "token-lua-no-fault", "--duration", "1s", "--out", out)
-		res, err := rundir.Check(out, 0)
+		res, err := checker.CheckDir(out, 0)
 		if err != nil || res.NoEvidence() == "" {
 			break
 		}
@@ -151,7 +151,7 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 	}
 	shot := filepath.Join(t.ArtifactDir(), "report-next-steps.png")
 	browser.Browse(t, page, "--screenshot="+shot, "--window-size=1200,860", "--hide-scrollbars")
-	if n := browser.CountColor(t, shot, runreport.ColorViolation); n < 1000 {
+	if n := browser.CountColor(t, shot, palette.Violation); n < 1000 {
 		t.Errorf("the screenshot shows %d pixels of the violation header's colour: the page did not render", n)
 	}
 	if !strings.Contains(text, "docs/report-next-steps.png") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -234,7 +235,7 @@ func TestAuditOfALockOutsideTheClone(t *testing.T) {
 	lf := filepath.Join("..", "mylock", "lock.yaml")
 	noAbsolutePath := func(t *testing.T, out string) {
 		t.Helper()
-		md, err := os.ReadFile(filepath.Join(out, audit.MarkdownFile))
+		md, err := os.ReadFile(filepath.Join(out, rundir.AuditMarkdownFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +270,7 @@ func TestAuditOfALockOutsideTheClone(t *testing.T) {
 	if !strings.Contains(string(x), `<testcase name="my-token+latency" classname="lockchaos.audit.my-token"`) || !strings.Contains(string(x), `tests="1" failures="0" errors="0" skipped="0"`) {
 		t.Errorf("a.xml:\n%s", x)
 	}
-	md, _ := os.ReadFile(filepath.Join(work, "held", audit.MarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(work, "held", rundir.AuditMarkdownFile))
 	if !strings.HasPrefix(string(md), "**Verdict: claims held** — latency safe in ") || !strings.Contains(string(md), "| fault | my-token | claimed |") {
 		t.Errorf("audit.md has no verdict line or claims column:\n%s", md)
 	}

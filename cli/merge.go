@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -79,7 +80,7 @@ func cmdMerge(args []string) int {
 		k := shardKind(d)
 		switch {
 		case k == "":
-			fmt.Fprintf(os.Stderr, "lockchaos merge: %s is not a chaos, audit or compare output: it holds no %s, %s or %s\n", d, scenarios.SummaryFile, audit.JSONFile, compare.JSONFile)
+			fmt.Fprintf(os.Stderr, "lockchaos merge: %s is not a chaos, audit or compare output: it holds no %s, %s or %s\n", d, scenarios.SummaryFile, rundir.AuditJSONFile, compare.JSONFile)
 			return ExitUsage
 		case kind != "" && k != kind:
 			fmt.Fprintf(os.Stderr, "lockchaos merge: %s is a %s output and %s a %s output: merge joins the shards of one command\n", dirs[0], kind, d, k)
@@ -143,7 +144,7 @@ func cmdMerge(args []string) int {
 // shardKind says which command wrote the folder d: chaos, audit, compare,
 // or "" (none).
 func shardKind(d string) string {
-	for _, k := range []struct{ file, kind string }{{scenarios.SummaryFile, "chaos"}, {audit.JSONFile, "audit"}, {compare.JSONFile, "compare"}} {
+	for _, k := range []struct{ file, kind string }{{scenarios.SummaryFile, "chaos"}, {rundir.AuditJSONFile, "audit"}, {compare.JSONFile, "compare"}} {
 		if _, err := os.Stat(filepath.Join(d, k.file)); err == nil {
 			return k.kind
 		}
@@ -173,7 +174,7 @@ func mergeAudit(dirs []string, out, junit string, jsonOut, force bool) int {
 		fmt.Fprintln(os.Stderr, "lockchaos merge:", err)
 		return ExitUsage
 	}
-	if code, ok := linkShards(dirs, out, audit.JSONFile, "an audit", force, audit.WitnessDir); !ok {
+	if code, ok := linkShards(dirs, out, rundir.AuditJSONFile, "an audit", force, rundir.AuditWitnessDir); !ok {
 		return code
 	}
 	fmt.Fprintf(os.Stderr, "lockchaos merge: %d %s of the audit of %s, %d cells → %s\n", len(dirs), plural(len(dirs), "shard", "shards"), a.Spec.Lock, len(cmp.Cells), out)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/lockchaos/lockchaos/audit"
-
+	"github.com/lockchaos/lockchaos/checker"
 	htmlreport "github.com/lockchaos/lockchaos/report"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -34,7 +34,7 @@ func cmdReport(args []string) int {
 		return ExitUsage
 	}
 	dir := fs.Arg(0)
-	if _, err := os.Stat(filepath.Join(dir, audit.JSONFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, rundir.AuditJSONFile)); err == nil {
 		return reportAudit(dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, scenarios.SummaryFile)); err == nil {
@@ -84,7 +84,7 @@ func cmdReport(args []string) int {
 // when it has no result.json yet.
 func writeRunReport(dir string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "result.json")); errors.Is(err, os.ErrNotExist) {
-		if _, err := rundir.Check(dir, 0); err != nil {
+		if _, err := checker.CheckDir(dir, 0); err != nil {
 			return "", err
 		}
 	}
@@ -112,6 +112,6 @@ func reportAudit(dir string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos report:", err)
 		return ExitSetup
 	}
-	fmt.Println(filepath.Join(dir, audit.HTMLFile))
+	fmt.Println(filepath.Join(dir, rundir.AuditHTMLFile))
 	return 0
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
@@ -129,7 +128,7 @@ func readPastRun(dir string) (pastRun, bool) {
 			Lock string `json:"lock"`
 		} `json:"spec"`
 	}
-	if when, ok := read(audit.JSONFile, &au); ok {
+	if when, ok := read(rundir.AuditJSONFile, &au); ok {
 		return pastRun{dir: dir, kind: "audit", outcome: "-", what: au.Spec.Lock, when: when}, true
 	}
 	var comparison map[string]any
@@ -164,10 +163,10 @@ func listRuns(w io.Writer, runs []pastRun, all bool) {
 		shown = shown[:20]
 	}
 	for _, r := range shown {
-		report := filepath.Join(r.dir, "report.html")
+		report := filepath.Join(r.dir, rundir.ReportFile)
 		switch r.kind {
 		case "audit":
-			report = filepath.Join(r.dir, audit.HTMLFile)
+			report = filepath.Join(r.dir, rundir.AuditHTMLFile)
 		case "chaos", "compare":
 			report = filepath.Join(r.dir, "index.html")
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -91,7 +90,7 @@ func flagsReplace(given map[string]string, why string) bool {
 // the rule of chaos, compare and audit: a violation that only a stall of
 // the harness made, say). The verdict line printed before stays as it is.
 // err is the run's (or check's): a result it says was not saved
-// (*rundir.UnsavedError) gets no page, since the folder's result.json, if
+// (*checker.UnsavedError) gets no page, since the folder's result.json, if
 // any, is an older one.
 func afterRun(w io.Writer, dir string, res checker.Result, err error, s *scenarios.Scenario, code int) int {
 	if res.Verdict == "" {
@@ -100,7 +99,7 @@ func afterRun(w io.Writer, dir string, res checker.Result, err error, s *scenari
 	if line := perHour(res); line != "" {
 		fmt.Fprintln(w, line)
 	}
-	if unsaved := (*rundir.UnsavedError)(nil); errors.As(err, &unsaved) {
+	if unsaved := (*checker.UnsavedError)(nil); errors.As(err, &unsaved) {
 		// The verdict line said so: no page of it either.
 	} else if page, err := writeRunReport(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "lockchaos: HTML report:", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/lockchaos/lockchaos/audit"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // judged is what must agree between an unsharded audit and its merged
@@ -98,8 +99,8 @@ func TestAuditShardsMergeIntoTheUnshardedAudit(t *testing.T) {
 	if m.Shard != nil || m.ExpectFrom != whole.ExpectFrom || m.Description != whole.Description || len(m.LeftOut) != 0 {
 		t.Errorf("merged audit: shard %v, expect from %q, description %q, left out %q", m.Shard, m.ExpectFrom, m.Description, m.LeftOut)
 	}
-	md, _ := os.ReadFile(filepath.Join(merged, audit.MarkdownFile))
-	wholeMD, _ := os.ReadFile(filepath.Join(work, "whole", audit.MarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(merged, rundir.AuditMarkdownFile))
+	wholeMD, _ := os.ReadFile(filepath.Join(work, "whole", rundir.AuditMarkdownFile))
 	if first := strings.SplitN(string(md), "\n", 2)[0]; first != strings.SplitN(string(wholeMD), "\n", 2)[0] {
 		t.Errorf("audit.md's verdict line %q, the whole audit's %q", first, strings.SplitN(string(wholeMD), "\n", 2)[0])
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -91,14 +92,14 @@ func cmdShrink(args []string) int {
 	}
 	outGiven := *out != ""
 	if !outGiven {
-		*out = shrink.DirFor(dir)
+		*out = rundir.ShrinkDir(dir)
 	}
 	ctx, stop := signalContext()
 	defer stop()
 	rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: *out, OutGiven: outGiven, Force: *force, Tries: *tries, Budget: budget, Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 	lockFile := ""
 	if cfg, err := settings.LoadReplay(dir); err == nil {
-		lockFile = rundir.LockFileArgs("", cfg.Lock)
+		lockFile = lockargs.FileArgs("", cfg.Lock)
 	}
 	return shrinkOutcome(rep, err, *out, lockFile)
 }
@@ -113,10 +114,10 @@ func shrinkOutcome(rep *shrink.Report, err error, out, lockFile string) int {
 		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
 		return ExitUsage
 	case interrupted && errors.Is(err, shrink.ErrNotReproduced):
-		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, shrink.ReportFile))
+		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, rundir.ShrinkReportFile))
 		return ExitShrinkInterrupted
 	case errors.Is(err, shrink.ErrNotReproduced):
-		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, shrink.ReportFile))
+		fmt.Fprintf(os.Stderr, "lockchaos shrink: %v; no minimal scenario written (the runs tried: %s)\n", err, filepath.Join(out, rundir.ShrinkReportFile))
 		return ExitNotReproduced
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "lockchaos shrink:", err)
@@ -132,11 +133,11 @@ func shrinkOutcome(rep *shrink.Report, err error, out, lockFile string) int {
 		if v.Violated == 0 {
 			note = " — it violated in the search, but not again: a flaky witness"
 		}
-		fmt.Printf("re-run of %s: violated in %d of %d runs%s\n", shrink.ScenarioFile, v.Violated, v.Runs, note)
+		fmt.Printf("re-run of %s: violated in %d of %d runs%s\n", rundir.ShrinkScenarioFile, v.Violated, v.Runs, note)
 	}
-	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, shrink.ScenarioFile), filepath.Join(out, shrink.WitnessFile),
-		filepath.Join(out, shrink.MinimalDir, "report.html"))
-	fmt.Printf("reproduce: %s run%s --scenario %s\n", rundir.Program(), lockFile, shellwords.Quote(filepath.Join(out, shrink.ScenarioFile)))
+	fmt.Printf("scenario: %s\nwitness:  %s\nrun:      %s\n", filepath.Join(out, rundir.ShrinkScenarioFile), filepath.Join(out, rundir.ShrinkWitnessFile),
+		filepath.Join(out, rundir.ShrinkMinimalDir, rundir.ReportFile))
+	fmt.Printf("reproduce: %s run%s --scenario %s\n", rundir.Program(), lockFile, shellwords.Quote(filepath.Join(out, rundir.ShrinkScenarioFile)))
 	if interrupted {
 		return ExitShrinkInterrupted
 	}
@@ -169,13 +170,13 @@ func shrinkMismatches(ctx context.Context, sum scenarios.Summary, out string, bu
 			continue
 		}
 		dir := filepath.Join(out, c.Dir)
-		rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: shrink.DirFor(dir), Force: true, Budget: left / time.Duration(len(cells)-i), Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
+		rep, err := shrink.Shrink(ctx, dir, shrink.Options{Out: rundir.ShrinkDir(dir), Force: true, Budget: left / time.Duration(len(cells)-i), Progress: os.Stderr, AfterRun: afterShrink, Run: runner.Run})
 		switch {
 		case err != nil:
 			fmt.Fprintf(os.Stderr, "shrink %s: %v\n", c.Name, err)
 		default:
 			shrunk++
-			fmt.Fprintf(os.Stderr, "shrink %s: %s (was %s) → %s\n", c.Name, rep.Minimal, rep.Original, filepath.Join(shrink.DirFor(dir), shrink.ScenarioFile))
+			fmt.Fprintf(os.Stderr, "shrink %s: %s (was %s) → %s\n", c.Name, rep.Minimal, rep.Original, filepath.Join(rundir.ShrinkDir(dir), rundir.ShrinkScenarioFile))
 		}
 	}
 	return shrunk

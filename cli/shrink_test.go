@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 	"github.com/lockchaos/lockchaos/shrink"
 )
@@ -38,7 +39,7 @@ func TestShrinkFindsTheMinimalPause(t *testing.T) {
 	if code != ExitShrunk {
 		t.Fatalf("shrink: exit %d\n%s%s", code, stdout, stderr)
 	}
-	for _, f := range []string{shrink.ScenarioFile, shrink.WitnessFile, shrink.ReportFile, "minimal/report.html", "minimal/history.jsonl"} {
+	for _, f := range []string{rundir.ShrinkScenarioFile, rundir.ShrinkWitnessFile, rundir.ShrinkReportFile, "minimal/report.html", "minimal/history.jsonl"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("the shrink did not write %s: %v", f, err)
 		}
@@ -54,7 +55,7 @@ func TestShrinkFindsTheMinimalPause(t *testing.T) {
 		b, _ := json.MarshalIndent(rep, "", " ")
 		t.Errorf("shrink.json: %s", b)
 	}
-	scen := filepath.Join(out, shrink.ScenarioFile)
+	scen := filepath.Join(out, rundir.ShrinkScenarioFile)
 	s, err := scenarios.LoadFile(scen)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestShrinkFindsTheMinimalPause(t *testing.T) {
 		b, _ := os.ReadFile(scen)
 		t.Errorf("minimal.yaml: %d clients, %d keys, %d fault steps, expects %s; want at most 2 clients, 1 key, 1 step, a violation\n%s", s.Config.Clients, s.Config.Keys, steps, s.Expect, b)
 	}
-	w, _ := os.ReadFile(filepath.Join(out, shrink.WitnessFile))
+	w, _ := os.ReadFile(filepath.Join(out, rundir.ShrinkWitnessFile))
 	if !strings.Contains(string(w), "pause-client") || !strings.Contains(string(w), "acquired lock:0") {
 		t.Errorf("witness.md tells no pause:\n%s", w)
 	}
@@ -135,7 +136,7 @@ func TestChaosShrinksAMismatch(t *testing.T) {
 	if code != ExitMatrixMismatch {
 		t.Fatalf("exit %d, want %d (the verdict differs)\n%s\n%s", code, ExitMatrixMismatch, stdout, stderr)
 	}
-	scen := filepath.Join(out, "wrongly-safe.shrink", shrink.ScenarioFile)
+	scen := filepath.Join(out, "wrongly-safe.shrink", rundir.ShrinkScenarioFile)
 	if _, err := os.Stat(scen); err != nil || !strings.Contains(stderr, "shrink wrongly-safe: ") {
 		t.Fatalf("no shrink of the mismatch (%v)\n%s\n%s", err, stdout, stderr)
 	}

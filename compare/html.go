@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lockchaos/lockchaos/internal/shellwords"
-	"github.com/lockchaos/lockchaos/report"
+	"github.com/lockchaos/lockchaos/report/palette"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
@@ -177,7 +177,7 @@ func rowView(r Row) tableRow {
 	t.Lost, t.Stale, t.Inc = fmt.Sprint(r.LostUpdatesTotal), fmt.Sprint(r.StaleAcceptedTotal), fmt.Sprint(r.Inconclusive)
 	t.TTL = fmt.Sprintf("%.0f", r.TTLms)
 	for _, x := range r.Runs {
-		l := runLink{Seed: x.Seed, Href: path.Join(x.Dir, report.RunFile), Outcome: x.Outcome}
+		l := runLink{Seed: x.Seed, Href: path.Join(x.Dir, rundir.ReportFile), Outcome: x.Outcome}
 		l.Title = fmt.Sprintf("seed %d: %s", x.Seed, x.Outcome)
 		l.Title += attempts(x)
 		if x.TTFVTTL != nil {
@@ -922,7 +922,7 @@ th, td { border: 1px solid #dee2e6; padding: 3px 8px; text-align: left; vertical
 th { background: #f1f3f5; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 header.summary { padding: 10px 16px; border-radius: 6px; margin-bottom: 8px; background: #f1f3f5; }
-header.summary.interrupted { background: ` + report.ColorInconclusive + `; }
+header.summary.interrupted { background: ` + palette.Inconclusive + `; }
 table.facts th { white-space: nowrap; }
 p.howto { max-width: 62em; }
 .muted { color: #6c757d; }
@@ -933,11 +933,11 @@ table.cells th, table.cells td { padding: 2px 6px; }
 table.cells th { vertical-align: bottom; font-size: 0.92em; hyphens: manual; }
 table.cells td.lock { position: sticky; left: 0; background: #fff; font-weight: 600; white-space: nowrap; }
 table.cells td.nem { white-space: nowrap; }
-table.cells td.d-violation { background: ` + report.ColorViolation + `; }
-table.cells td.d-safe { background: ` + report.ColorSafe + `; }
-table.cells td.d-none { background: ` + report.ColorInconclusive + `; }
-table.cells tr.s-na td.why { background: ` + report.ColorNA + `; color: #495057; }
-table.cells tr.s-error td.why { background: ` + report.ColorError + `; }
+table.cells td.d-violation { background: ` + palette.Violation + `; }
+table.cells td.d-safe { background: ` + palette.Safe + `; }
+table.cells td.d-none { background: ` + palette.Inconclusive + `; }
+table.cells tr.s-na td.why { background: ` + palette.NA + `; color: #495057; }
+table.cells tr.s-error td.why { background: ` + palette.Error + `; }
 td.why .status { font-weight: 700; margin-right: 6px; }
 td .ci { display: block; color: #495057; font-size: 0.9em; }
 td .note { display: block; color: #6c757d; font-size: 0.85em; }

@@ -10,9 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Files of a comparison's folder.
@@ -60,7 +62,7 @@ type Options struct {
 	// render its report); an error is shown but changes nothing.
 	AfterRun func(dir string) error
 	// Run performs one run (runner.Run); required.
-	Run grid.RunFunc
+	Run settings.RunFunc
 }
 
 // job is one seed of one cell.
@@ -178,13 +180,17 @@ func attempts(r Run) string {
 }
 
 // runSeed runs seed k of cell c, again while it is no evidence.
-func runSeed(ctx context.Context, c Cell, k int, opts Options, run grid.RunFunc) Run {
+func runSeed(ctx context.Context, c Cell, k int, opts Options, run settings.RunFunc) Run {
 	cfg := c.Config
 	cfg.Seed = c.Config.Seed + int64(k)
 	var r Run
 	var retried []string
-	seed := grid.Seed{Out: opts.Out, Dir: filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed)), Force: opts.Force, Run: run, AfterRun: opts.AfterRun}
-	seed.Attempts(ctx, cfg, func(a grid.Attempt) bool {
+	seed := grid.Seed{Out: opts.Out, Dir: filepath.Join(c.Name(), fmt.Sprintf("seed%d", cfg.Seed)), Force: opts.Force, AfterRun: opts.AfterRun,
+		Run: func(ctx context.Context, out string, force bool) (checker.Result, error) {
+			cfg.Out, cfg.Force = out, force
+			return run(ctx, cfg)
+		}}
+	seed.Attempts(ctx, func(a grid.Attempt) bool {
 		r = runOf(a.Result, a.Err, float64(cfg.TTL.Milliseconds()))
 		r.Seed, r.Dir, r.Attempts, r.Retried = cfg.Seed, filepath.ToSlash(a.Dir), a.Try, retried
 		retried = append(retried, r.Why)

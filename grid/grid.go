@@ -2,7 +2,9 @@
 // (scenarios.Execute) and of compare (compare.Execute). It owns what both
 // share — a pool of runs going at once, and a seed run again while it is no
 // evidence, each attempt in a folder of its own — and leaves the order of
-// the runs, and what a run's outcome means, to its caller.
+// the runs, what a run's outcome means, and the run's settings (it does
+// not import them: each attempt is the caller's Run, in the folder given)
+// to its caller.
 package grid
 
 import (
@@ -12,11 +14,7 @@ import (
 	"sync"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/settings"
 )
-
-// RunFunc performs one run (runner.Run, or a test's stand-in).
-type RunFunc func(context.Context, settings.Run) (checker.Result, error)
 
 // MaxAttempts is how often a grid runs one seed at most: a run that was no
 // evidence either way (its faults never landed, a stall of the harness
@@ -59,7 +57,10 @@ type Seed struct {
 	Out, Dir string
 	// Force lets a run replace an earlier one in its folder.
 	Force bool
-	Run   RunFunc
+	// Run performs one attempt: the seed's run with its output folder out,
+	// and force for its Force (a settings.RunFunc, given the seed's
+	// settings with those two set).
+	Run func(ctx context.Context, out string, force bool) (checker.Result, error)
 	// AfterRun, when set, gets the folder of each run that finished (to
 	// render its report).
 	AfterRun func(dir string) error
@@ -76,20 +77,20 @@ type Attempt struct {
 	AfterErr error
 }
 
-// Attempts runs cfg as seed s says, and again while judge says its attempt
-// was no evidence, up to MaxAttempts times or until ctx ends. It returns
-// the number of attempts.
-func (s Seed) Attempts(ctx context.Context, cfg settings.Run, judge func(Attempt) (again bool)) int {
+// Attempts runs seed s, and again while judge says its attempt was no
+// evidence, up to MaxAttempts times or until ctx ends. It returns the
+// number of attempts.
+func (s Seed) Attempts(ctx context.Context, judge func(Attempt) (again bool)) int {
 	try := 1
 	for ; ; try++ {
 		a := Attempt{Try: try, Dir: s.Dir}
 		if try > 1 {
 			a.Dir += fmt.Sprintf(".attempt%d", try)
 		}
-		cfg.Out, cfg.Force = filepath.Join(s.Out, a.Dir), s.Force
-		a.Result, a.Err = s.Run(ctx, cfg)
+		out := filepath.Join(s.Out, a.Dir)
+		a.Result, a.Err = s.Run(ctx, out, s.Force)
 		if s.AfterRun != nil && (a.Result.Verdict != "" || a.Err == nil) {
-			a.AfterErr = s.AfterRun(cfg.Out)
+			a.AfterErr = s.AfterRun(out)
 		}
 		if !judge(a) || ctx.Err() != nil || try == MaxAttempts {
 			return try

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/settings"
 )
 
 func TestPoolRunsEveryJobOnceAndStopsWhenCancelled(t *testing.T) {
@@ -47,9 +46,9 @@ func TestPoolRunsEveryJobOnceAndStopsWhenCancelled(t *testing.T) {
 func TestASeedRunsAgainInFoldersOfItsOwnWhileItIsNoEvidence(t *testing.T) {
 	var outs, after []string
 	s := Seed{Out: "grid", Dir: "cell.seed7", Force: true,
-		Run: func(_ context.Context, cfg settings.Run) (checker.Result, error) {
-			outs = append(outs, cfg.Out)
-			if !cfg.Force {
+		Run: func(_ context.Context, out string, force bool) (checker.Result, error) {
+			outs = append(outs, out)
+			if !force {
 				t.Error("Force not passed on")
 			}
 			if len(outs) == 1 {
@@ -60,7 +59,7 @@ func TestASeedRunsAgainInFoldersOfItsOwnWhileItIsNoEvidence(t *testing.T) {
 		AfterRun: func(dir string) error { after = append(after, dir); return nil },
 	}
 	var tries []int
-	n := s.Attempts(context.Background(), settings.Run{}, func(a Attempt) bool {
+	n := s.Attempts(context.Background(), func(a Attempt) bool {
 		tries = append(tries, a.Try)
 		return true // never evidence
 	})
@@ -71,7 +70,7 @@ func TestASeedRunsAgainInFoldersOfItsOwnWhileItIsNoEvidence(t *testing.T) {
 	if !slices.Equal(after, want[1:]) {
 		t.Errorf("reports rendered for %v, want %v (not for a run that ended in an error)", after, want[1:])
 	}
-	if n := s.Attempts(context.Background(), settings.Run{}, func(Attempt) bool { return false }); n != 1 {
+	if n := s.Attempts(context.Background(), func(Attempt) bool { return false }); n != 1 {
 		t.Errorf("evidence at once took %d attempts", n)
 	}
 }

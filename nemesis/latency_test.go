@@ -110,7 +110,7 @@ func stepClients(t *testing.T, dir, name string) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s rundir.Schedule
+	var s nemesis.Timetable
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}

@@ -33,6 +33,35 @@ type Executed struct {
 	Missed string `json:"missed,omitempty"`
 }
 
+// Timetable is the steps a run's nemeses executed, as its schedule.json
+// holds them (rundir.ScheduleFile); settings.Run.Replay takes them again.
+type Timetable struct {
+	Nemeses []Executions `json:"nemeses"`
+}
+
+// Executions is one nemesis's steps, in order.
+type Executions struct {
+	Name string `json:"name"`
+	// Plan is its schedule option (every, at=…, random): how the steps'
+	// gaps are read.
+	Plan  string     `json:"plan"`
+	Steps []Executed `json:"steps"`
+}
+
+// Steps returns the steps of nemesis name, to take again.
+func (t *Timetable) Steps(name string) ([]Step, bool) {
+	for _, n := range t.Nemeses {
+		if n.Name == name {
+			steps := make([]Step, 0, len(n.Steps))
+			for _, e := range n.Steps {
+				steps = append(steps, e.Step)
+			}
+			return steps, true
+		}
+	}
+	return nil, false
+}
+
 // Schedule runs each nemesis in its own loop: its next step's quiet time,
 // then the step's fault, its duration, heal; again until ctx ends or the
 // plan (or the nemesis, with ErrDone) has nothing more. Faults of different

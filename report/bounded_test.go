@@ -14,6 +14,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/browser"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // long is a run of seconds×1000 ms too long to draw whole: four clients
@@ -117,7 +118,7 @@ func TestLongRunReportIsBounded(t *testing.T) {
 		t.Errorf("the windows keep %d events of %d: not bounded", kept, len(h.events))
 	}
 	const limit = 3 << 20
-	for _, f := range []string{page, filepath.Join(dir, PorcupineFile)} {
+	for _, f := range []string{page, filepath.Join(dir, rundir.PorcupineFile)} {
 		st, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +128,7 @@ func TestLongRunReportIsBounded(t *testing.T) {
 			t.Errorf("%s is %d bytes, over %d", filepath.Base(f), st.Size(), limit)
 		}
 	}
-	porc, _ := os.ReadFile(filepath.Join(dir, PorcupineFile))
+	porc, _ := os.ReadFile(filepath.Join(dir, rundir.PorcupineFile))
 	for _, want := range []string{`"Tag":"shown"`, `"Tag":"overlaps"`, `id="bounded"`, `pause-client client 2`} {
 		if !strings.Contains(string(porc), want) {
 			t.Errorf("porcupine.html lacks %s", want)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/internal/browser"
+	"github.com/lockchaos/lockchaos/report/palette"
 	"github.com/lockchaos/lockchaos/scenarios"
 )
 
@@ -147,7 +148,7 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 	}
 	// Coloured by how the cell compares with its expectation first: what
 	// matched is pale whatever its verdict, what fails is painted in full.
-	matched, na := rgb(ColorCellMatch), rgb(ColorNA)
+	matched, na := rgb(ColorCellMatch), rgb(palette.NA)
 	for _, tc := range []struct {
 		name, bg, status string
 	}{
@@ -155,8 +156,8 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 		{"token-lua+pause-client", matched, "match"},
 		{"token-lua+failover", na, "n/a"},
 		{"redlock+none", rgb(ColorCellMissing), "inconclusive"},
-		{"redlock+pause-client", rgb(ColorMismatch), "mismatch"},
-		{"redlock+failover", rgb(ColorSkipped), "skipped"},
+		{"redlock+pause-client", rgb(palette.Mismatch), "mismatch"},
+		{"redlock+failover", rgb(palette.Skipped), "skipped"},
 	} {
 		c := got[tc.name]
 		if c == nil {
@@ -168,7 +169,7 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 		}
 	}
 	// The verdict second: a bar in its colour.
-	for name, verdict := range map[string]string{"token-lua+none": ColorSafe, "token-lua+pause-client": ColorViolation, "redlock+pause-client": ColorViolation} {
+	for name, verdict := range map[string]string{"token-lua+none": palette.Safe, "token-lua+pause-client": palette.Violation, "redlock+pause-client": palette.Violation} {
 		if b := got[name]["data-bar"]; !strings.Contains(b, rgb(verdict)) {
 			t.Errorf("cell %s: bar %q, want the verdict's colour %s", name, b, rgb(verdict))
 		}
@@ -189,7 +190,7 @@ td.setAttribute("data-bg", s.backgroundColor); td.setAttribute("data-border", s.
 
 	shot := filepath.Join(t.ArtifactDir(), "index.png")
 	browser.Browse(t, page, "--screenshot="+shot)
-	if n := browser.CountColor(t, shot, ColorMismatch); n < 200 {
+	if n := browser.CountColor(t, shot, palette.Mismatch); n < 200 {
 		t.Errorf("the screenshot shows %d pixels of the mismatch colour, want the mismatched cell painted", n)
 	}
 	t.Logf("screenshot: %s", shot)

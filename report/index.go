@@ -11,9 +11,9 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/report/palette"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
-	"github.com/lockchaos/lockchaos/shrink"
 )
 
 // IndexFile is the matrix's page in its folder.
@@ -30,33 +30,33 @@ const (
 	ColorCellMissing = "#e8590c" // no evidence: inconclusive, not run, or skipped although asked for
 	ColorCellError   = "#7048e8" // the run could not be set up
 	ColorCellAllowed = "#fff3bf" // inconclusive, allowed by --allow-inconclusive
-	// A mismatch is ColorMismatch, n/a ColorNA and skipped ColorSkipped.
+	// A mismatch is palette.Mismatch, n/a palette.NA and skipped palette.Skipped.
 )
 
 // indexStyles are the index's own, on top of the shared styles.
 var indexStyles = template.CSS(`
 table.matrix td.cell { border: 2px solid #fff; }
 table.matrix td.cell.m-match { background: ` + ColorCellMatch + `; color: #495057; }
-table.matrix td.cell.m-mismatch { background: ` + ColorMismatch + `; color: #fff; font-weight: 700; }
+table.matrix td.cell.m-mismatch { background: ` + palette.Mismatch + `; color: #fff; font-weight: 700; }
 table.matrix td.cell.m-missing { background: ` + ColorCellMissing + `; color: #fff; font-weight: 700; }
 table.matrix td.cell.m-error { background: ` + ColorCellError + `; color: #fff; font-weight: 700; }
 table.matrix td.cell.m-allowed { background: ` + ColorCellAllowed + `; }
-table.matrix td.cell.m-na { background: ` + ColorNA + `; color: #adb5bd; }
-table.matrix td.cell.m-skipped { background: ` + ColorSkipped + `; color: #868e96; border: 2px dashed #adb5bd; }
+table.matrix td.cell.m-na { background: ` + palette.NA + `; color: #adb5bd; }
+table.matrix td.cell.m-skipped { background: ` + palette.Skipped + `; color: #868e96; border: 2px dashed #adb5bd; }
 table.matrix td.cell.m-notrun { background: #fff; color: #868e96; }
-table.matrix td.cell.b-safe { box-shadow: inset 0 -5px 0 ` + ColorSafe + `; }
-table.matrix td.cell.b-violation { box-shadow: inset 0 -5px 0 ` + ColorViolation + `; }
-table.matrix td.cell.b-inconclusive { box-shadow: inset 0 -5px 0 ` + ColorInconclusive + `; }
-.swatch.bar-safe { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + ColorSafe + `; }
-.swatch.bar-violation { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + ColorViolation + `; }
-header.o-passed { background: ` + ColorSafe + `; }
-header.o-mismatch { background: ` + ColorMismatch + `; color: #fff; }
+table.matrix td.cell.b-safe { box-shadow: inset 0 -5px 0 ` + palette.Safe + `; }
+table.matrix td.cell.b-violation { box-shadow: inset 0 -5px 0 ` + palette.Violation + `; }
+table.matrix td.cell.b-inconclusive { box-shadow: inset 0 -5px 0 ` + palette.Inconclusive + `; }
+.swatch.bar-safe { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + palette.Safe + `; }
+.swatch.bar-violation { background: ` + ColorCellMatch + `; box-shadow: inset 0 -5px 0 ` + palette.Violation + `; }
+header.o-passed { background: ` + palette.Safe + `; }
+header.o-mismatch { background: ` + palette.Mismatch + `; color: #fff; }
 header.o-incomplete { background: ` + ColorCellMissing + `; color: #fff; }
 header.o-error { background: ` + ColorCellError + `; color: #fff; }
-#catalogue-table td.got.b-safe { box-shadow: inset 5px 0 0 ` + ColorSafe + `; }
-#catalogue-table td.got.b-violation { box-shadow: inset 5px 0 0 ` + ColorViolation + `; }
-#catalogue-table td.got.b-inconclusive { box-shadow: inset 5px 0 0 ` + ColorInconclusive + `; }
-#catalogue-table td.st.m-mismatch { background: ` + ColorMismatch + `; color: #fff; font-weight: 700; }
+#catalogue-table td.got.b-safe { box-shadow: inset 5px 0 0 ` + palette.Safe + `; }
+#catalogue-table td.got.b-violation { box-shadow: inset 5px 0 0 ` + palette.Violation + `; }
+#catalogue-table td.got.b-inconclusive { box-shadow: inset 5px 0 0 ` + palette.Inconclusive + `; }
+#catalogue-table td.st.m-mismatch { background: ` + palette.Mismatch + `; color: #fff; font-weight: 700; }
 #catalogue-table td.st.m-missing { background: ` + ColorCellMissing + `; color: #fff; font-weight: 700; }
 #catalogue-table td.st.m-error { background: ` + ColorCellError + `; color: #fff; font-weight: 700; }
 #catalogue-table td.st.m-allowed { background: ` + ColorCellAllowed + `; }
@@ -200,16 +200,16 @@ func cellView(c scenarios.CellResult, dir string, s scenarios.Summary) cellData 
 		d.Class += " b-" + c.Verdict
 	}
 	if c.Dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, c.Dir, RunFile)); err == nil {
-			d.Link = path.Join(filepath.ToSlash(c.Dir), RunFile)
+		if _, err := os.Stat(filepath.Join(dir, c.Dir, rundir.ReportFile)); err == nil {
+			d.Link = path.Join(filepath.ToSlash(c.Dir), rundir.ReportFile)
 		}
 	}
 	if c.Dir != "" && c.Verdict == string(checker.Violation) {
 		run := filepath.Join(dir, c.Dir)
 		d.Shrink = rundir.Program() + " shrink " + shellwords.Quote(run)
-		if _, err := os.Stat(filepath.Join(shrink.DirFor(run), shrink.ScenarioFile)); err == nil {
-			if rel, err := filepath.Rel(dir, shrink.DirFor(run)); err == nil {
-				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), shrink.ScenarioFile), path.Join(filepath.ToSlash(rel), shrink.WitnessFile)
+		if _, err := os.Stat(filepath.Join(rundir.ShrinkDir(run), rundir.ShrinkScenarioFile)); err == nil {
+			if rel, err := filepath.Rel(dir, rundir.ShrinkDir(run)); err == nil {
+				d.Shrunk, d.Witness = path.Join(filepath.ToSlash(rel), rundir.ShrinkScenarioFile), path.Join(filepath.ToSlash(rel), rundir.ShrinkWitnessFile)
 			}
 		}
 	}
@@ -269,11 +269,11 @@ var indexPage = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYP
 
 {{if .Matrix}}<h2 id="grid">Locks × faults</h2>
 <p class="legend muted">
-<span><span class="swatch" style="background:` + ColorMismatch + `"></span><b>differs from the expectation</b></span>
+<span><span class="swatch" style="background:` + palette.Mismatch + `"></span><b>differs from the expectation</b></span>
 <span><span class="swatch" style="background:` + ColorCellMissing + `"></span><b>no evidence</b> (inconclusive, not run, or skipped although asked for)</span>
 <span><span class="swatch" style="background:` + ColorCellError + `"></span><b>error</b></span>
 <span><span class="swatch" style="background:` + ColorCellMatch + `;border:1px solid #dee2e6"></span>as expected</span>
-<span><span class="swatch" style="background:` + ColorNA + `"></span>n/a: the fault does not apply</span>
+<span><span class="swatch" style="background:` + palette.NA + `"></span>n/a: the fault does not apply</span>
 <span><span class="swatch" style="border:2px dashed #adb5bd"></span>skipped</span>
 <span>verdict, the bar at the foot: <span class="swatch bar-safe"></span>safe <span class="swatch bar-violation"></span>violation</span>
 </p>

@@ -6,18 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockchaos/lockchaos/checker"
-)
-
-// Colours of verdicts and statuses, shared by the pages and their legends.
-// The browser test reads them back from the rendered DOM.
-const (
-	ColorSafe         = "#c3e6cb"
-	ColorViolation    = "#f5b7b1"
-	ColorInconclusive = "#ffe08a"
-	ColorError        = "#d0bfff"
-	ColorNA           = "#e9ecef"
-	ColorSkipped      = "#ffffff"
-	ColorMismatch     = "#c92a2a" // the border of a cell that did not match
+	"github.com/lockchaos/lockchaos/report/palette"
 )
 
 var styles = template.CSS(`
@@ -32,10 +21,10 @@ th, td { border: 1px solid #dee2e6; padding: 3px 8px; text-align: left; vertical
 th { background: #f1f3f5; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .badge { display: inline-block; padding: 1px 10px; border-radius: 4px; font-weight: 700; }
-.v-safe { background: ` + ColorSafe + `; }
-.v-violation { background: ` + ColorViolation + `; }
-.v-inconclusive { background: ` + ColorInconclusive + `; }
-.v-error { background: ` + ColorError + `; }
+.v-safe { background: ` + palette.Safe + `; }
+.v-violation { background: ` + palette.Violation + `; }
+.v-inconclusive { background: ` + palette.Inconclusive + `; }
+.v-error { background: ` + palette.Error + `; }
 header.verdict { padding: 10px 16px; border-radius: 6px; margin-bottom: 8px; }
 #why { font-size: 1.1em; margin: 0.4em 0 0.2em; }
 .muted { color: #6c757d; }
@@ -60,14 +49,14 @@ table.matrix th { white-space: nowrap; }
 table.matrix td.cell a { color: inherit; text-decoration: none; display: block; }
 table.matrix td.cell a:hover { text-decoration: underline; }
 table.matrix th.nem { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; padding: 6px 3px; }
-td.s-na { background: ` + ColorNA + `; color: #868e96; }
-td.s-skipped { background: ` + ColorSkipped + `; color: #868e96; border: 2px dashed #ced4da !important; }
+td.s-na { background: ` + palette.NA + `; color: #868e96; }
+td.s-skipped { background: ` + palette.Skipped + `; color: #868e96; border: 2px dashed #ced4da !important; }
 td.s-not-run { background: #fff; color: #868e96; }
-td.s-error { background: ` + ColorError + `; }
-td.s-mismatch { border: 3px solid ` + ColorMismatch + ` !important; font-weight: 700; }
-td.s-inconclusive { background: ` + ColorInconclusive + `; }
+td.s-error { background: ` + palette.Error + `; }
+td.s-mismatch { border: 3px solid ` + palette.Mismatch + ` !important; font-weight: 700; }
+td.s-inconclusive { background: ` + palette.Inconclusive + `; }
 .mark { font-size: 0.8em; display: block; }
-.status-fail { color: ` + ColorMismatch + `; font-weight: 700; }
+.status-fail { color: ` + palette.Mismatch + `; font-weight: 700; }
 .status-ok { color: #2b8a3e; }
 ul.problems li { margin-bottom: 4px; }
 footer { margin-top: 2.5em; font-size: 0.85em; color: #6c757d; }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 func TestExplainNamesTheClientsTheKeyAndThePausePastTheTTL(t *testing.T) {
@@ -90,7 +91,7 @@ func TestRunPageIsSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{page, filepath.Join(dir, PorcupineFile)} {
+	for _, f := range []string{page, filepath.Join(dir, rundir.PorcupineFile)} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +103,7 @@ func TestRunPageIsSelfContained(t *testing.T) {
 			t.Errorf("%s loads CSS from elsewhere: %s", filepath.Base(f), m)
 		}
 	}
-	b, _ := os.ReadFile(filepath.Join(dir, PorcupineFile))
+	b, _ := os.ReadFile(filepath.Join(dir, rundir.PorcupineFile))
 	for _, want := range []string{`"Tag":"faults"`, `"Tag":"overlaps"`, `pause-client client 2`, `id="back-to-report" href="report.html"`, `id="fault-labels"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("porcupine.html lacks the annotation %s", want)

@@ -27,14 +27,9 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
-)
-
-// File names a run's report adds to its folder.
-const (
-	RunFile       = "report.html"
-	PorcupineFile = "porcupine.html"
 )
 
 // Run is what a run page shows, read from one run's folder.
@@ -201,8 +196,8 @@ func WriteRun(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	porcupineErr := r.writePorcupine(filepath.Join(dir, PorcupineFile))
-	page := filepath.Join(dir, RunFile)
+	porcupineErr := r.writePorcupine(filepath.Join(dir, rundir.PorcupineFile))
+	page := filepath.Join(dir, rundir.ReportFile)
 	f, err := os.Create(page)
 	if err != nil {
 		return "", fmt.Errorf("write report: %w", err)
@@ -263,7 +258,7 @@ func (r *Run) writePorcupine(path string) error {
 func (r *Run) porcupineBanner(drawn int) string {
 	var b strings.Builder
 	b.WriteString(`<nav id="lockchaos-banner" style="font:14px system-ui,sans-serif;padding:8px 12px;background:#f1f3f5;border-bottom:1px solid #dee2e6">`)
-	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, RunFile,
+	fmt.Fprintf(&b, `<a id="back-to-report" href="%s">← back to the run's report</a> · <b>%s</b> %s + %s`, rundir.ReportFile,
 		esc(string(r.Result.Verdict)), esc(orNone(r.Result.Lock)), esc(nemesisList(r.Result.Nemesis)))
 	switch {
 	case r.Bounded:
@@ -358,7 +353,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
 		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
-			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), rundir.LockFileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
+			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
 		}
 		out = append(out, step)
 	case rs.StaleAccepted > 0 || rs.FenceReused > 0:
@@ -366,7 +361,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	}
 	if res.Verdict == checker.Safe && len(res.Nemesis) > 0 {
 		out = append(out, nextStep{"next-seeds", "One run that found nothing is one seed, not a proof: run more seeds of the same faults (the comparison gives the detection rate with its interval).",
-			fmt.Sprintf("%s compare%s --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), rundir.LockFileArgs("", res.Lock), res.Lock, nemeses, shellwords.Quote(dir+"-seeds"))})
+			fmt.Sprintf("%s compare%s --locks %s --nemeses %s --seeds 20 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, nemeses, shellwords.Quote(dir+"-seeds"))})
 	}
 	return out
 }

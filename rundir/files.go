@@ -1,7 +1,10 @@
 // Package rundir is a run's folder: the names of the files a run writes
-// there, the atomic writer, the fault schedule it executed, and how to
-// make the run again. The runner writes a run folder; the report, the
-// shrinker and compare read one, and import this instead of the runner.
+// there (and of those a shrink and an audit write in theirs), the atomic
+// writer, the claim of a folder for a run, and the commands printed to
+// make a run again (Program, ReplayCommand). It imports nothing of
+// lockchaos but internal helpers, so every package may import it: the
+// runner writes a run folder; the checker (CheckDir), the report, the
+// shrinker and compare read one.
 package rundir
 
 import (
@@ -16,9 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/nemesis"
 )
 
 // ScheduleFile is the fault schedule a run executed, in its folder: every
@@ -29,34 +29,6 @@ const ScheduleFile = "schedule.json"
 // ConfigFile is the run's whole configuration, in its folder, as it ran
 // (defaults filled in): what --replay starts from.
 const ConfigFile = "config.json"
-
-// Schedule is what schedule.json holds.
-type Schedule struct {
-	Nemeses []NemesisSchedule `json:"nemeses"`
-}
-
-// NemesisSchedule is one nemesis's steps, in order.
-type NemesisSchedule struct {
-	Name string `json:"name"`
-	// Plan is its schedule option (every, at=…, random): how the steps'
-	// gaps are read.
-	Plan  string             `json:"plan"`
-	Steps []nemesis.Executed `json:"steps"`
-}
-
-// Steps returns the steps of nemesis name, to take again.
-func (s *Schedule) Steps(name string) ([]nemesis.Step, bool) {
-	for _, n := range s.Nemeses {
-		if n.Name == name {
-			steps := make([]nemesis.Step, 0, len(n.Steps))
-			for _, e := range n.Steps {
-				steps = append(steps, e.Step)
-			}
-			return steps, true
-		}
-	}
-	return nil, false
-}
 
 // WriteJSON writes v to path as indented JSON, whole or not at all.
 func WriteJSON(path string, v any) error {
@@ -76,23 +48,6 @@ func WriteJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
 	}
 	return nil
-}
-
-// Reproduce says how to make the run in dir again, for its result.json:
-// the version of lockchaos, the replay command, and the configuration and
-// fault schedule it ran with. Nil when dir holds no config.json (a history
-// only checked).
-func Reproduce(dir string) *checker.Reproduce {
-	cfg, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil || !json.Valid(cfg) {
-		return nil
-	}
-	r := &checker.Reproduce{Version: Version(), Config: json.RawMessage(cfg)}
-	if s, err := os.ReadFile(filepath.Join(dir, ScheduleFile)); err == nil && json.Valid(s) {
-		r.Schedule = json.RawMessage(s)
-	}
-	r.Command = ReplayCommand(Program(), dir)
-	return r
 }
 
 // Version is this build's version: its module version, or the VCS
@@ -120,8 +75,14 @@ func Version() string {
 	return strings.TrimSpace(version)
 }
 
+// File names a run's report adds to its folder.
+const (
+	ReportFile    = "report.html"
+	PorcupineFile = "porcupine.html"
+)
+
 // Files is what a run writes in its folder (the report's files too).
-var Files = []string{"history.jsonl", "result.json", ConfigFile, ScheduleFile, "report.html", "porcupine.html", "workers", "nodes", "sentinels"}
+var Files = []string{HistoryFile, ResultFile, ConfigFile, ScheduleFile, ReportFile, PorcupineFile, "workers", "nodes", "sentinels"}
 
 // Claim makes dir ready for a new run and claims it, for as long as the
 // run lasts: the returned claim holds an flock(2) on dir's LiveFile until
@@ -237,6 +198,9 @@ func lockLive(dir string) (*Claimed, int, error) {
 
 // HistoryFile is a run's history, in its folder.
 const HistoryFile = "history.jsonl"
+
+// ResultFile is a run's result, in its folder.
+const ResultFile = "result.json"
 
 // held lists the files of a run (Files) that dir holds.
 func held(dir string) []string {

@@ -1,15 +1,12 @@
 package rundir
 
 import (
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/lockchaos/lockchaos/internal/shellwords"
-	"github.com/lockchaos/lockchaos/locks"
 )
 
 // program is lockchaos as the user invoked it, for every command printed
@@ -67,35 +64,6 @@ func programName(arg0 string, lookPath func(string) (string, error)) string {
 func ReplayCommand(prog, dir string) string {
 	clean := filepath.Clean(dir)
 	return prog + " run --replay " + shellwords.Quote(clean) + " --out " + shellwords.Quote(clean+"-replay")
-}
-
-// LockFileArgs are the --lock-file flags that make the locks of names
-// known to a command printed for the user (" --lock-file F", or ""): each
-// given lock's manifest, relative to dir when dir is not "" (a command
-// run from that folder: audit.md's), else as this process sees it.
-func LockFileArgs(dir string, names ...string) string {
-	var b strings.Builder
-	seen := map[string]bool{}
-	for _, n := range names {
-		f := locks.GivenFile(n)
-		if f == "" || seen[f] {
-			continue
-		}
-		seen[f] = true
-		b.WriteString(" --lock-file " + shellwords.Quote(RelTo(dir, f)))
-	}
-	return b.String()
-}
-
-// OptArgs are opts as --opt flags (" --opt a.b=c …"), in order.
-func OptArgs(opts map[string]map[string]string) string {
-	var b strings.Builder
-	for _, owner := range slices.Sorted(maps.Keys(opts)) {
-		for _, k := range slices.Sorted(maps.Keys(opts[owner])) {
-			b.WriteString(" --opt " + shellwords.Quote(owner+"."+k+"="+opts[owner][k]))
-		}
-	}
-	return b.String()
 }
 
 // RelTo is path relative to dir ("" : the working directory) when both

@@ -87,7 +87,7 @@ func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var s rundir.Schedule
+		var s nemesis.Timetable
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatal(err)
 		}

@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg settings.Run) (checker.Result, error) {
 		}
 		return checker.Result{}, runErr
 	}
-	res, cerr := rundir.Check(cfg.Out, cfg.CheckTimeout)
+	res, cerr := checker.CheckDir(cfg.Out, cfg.CheckTimeout)
 	return res, errors.Join(runErr, cerr)
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
@@ -155,7 +154,7 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 	if err := os.WriteFile(path, b[:len(b)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cut, err := rundir.Check(c.Out, 0)
+	cut, err := checker.CheckDir(c.Out, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

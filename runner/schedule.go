@@ -26,9 +26,9 @@ func (l *scheduleLog) add(e nemesis.Executed) {
 func (l *scheduleLog) write(path string, nemeses []nemesis.Scheduled) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
+	s := nemesis.Timetable{Nemeses: []nemesis.Executions{}}
 	for _, n := range nemeses {
-		s.Nemeses = append(s.Nemeses, rundir.NemesisSchedule{Name: n.Name, Plan: n.Plan.String(), Steps: append([]nemesis.Executed{}, l.steps[n.Name]...)})
+		s.Nemeses = append(s.Nemeses, nemesis.Executions{Name: n.Name, Plan: n.Plan.String(), Steps: append([]nemesis.Executed{}, l.steps[n.Name]...)})
 	}
 	return rundir.WriteJSON(path, s)
 }

@@ -357,7 +357,7 @@ type ExecOptions struct {
 	// (to render its report); an error is shown but changes no verdict.
 	AfterRun func(dir string) error
 	// Run performs one run (runner.Run); required.
-	Run grid.RunFunc
+	Run settings.RunFunc
 	// Shard, when set, says the cells are shard Index of Count of the
 	// matrix Matrix (ShardOf): the summary then keeps the whole matrix's
 	// plan and axes, and lists its cells, so that shards can be merged.
@@ -442,7 +442,7 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 // times while it is spoiled. A violation expected of a cell is found as
 // soon as one seed shows it; safe must hold for every seed. A seed runs
 // again while it is spoiled (grid.MaxAttempts).
-func runCell(ctx context.Context, c Cell, opts ExecOptions, run grid.RunFunc) CellResult {
+func runCell(ctx context.Context, c Cell, opts ExecOptions, run settings.RunFunc) CellResult {
 	seeds := max(c.Seeds, 1)
 	var (
 		r        CellResult
@@ -458,8 +458,12 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run grid.RunFunc) Ce
 		if seeds > 1 {
 			dir += fmt.Sprintf(".seed%d", cfg.Seed)
 		}
-		seed := grid.Seed{Out: opts.Out, Dir: dir, Force: opts.Force, Run: run, AfterRun: opts.AfterRun}
-		attempts += seed.Attempts(ctx, cfg, func(a grid.Attempt) bool {
+		seed := grid.Seed{Out: opts.Out, Dir: dir, Force: opts.Force, AfterRun: opts.AfterRun,
+			Run: func(ctx context.Context, out string, force bool) (checker.Result, error) {
+				cfg.Out, cfg.Force = out, force
+				return run(ctx, cfg)
+			}}
+		attempts += seed.Attempts(ctx, func(a grid.Attempt) bool {
 			var spoiled bool
 			r, spoiled = classify(c, a.Result, a.Err, ctx.Err() != nil)
 			r.Dir, r.Seed = a.Dir, cfg.Seed

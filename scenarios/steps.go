@@ -14,7 +14,6 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
 )
@@ -37,22 +36,22 @@ type fileStep struct {
 // run takes (nil when none lists any), and reports through bad each step
 // whose target is not in the run. When one nemesis lists its steps, every
 // one must: a run cannot take some nemeses' steps and draw the others'.
-func (f fileScenario) replay(cfg settings.Run, bad func(field, msg string)) *rundir.Schedule {
+func (f fileScenario) replay(cfg settings.Run, bad func(field, msg string)) *nemesis.Timetable {
 	listed := slices.ContainsFunc(f.Faults.Nemeses, func(n fileNemesis) bool { return n.Steps != nil })
 	if !listed {
 		return nil
 	}
-	s := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
+	s := &nemesis.Timetable{Nemeses: []nemesis.Executions{}}
 	for i, n := range f.Faults.Nemeses {
 		name := strings.TrimSpace(n.Name)
-		if !slices.Contains(cfg.Nemeses, name) || slices.ContainsFunc(s.Nemeses, func(x rundir.NemesisSchedule) bool { return x.Name == name }) {
+		if !slices.Contains(cfg.Nemeses, name) || slices.ContainsFunc(s.Nemeses, func(x nemesis.Executions) bool { return x.Name == name }) {
 			continue // a missing or repeated name, reported already
 		}
 		field := fmt.Sprintf("faults.nemeses[%d]", i)
 		if n.Steps == nil {
 			bad(field, "steps: missing: another nemesis lists its steps, so every one must (steps: [] for none)")
 		}
-		ns := rundir.NemesisSchedule{Name: name, Plan: "steps of the scenario file", Steps: []nemesis.Executed{}}
+		ns := nemesis.Executions{Name: name, Plan: "steps of the scenario file", Steps: []nemesis.Executed{}}
 		for j, st := range n.Steps {
 			at := fmt.Sprintf("%s.steps[%d]", field, j)
 			if st.Client < 0 || st.Client >= cfg.Clients {

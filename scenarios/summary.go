@@ -361,7 +361,7 @@ func (s Summary) JUnit(path, dir string) error {
 		if c.Dir != "" {
 			// On a line of its own: junit-attachments wants nothing
 			// before or after it.
-			out = append(out, "[[ATTACHMENT|"+filepath.Join(dir, c.Dir, "report.html")+"]]")
+			out = append(out, "[[ATTACHMENT|"+filepath.Join(dir, c.Dir, rundir.ReportFile)+"]]")
 		}
 		tc.SystemOut = strings.Join(out, "\n")
 		switch {

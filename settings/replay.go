@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
@@ -25,7 +26,7 @@ func LoadReplay(dir string) (Run, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--replay %s: %w", dir, err)
 	}
-	var s rundir.Schedule
+	var s nemesis.Timetable
 	if err := json.Unmarshal(b, &s); err != nil {
 		return cfg, fmt.Errorf("--replay %s: %s: %w", dir, rundir.ScheduleFile, err)
 	}

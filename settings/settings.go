@@ -5,6 +5,7 @@
 package settings
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +15,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/option"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/workload"
 )
+
+// RunFunc performs one run (runner.Run, or a test's stand-in): the matrix,
+// compare and shrink are handed one, and import no runner.
+type RunFunc func(context.Context, Run) (checker.Result, error)
 
 // Run is one run's settings. Each setting's tags name it as a flag of `lockchaos
 // run` (flag) and as its path in a scenario file (file), so that an error
@@ -65,7 +71,7 @@ type Run struct {
 
 	// Replay, when set, is a schedule a run executed (its schedule.json):
 	// every nemesis takes those steps instead of drawing its own.
-	Replay *rundir.Schedule `json:"-"`
+	Replay *nemesis.Timetable `json:"-"`
 
 	// Progress, when set, receives a line every few seconds.
 	Progress io.Writer `json:"-"`

@@ -28,7 +28,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/checker/explain"
-	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
@@ -44,16 +43,6 @@ const (
 	// MinHold is where the halving of the hold stops: a shorter critical
 	// section says nothing more about the lock.
 	MinHold = 10 * time.Millisecond
-)
-
-// Files a shrink writes in its folder.
-const (
-	ScenarioFile = "minimal.yaml"
-	WitnessFile  = "witness.md"
-	ReportFile   = "shrink.json"
-	MinimalDir   = "minimal"
-	VerifyDir    = "verify"
-	workDir      = "work"
 )
 
 // ErrNotReproduced: the original configuration and schedule, unchanged,
@@ -81,12 +70,8 @@ type Options struct {
 	// is in place: the CLI renders its report.html there.
 	AfterRun func(dir string) error
 	// Run performs one run (runner.Run); required.
-	Run grid.RunFunc
+	Run settings.RunFunc
 }
-
-// DirFor is where a shrink of the run in dir goes unless told otherwise:
-// DIR.shrink beside it (`lockchaos chaos --shrink` puts each there).
-func DirFor(dir string) string { return filepath.Clean(dir) + ".shrink" }
 
 // Report is what shrink.json holds.
 type Report struct {
@@ -118,13 +103,13 @@ type Report struct {
 
 // Read reads the shrink.json in dir.
 func Read(dir string) (*Report, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	b, err := os.ReadFile(filepath.Join(dir, rundir.ShrinkReportFile))
 	if err != nil {
 		return nil, err
 	}
 	var r Report
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ReportFile), err)
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, rundir.ShrinkReportFile), err)
 	}
 	return &r, nil
 }
@@ -188,7 +173,7 @@ type candidate struct {
 func (c candidate) config(out string) settings.Run {
 	cfg := c.cfg
 	cfg.Out, cfg.Force, cfg.Progress = out, false, nil
-	sched := &rundir.Schedule{Nemeses: []rundir.NemesisSchedule{}}
+	sched := &nemesis.Timetable{Nemeses: []nemesis.Executions{}}
 	cfg.Nemeses, cfg.NemesisOptions = nil, map[string]map[string]string{}
 	for _, n := range c.cfg.Nemeses {
 		var steps []nemesis.Executed
@@ -204,7 +189,7 @@ func (c candidate) config(out string) settings.Run {
 		if o, ok := c.cfg.NemesisOptions[n]; ok {
 			cfg.NemesisOptions[n] = o
 		}
-		sched.Nemeses = append(sched.Nemeses, rundir.NemesisSchedule{Name: n, Plan: "shrink", Steps: steps})
+		sched.Nemeses = append(sched.Nemeses, nemesis.Executions{Name: n, Plan: "shrink", Steps: steps})
 	}
 	cfg.Replay = sched
 	return cfg
@@ -260,7 +245,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if filepath.Clean(o.Out) == filepath.Clean(dir) {
 		return nil, usage("--out %s: give another folder than the run it shrinks", o.Out)
 	}
-	for _, f := range []string{rundir.ConfigFile, rundir.ScheduleFile, "result.json", "history.jsonl"} {
+	for _, f := range []string{rundir.ConfigFile, rundir.ScheduleFile, rundir.ResultFile, rundir.HistoryFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			return nil, usage("%s is not a run folder of this version of lockchaos: %v (one holds config.json, schedule.json, result.json and history.jsonl)", dir, err)
 		}
@@ -292,7 +277,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 			orig.steps = append(orig.steps, s)
 		}
 	}
-	s := &shrinker{o: o, ctx: ctx, src: dir, start: start, work: filepath.Join(o.Out, workDir),
+	s := &shrinker{o: o, ctx: ctx, src: dir, start: start, work: filepath.Join(o.Out, rundir.ShrinkWorkDir),
 		rep: &Report{Source: dir, Out: o.Out, Tries: o.Tries, BudgetS: o.Budget.Seconds(), Candidates: []Attempt{}}}
 	var cancel func()
 	s.budget, cancel = context.WithDeadline(ctx, start.Add(o.Budget))
@@ -308,7 +293,7 @@ func Shrink(ctx context.Context, dir string, o Options) (*Report, error) {
 	if !s.test(orig, "the original configuration and fault schedule, unchanged") {
 		s.rep.Stopped = s.stopped()
 		s.rep.Seconds = time.Since(start).Seconds()
-		werr := rundir.WriteJSON(filepath.Join(o.Out, ReportFile), s.rep)
+		werr := rundir.WriteJSON(filepath.Join(o.Out, rundir.ShrinkReportFile), s.rep)
 		a := s.rep.Candidates[0]
 		var err error
 		switch {
@@ -626,11 +611,11 @@ func (s *shrinker) finish() error {
 	if s.bestRes.Settings != nil {
 		ttl = float64(s.bestRes.Settings.Lease())
 	}
-	scen := filepath.Join(out, ScenarioFile)
+	scen := filepath.Join(out, rundir.ShrinkScenarioFile)
 	if err := s.writeScenario(scen, cfg, s.bestRes, ttl); err != nil {
 		return err
 	}
-	s.rep.Scenario = ScenarioFile
+	s.rep.Scenario = rundir.ShrinkScenarioFile
 	chosen := s.bestDir
 	if s.ctx.Err() != nil {
 		s.rep.Stopped = StoppedInterrupted
@@ -647,13 +632,13 @@ func (s *shrinker) finish() error {
 		}
 		s.printf("shrink: %s violated in %d of %d runs", scen, v.Violated, v.Runs)
 	}
-	minDir := filepath.Join(out, MinimalDir)
+	minDir := filepath.Join(out, rundir.ShrinkMinimalDir)
 	if err := os.Rename(chosen, minDir); err != nil {
 		return fmt.Errorf("keep the minimal run: %w", err)
 	}
 	// Checked again in its place, so that its result names the folder
 	// (the command that replays it).
-	res, err := rundir.Check(minDir, 0)
+	res, err := checker.CheckDir(minDir, 0)
 	if err != nil {
 		return err
 	}
@@ -662,19 +647,19 @@ func (s *shrinker) finish() error {
 			return err
 		}
 	}
-	s.rep.Run = MinimalDir
+	s.rep.Run = rundir.ShrinkMinimalDir
 	s.rep.Minimal.Events = countEvents(minDir)
 	// The same scenario, its shows line now the minimal run's, as the
 	// witness is.
 	if err := s.writeScenario(scen, cfg, res, ttl); err != nil {
 		return err
 	}
-	if err := writeWitness(filepath.Join(out, WitnessFile), s.rep, res, scen); err != nil {
+	if err := writeWitness(filepath.Join(out, rundir.ShrinkWitnessFile), s.rep, res, scen); err != nil {
 		return err
 	}
-	s.rep.Witness = WitnessFile
+	s.rep.Witness = rundir.ShrinkWitnessFile
 	s.rep.Seconds = time.Since(s.start).Seconds()
-	return rundir.WriteJSON(filepath.Join(out, ReportFile), s.rep)
+	return rundir.WriteJSON(filepath.Join(out, rundir.ShrinkReportFile), s.rep)
 }
 
 // writeScenario writes the minimal configuration cfg as a scenario file,
@@ -709,7 +694,7 @@ func (s *shrinker) verify(path string) (*Verify, string, error) {
 	last := ""
 	for i := 1; i <= s.o.Tries && s.ctx.Err() == nil; i++ {
 		cfg := sc.RunConfig(false)
-		cfg.Out = filepath.Join(s.o.Out, VerifyDir, fmt.Sprintf("run-%d", i))
+		cfg.Out = filepath.Join(s.o.Out, rundir.ShrinkVerifyDir, fmt.Sprintf("run-%d", i))
 		res, err := s.o.Run(s.ctx, cfg)
 		v.Runs++
 		rel, _ := filepath.Rel(s.o.Out, cfg.Out)
@@ -727,7 +712,7 @@ func (s *shrinker) verify(path string) (*Verify, string, error) {
 		// minimal/ is that run: its place in verify/ says so.
 		for i, d := range v.Dirs {
 			if filepath.Join(s.o.Out, d) == last {
-				v.Dirs[i] = MinimalDir
+				v.Dirs[i] = rundir.ShrinkMinimalDir
 			}
 		}
 	}
@@ -754,7 +739,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], r[2])
 	}
-	fmt.Fprintf(&b, "\nWhat happened in the minimal run (`%s/`, its report `%s/report.html`):\n\n", MinimalDir, MinimalDir)
+	fmt.Fprintf(&b, "\nWhat happened in the minimal run (`%s/`, its report `%s/%s`):\n\n", rundir.ShrinkMinimalDir, rundir.ShrinkMinimalDir, rundir.ReportFile)
 	for i, l := range explain.Witness(res) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, l)
 	}
@@ -770,7 +755,7 @@ func writeWitness(path string, rep *Report, res checker.Result, scen string) err
 // force, which removes that shrink's files (and only those).
 func claim(out string, given, force bool) error {
 	var found []string
-	for _, f := range []string{ScenarioFile, WitnessFile, ReportFile, MinimalDir, VerifyDir, workDir} {
+	for _, f := range []string{rundir.ShrinkScenarioFile, rundir.ShrinkWitnessFile, rundir.ShrinkReportFile, rundir.ShrinkMinimalDir, rundir.ShrinkVerifyDir, rundir.ShrinkWorkDir} {
 		if _, err := os.Lstat(filepath.Join(out, f)); err == nil {
 			found = append(found, f)
 		}

@@ -1,15 +1,20 @@
 // Package lockargs parses --lock-file and --opt, the same on every command
 // that takes a lock (lockchaos run, compare, audit, chaos, shrink, and
-// lockchaos-bench): one parser for both.
+// lockchaos-bench): one parser for both; and writes them back into the
+// commands printed for the user (FileArgs, OptArgs).
 package lockargs
 
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/option"
+	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // List is a flag that may be given more than once, each value kept in
@@ -58,4 +63,34 @@ func (l *Flags) Load() (given []locks.Spec, opts map[string]map[string]string, e
 		opts = nil
 	}
 	return given, opts, nil
+}
+
+// FileArgs are the --lock-file flags that make the locks of names known
+// to a command printed for the user (" --lock-file F", or ""): each given
+// lock's manifest, relative to dir when dir is not "" (a command run from
+// that folder: audit.md's), else as this process sees it.
+func FileArgs(dir string, names ...string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for _, n := range names {
+		f := locks.GivenFile(n)
+		if f == "" || seen[f] {
+			continue
+		}
+		seen[f] = true
+		b.WriteString(" --lock-file " + shellwords.Quote(rundir.RelTo(dir, f)))
+	}
+	return b.String()
+}
+
+// OptArgs are opts as --opt flags (" --opt a.b=c …"), in order: what
+// Load reads back.
+func OptArgs(opts map[string]map[string]string) string {
+	var b strings.Builder
+	for _, owner := range slices.Sorted(maps.Keys(opts)) {
+		for _, k := range slices.Sorted(maps.Keys(opts[owner])) {
+			b.WriteString(" --opt " + shellwords.Quote(owner+"."+k+"="+opts[owner][k]))
+		}
+	}
+	return b.String()
 }

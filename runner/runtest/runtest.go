@@ -23,7 +23,6 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/procs"
-	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
@@ -137,7 +136,7 @@ func runChecked(t testing.TB, c *settings.Run) checker.Result {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	again, err := rundir.Check(c.Out, 0)
+	again, err := checker.CheckDir(c.Out, 0)
 	if err != nil {
 		t.Fatalf("re-check: %v", err)
 	}
@@ -186,7 +185,7 @@ func RunFaults(t testing.TB, c *settings.Run) (checker.Result, []history.Event) 
 	for _, f := range res.Faults {
 		t.Logf("fault %d %s: landed %v, lease %q: %s", f.ID, f.Name, f.Landed, f.Lease, f.Effect)
 	}
-	if again, err := rundir.Check(c.Out, 0); err != nil || again.Verdict != res.Verdict {
+	if again, err := checker.CheckDir(c.Out, 0); err != nil || again.Verdict != res.Verdict {
 		t.Errorf("re-checking the stored history: %v, verdict %s vs %s", err, again.Verdict, res.Verdict)
 	}
 	if left := procs.Children("redis-"); len(left) > 0 {
