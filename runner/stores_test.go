@@ -103,6 +103,17 @@ func TestStoreFailoverKeepsAConsensusLockAndLosesAnAdvisoryLock(t *testing.T) {
 				// after 3 s), and an 8 s run ended before any client held
 				// the key again, three runs in a row: no evidence.
 				c.Duration = 14 * time.Second
+				if tc.lock == "zk-lock" {
+					// zk-lock takes a lost connection for a lost lease, and
+					// a 1 s session drops its connection when a server or
+					// the client stalls a third of it: beside eight CPU hogs
+					// the holder lost its lease 0.7 s after the aim, while
+					// the nemesis still asked the members about it, before
+					// the leader was killed — no evidence, three runs in a
+					// row, twice. A 3 s session rides out such stalls; the
+					// leader's crash still drops every connection.
+					c.TTL = 3 * time.Second
+				}
 				c.NemesisOptions = map[string]map[string]string{"failover": {"schedule": "at=1s"}}
 				res, _ := runtest.RunFaults(t, &c)
 				runtest.Verdict(t, res, tc.want)
