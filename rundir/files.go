@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly" // syscall.Flock
 )
 
 // ScheduleFile is the fault schedule a run executed, in its folder: every
