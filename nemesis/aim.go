@@ -141,11 +141,11 @@ func awaitAimed(ctx context.Context, env Env, proc Processes, step Step, bound t
 // every client still running is asked to stay inside its next hold of the
 // key, the first hold the view shows is the aim, and the others are let go
 // at once. A client another fault keeps inside (a stretch in force, of
-// another nemesis of the run) is left to it. Waiting for one client to win the key can take many holds when
-// the lock is contended (a lock whose every acquire waits for replicas
-// takes a second a try, and four clients' tries fall in step), and a run
-// can end before it comes; the next hold by anyone comes as soon as the
-// lock allows.
+// another nemesis of the run) is left to it. Waiting for one client to win
+// the key can take many holds when the lock is contended (a lock whose
+// every acquire waits for replicas takes a second a try, and four
+// clients' tries fall in step), and a run can end before it comes; the
+// next hold by anyone comes as soon as the lock allows.
 func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
 	if bound == 0 {
 		return aimAt(ctx, env, step, 0)
@@ -164,8 +164,7 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 		}
 		return errors.Join(errs...)
 	}
-	var busy map[int]string
-	_ = env.Await(ctx, func(v View) bool { busy = v.Stretched; return true })
+	busy := snapshot(env).Stretched
 	for c := range env.Topology().Clients {
 		if _, ok := busy[c]; ok {
 			continue
@@ -213,9 +212,9 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 }
 
 // aimHolder aims at the next hold of the step's key by any client
-// (aimAny), and returns the lock nodes that hold its lease. For a quorum lock, votes chooses among holds: bare
-// waits for one with no vote to spare, on exactly the lock's quorum of
-// nodes — the hold that one node forgetting breaks (Kleppmann's case
+// (aimAny), and returns the lock nodes that hold its lease. For a quorum
+// lock, votes chooses among holds: bare waits for one with no vote to
+// spare, on exactly the lock's quorum of nodes — the hold that one node forgetting breaks (Kleppmann's case
 // against Redlock); spare for one with a vote to spare, which one node
 // forgetting cannot break; any takes the next. A quorum lock's holder
 // usually gets every node; a bare majority takes two clients asking at the
