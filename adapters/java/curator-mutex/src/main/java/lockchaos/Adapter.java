@@ -90,14 +90,13 @@ public final class Adapter {
     private static ObjectNode init(JsonNode req) throws InterruptedException {
         int timeout = req.get("op_timeout_ms").asInt();
         // The session timeout is the lease: the servers delete the lock
-        // node once the session has been silent that long. No retries: an
-        // operation that loses its connection fails, and the answer is
-        // unknown. An operation first waits for a connection (Curator's
-        // connection timeout), then for its answer (ZooKeeper's request
-        // timeout; without it the client waits until it notices the
-        // connection is gone, two thirds of the session): half the op
-        // timeout each, so that an answer comes within it.
-        client = client(req.get("connect").asText(), req.get("ttl_ms").asInt(), timeout);
+        // node once the session has been silent that long. An operation
+        // first waits for a connection (Curator's connection timeout), then
+        // for its answer (ZooKeeper's request timeout; without it the client
+        // waits until it notices the connection is gone, two thirds of the
+        // session): half the op timeout each, retried (see client).
+        client = client(req.get("connect").asText(), req.get("ttl_ms").asInt(), timeout,
+                Integer.parseInt(req.path("options").path("retries").asText("1")));
         // Curator's advice for its locks: once the connection is SUSPENDED
         // (or the session LOST), a holder cannot be sure it still holds the
         // lock, and should stop as if it had lost it.
@@ -129,15 +128,29 @@ public final class Adapter {
         return answer("init_ok");
     }
 
-    /** The client, the adapter's and make bench's (Bench): no retries, half the op timeout per request. */
-    static CuratorFramework client(String connect, int sessionMs, int timeout) {
+    /**
+     * The client, the adapter's and make bench's (Bench): half the op
+     * timeout per request, retried 100 ms apart (option retries, 1 by
+     * default). Curator's documentation always gives a retry policy. With
+     * none (retries=0, this adapter's until 2026-11), a failed acquire's
+     * FindAndDeleteProtectedNodeInBackground runs again at once each time
+     * it gives up, since its reset keeps the operation's start time, until
+     * StackOverflowError (as in CURATOR-106, open), each give-up marking the
+     * connection SUSPENDED: beside CPU hogs the clients stayed SUSPENDED or
+     * LOST seconds after a reset-peer fault ended, every grant given back,
+     * and CI's matrix found curator-mutex+reset-peer stuck (2 of 4 runs here
+     * beside eight hogs; none with one retry). A policy bounded by elapsed
+     * time (RetryUntilElapsed) recurses the same way; one counted retry
+     * queues the operation with a sleep, and the recursion ends.
+     */
+    static CuratorFramework client(String connect, int sessionMs, int timeout, int retries) {
         ZKClientConfig zk = new ZKClientConfig();
         zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(Math.max(1, timeout / 2)));
         return CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(sessionMs)
                 .connectionTimeoutMs(Math.max(1, timeout / 2))
-                .retryPolicy(new RetryNTimes(0, 0))
+                .retryPolicy(new RetryNTimes(retries, 100))
                 .zkClientConfig(zk)
                 .build();
     }
@@ -146,9 +159,9 @@ public final class Adapter {
      * Curator's lock documentation: after SUSPENDED a holder cannot be sure
      * it holds the lock until RECONNECTED. Curator marks even a working
      * connection SUSPENDED when a background operation gives up on a
-     * connection loss (the adapter runs without retries; after a failed
-     * acquire, FindAndDeleteProtectedNodeInBackground can spin on it,
-     * CURATOR-106), lets acquire succeed meanwhile, and once SUSPENDED has
+     * connection loss (after a failed acquire,
+     * FindAndDeleteProtectedNodeInBackground gives up once its retries
+     * are spent), lets acquire succeed meanwhile, and once SUSPENDED has
      * lasted the session timeout closes the session itself, deleting the
      * node of a lock granted in between (seen in curator-mutex+pause-node).
      * So a grant that comes while the connection is SUSPENDED or LOST is

@@ -16,7 +16,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
  */
 public final class Bench {
     public static void main(String[] args) throws Exception {
-        CuratorFramework client = Adapter.client(String.join(",", args), 2000, 2000);
+        CuratorFramework client = Adapter.client(String.join(",", args), 2000, 2000, 1);
         client.start();
         if (!client.blockUntilConnected(10, TimeUnit.SECONDS)) {
             throw new IllegalStateException("no ZooKeeper session within 10 s");
