@@ -383,6 +383,33 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 	}
 }
 
+// A lock that reported its lease lost while the nodes still held it (a
+// ZooKeeper session outlives a failover; zk-lock and Curator give the lock
+// up when their connection drops) kept the lease: the nemesis asked the
+// nodes, and the checker takes their word over the lost event. Such a run
+// is evidence: the store kept what the fault was to take. When the nodes
+// forgot it, the lease is lost and, under a failover, the race was not run.
+func TestALostEventOnALeaseTheNodesKeptIsAKeptLease(t *testing.T) {
+	run := func(effect *history.Effect) Result {
+		h := new(hist).start()
+		h.events[0].Run.TTLms, h.events[0].Run.KeepsAlive = 3000, true
+		h.acquire(0, k0, 9, 10)
+		f := &history.Fault{ID: 1, Name: "failover", Action: history.ActionFailover, Target: "zookeeper", Aim: &history.Aim{Client: 0, Key: k0, Since: ms(10)}}
+		h.add(history.Event{Time: ms(12), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+		h.lost(0, k0, 40)
+		h.add(history.Event{Time: ms(300), Kind: history.FaultEnd, Client: history.NoClient, Fault: f, Effect: effect})
+		return Check(h.exit(0, 900, true).exit(1, 900, true).end(910).events, Options{})
+	}
+	kept := run(&history.Effect{Landed: true, Lease: history.LeaseKept, Note: "the nodes kept the lease"})
+	if f := kept.Faults[0]; !f.Landed || f.Lease != history.LeaseKept || kept.Verdict != Safe || kept.NoEvidence() != "" {
+		t.Errorf("nodes kept it: landed %v, lease %q, verdict %s, no evidence %q; want landed, kept, safe, evidence (%s)", f.Landed, f.Lease, kept.Verdict, kept.NoEvidence(), kept.Summary)
+	}
+	lost := run(&history.Effect{Landed: true, Lease: history.LeaseLost, Note: "the nodes forgot the lease"})
+	if f := lost.Faults[0]; !f.Landed || f.Lease != history.LeaseLost || lost.RaceNotRun() == "" {
+		t.Errorf("nodes forgot it: landed %v, lease %q, race not run %q; want landed, lost, race not run (%s)", f.Landed, f.Lease, lost.RaceNotRun(), lost.Summary)
+	}
+}
+
 // A stall explains an overlap only when a lease may have run out before
 // the other grant: the earlier holder's, counted by the run's TTL from the
 // earliest its key could have been set (after the key's previous holder

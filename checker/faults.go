@@ -106,6 +106,9 @@ func judge(r *faultRecord, tl timeline) {
 	case aimed.overlapped:
 		// Another client held the key while it was held.
 		w.Lease = history.LeaseLost
+	case aimed.how == EndLost && w.Lease == history.LeaseKept:
+		// Its lock said lost, the nodes still held it (the nemesis
+		// asked them): the lock let go to be safe, the store kept it.
 	case aimed.how == EndLost || aimed.how == EndReleaseNotHeld:
 		w.Lease = history.LeaseLost
 	case w.Lease != "":

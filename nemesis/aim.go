@@ -370,10 +370,18 @@ func (a *aimed) lostEffect(ctx context.Context, at int64, v votes, what string) 
 		if lost, ok := snapshot(a.env).Lost[a.Client][a.Key]; ok && lost >= a.Invoked {
 			// Its lock told it the lease was lost (a library that takes a
 			// lost connection for a lost lock), and it stopped: the fault
-			// met the lease, and the lock gave it up before anyone could
-			// take it.
+			// met the lease. Whether the lease outlived the fault is the
+			// nodes' to say: a consensus store that still holds it kept
+			// it (the lock gave it up only to be safe), and that is
+			// evidence; one that forgot it lost it, and the lock gave it
+			// up before anyone could take it, which runs no race.
+			note := fmt.Sprintf("%s; client %d's lock reported its lease of %s lost %s after its acquire, and the client stopped", what, a.Client, a.Key, round(time.Duration(lost-a.Invoked)))
+			if !v.lost() {
+				return &history.Effect{Landed: true, Lease: history.LeaseKept,
+					Note: fmt.Sprintf("%s, yet the nodes kept the lease: %s", note, v)}, err
+			}
 			return &history.Effect{Landed: true, Lease: history.LeaseLost,
-				Note: fmt.Sprintf("%s; client %d's lock reported its lease of %s lost %s after its acquire, and the client stopped before the fault could take the lease from under it", what, a.Client, a.Key, round(time.Duration(lost-a.Invoked)))}, err
+				Note: fmt.Sprintf("%s before the fault could take the lease from under it (%s)", note, v)}, err
 		}
 		// It let go (its stretch ran out) before the fault had done its
 		// work: whatever the nodes forgot, no holder was left to overlap

@@ -1,6 +1,7 @@
 package nemesis_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 )
 
@@ -61,7 +63,9 @@ func TestPauseDuringAnAcquireNobodyGrantedDoesNotLand(t *testing.T) {
 	}
 	c := runtest.FaultConfig(t, "lua", []string{"pause-client"}, "pause-client.phase=acquire", "lua.file="+script)
 	c.OpTimeout, c.Think, c.Duration = 3*time.Second, 50*ms, 4*time.Second
-	res, err := runtest.RunEvidence(t, &c)
+	// One run: nobody holds a lock in it, and no fault lands, by design
+	// (runtest.RunEvidence would take that for no evidence).
+	res, err := runner.Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,8 +79,10 @@ func TestALockOfEveryStoreRunsThroughTheRunner(t *testing.T) {
 // so the promoted standby lets the next client take a lock that is held.
 // ZooKeeper drops every client while it elects a leader, and zk-lock, as
 // Curator advises, takes a lost connection for a lost lock: its holder is
-// told and lets go (lease lost, reported by the lock), although the
-// ensemble kept the grant — safe either way.
+// told and lets go, but the new leader still holds its node (the session
+// outlives the election), and the lease is kept: the nodes' word, not the
+// lock's. (Were the session to expire during the election, the lease
+// would be lost with no race run: no evidence, and the run is made again.)
 // The same on local processes and on containers (--backend docker): the
 // backend changes where the servers run, not what a failover does.
 func TestStoreFailoverKeepsAConsensusLockAndLosesAnAdvisoryLock(t *testing.T) {
@@ -90,7 +92,7 @@ func TestStoreFailoverKeepsAConsensusLockAndLosesAnAdvisoryLock(t *testing.T) {
 		lease string
 	}{
 		{"etcd-mutex", checker.Safe, history.LeaseKept},
-		{"zk-lock", checker.Safe, history.LeaseLost},
+		{"zk-lock", checker.Safe, history.LeaseKept},
 		{"pg-advisory", checker.Violation, history.LeaseLost},
 	} {
 		for _, backend := range []string{"local", "docker"} {
