@@ -76,7 +76,9 @@ func (e *env) Stretch(ctx context.Context, c int, key string, max, rest time.Dur
 		return 0, err
 	}
 	sent := history.Now()
+	e.r.trk.ask(c, key)
 	if err := w.send(workload.StretchCommand(key, max, rest, stop)); err != nil {
+		e.r.trk.ask(c, "")
 		if errors.Is(err, errExited) {
 			return 0, fmt.Errorf("%w: client %d has exited", nemesis.ErrNoTarget, c)
 		}
@@ -94,6 +96,7 @@ func (e *env) Stretch(ctx context.Context, c int, key string, max, rest time.Dur
 	defer cancel()
 	at, err := e.r.trk.awaitStretch(ctx, c, key, sent)
 	if err != nil {
+		e.r.trk.ask(c, "")
 		return 0, fmt.Errorf("%w: client %d did not take the stretch of %s: %v", nemesis.ErrNoTarget, c, key, err)
 	}
 	return at, nil
@@ -104,6 +107,7 @@ func (e *env) Unstretch(c int) error {
 	if err != nil {
 		return err
 	}
+	e.r.trk.ask(c, "")
 	if err := w.send(workload.CmdUnstretch); err != nil && !errors.Is(err, errExited) {
 		return err
 	}

@@ -24,9 +24,13 @@ type tracker struct {
 	acquires  map[int]nemesis.Acquire // each client's latest
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
-	waiting   map[int]nemesis.Wait // the stretched hold that last reached its wait
-	lost      map[int]map[string]int64
-	stats     struct{ acquires, holds, faults, stalls int }
+	// asked are the stretches sent to a worker that it has not yet taken
+	// (one asked to rest first takes it only after the rest): already
+	// spoken for, as far as another fault's aim is concerned.
+	asked   map[int]string
+	waiting map[int]nemesis.Wait // the stretched hold that last reached its wait
+	lost    map[int]map[string]int64
+	stats   struct{ acquires, holds, faults, stalls int }
 	// stopped are, per client, the times a fault stopped its process on
 	// purpose (end 0 while it lasts): a stall then is the fault's, not
 	// counted among the harness's stalls (the checker's rule).
@@ -59,7 +63,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -95,6 +99,7 @@ func (t *tracker) observe(e history.Event) {
 		// the stretch's "on" comes when the rest is over
 	case e.Kind == history.Stretch:
 		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}
+		delete(t.asked, e.Client)
 	case e.F == history.Acquire && e.Kind == history.Invoke:
 		t.stats.acquires++
 		t.acquiring[e.Client] = inFlight{since: now, invoked: e.Time}
@@ -238,7 +243,8 @@ func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error
 	})
 }
 
-// stretchedLocked is View.Stretched: the clients with a stretch in force.
+// stretchedLocked is View.Stretched: the clients with a stretch in force,
+// or sent and not yet taken.
 func (t *tracker) stretchedLocked() map[int]string {
 	m := map[int]string{}
 	for c, a := range t.stretched {
@@ -246,7 +252,25 @@ func (t *tracker) stretchedLocked() map[int]string {
 			m[c] = a.key
 		}
 	}
+	for c, key := range t.asked {
+		if key != "" {
+			m[c] = key
+		}
+	}
 	return m
+}
+
+// ask notes that client was sent a stretch of key ("" when it was sent an
+// unstretch, or the stretch was not taken), until its worker says it took
+// one.
+func (t *tracker) ask(client int, key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if key == "" {
+		delete(t.asked, client)
+		return
+	}
+	t.asked[client] = key
 }
 
 // awaitStretch waits until client has said it took the stretch of key (""

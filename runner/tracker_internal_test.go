@@ -66,3 +66,39 @@ func TestTheViewSaysWhichAcquireWentUnanswered(t *testing.T) {
 		}
 	}
 }
+
+// A stretch sent to a worker is spoken for from the moment it is sent: a
+// worker asked to rest first says "on" only after the rest, and another
+// fault aiming meanwhile (nemesis.aimAny, which arms every client not
+// already stretched) must not take that client's stretch over. The view
+// counts it stretched until its worker takes it, or it is withdrawn.
+func TestAStretchSentIsStretchedBeforeItsWorkerTakesIt(t *testing.T) {
+	tr := newTracker()
+	key := "lock:0"
+	stretched := func() map[int]string {
+		var m map[int]string
+		if err := tr.await(context.Background(), func(v nemesis.View) bool { m = v.Stretched; return true }); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	tr.ask(2, key)
+	tr.observe(history.Event{Time: 10, Kind: history.Stretch, Client: 2, Key: key, Message: workload.StretchResting})
+	if got := stretched(); got[2] != key {
+		t.Errorf("resting: stretched %v, want client 2 on %s", got, key)
+	}
+	tr.observe(history.Event{Time: 20, Kind: history.Stretch, Client: 2, Key: key, Message: "on"})
+	if got := stretched(); got[2] != key {
+		t.Errorf("taken: stretched %v, want client 2 on %s", got, key)
+	}
+	tr.ask(2, "")
+	tr.observe(history.Event{Time: 30, Kind: history.Stretch, Client: 2, Message: "off"})
+	if got := stretched(); len(got) != 0 {
+		t.Errorf("withdrawn: stretched %v, want none", got)
+	}
+	tr.ask(3, key) // sent, then not taken
+	tr.ask(3, "")
+	if got := stretched(); len(got) != 0 {
+		t.Errorf("not taken: stretched %v, want none", got)
+	}
+}
