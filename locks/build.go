@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -116,7 +117,10 @@ func buildFolder(status, out, errOut io.Writer, ms []*Manifest, force bool) int 
 	start := time.Now()
 	cmd := exec.Command(first.Build[0], first.Build[1:]...)
 	cmd.Dir = first.Dir
-	cmd.Stdout, cmd.Stderr = out, errOut
+	// What the build prints is passed on as it comes, but for terminal
+	// control sequences alone: Debian's Maven 3.8 writes a colour reset
+	// (ESC[0m) on each quiet build, whatever style.color says.
+	cmd.Stdout, cmd.Stderr = plainText{out}, plainText{errOut}
 	if err := cmd.Run(); err != nil {
 		for _, m := range ms {
 			fmt.Fprintf(status, "FAILED  %s: %s (in %s): %v\n", m.Name, strings.Join(m.Build, " "), m.Dir, err)
@@ -141,4 +145,21 @@ func buildFolder(status, out, errOut io.Writer, ms []*Manifest, force bool) int 
 		}
 	}
 	return failed
+}
+
+// plainText passes on what is written to it less the terminal control
+// sequences (ESC [ … letter) of each write; a write of nothing else is
+// dropped.
+type plainText struct{ w io.Writer }
+
+var controlSequence = regexp.MustCompile("\x1b\\[[0-9;?]*[A-Za-z]")
+
+func (p plainText) Write(b []byte) (int, error) {
+	plain := controlSequence.ReplaceAll(b, nil)
+	if len(plain) > 0 {
+		if _, err := p.w.Write(plain); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
 }

@@ -74,3 +74,20 @@ func TestAdapterBuildSkipsAnUnchangedFolder(t *testing.T) {
 		t.Errorf("--force: %d builds, want 4", builds())
 	}
 }
+
+// What a build prints reaches the user less terminal control sequences:
+// Debian's Maven 3.8 wrote a colour reset (ESC[0m) on every quiet build,
+// which prefixed "ok curator-mutex: built" with "[0m[0m" in every log and
+// CI job. A write of nothing else is dropped; the text around is kept.
+func TestABuildsOutputLosesItsTerminalControlSequences(t *testing.T) {
+	var b strings.Builder
+	w := plainText{&b}
+	for _, s := range []string{"\x1b[0m", "\x1b[0m\x1b[0m", "[ERROR] \x1b[1;31mCOMPILATION ERROR\x1b[m\n", "plain\n"} {
+		if n, err := w.Write([]byte(s)); err != nil || n != len(s) {
+			t.Fatalf("Write(%q) = %d, %v", s, n, err)
+		}
+	}
+	if want := "[ERROR] COMPILATION ERROR\nplain\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
