@@ -252,3 +252,85 @@ func starve(t *testing.T, pids []int) (done func()) {
 	}()
 	return func() { close(stop); <-finished }
 }
+
+// Curator's clean-up of a protected node recurses until StackOverflowError
+// when its retry policy allows no retry (docs/findings/curator-protected-node-
+// clean-up-recursion.md). An acquire whose create gets no answer queues
+// FindAndDeleteProtectedNodeInBackground; while the client has no
+// connection and the operation is older than the connection timeout,
+// each try goes straight to the retry policy, and when the policy says no,
+// retriesExhausted resets the retry count, not the start time, and runs the
+// operation again on the same stack. With one retry the try is queued with
+// a sleep instead. Both adapters here acquire once while every member of
+// the ensemble is frozen (SIGSTOP), and stay cut off for 4 s; then the
+// adapters' logs are read. By construction: no timing decides it.
+func TestCuratorWithoutRetriesRecursesInItsProtectedNodeCleanUp(t *testing.T) {
+	spec, err := locks.Lookup("curator-mutex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startStore(t, "zookeeper", 3)
+	addrs := servingAddrs(e)
+	ctx := context.Background()
+	dir := t.TempDir()
+	retries := []string{"0", "1"}
+	var clients []locks.Locker
+	for _, r := range retries {
+		opts := decode(t, spec, map[string]string{"retries": r}, time.Second)
+		l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: "r" + r, Options: opts, LogPath: filepath.Join(dir, r+".log")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.(locks.Starter).Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer l.(interface{ Close() error }).Close()
+		clients = append(clients, l)
+	}
+	for _, m := range e.Members() {
+		if err := m.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resumed := false
+	resume := func() {
+		if resumed {
+			return
+		}
+		resumed = true
+		for _, m := range e.Members() {
+			m.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	var wg sync.WaitGroup
+	for i, l := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if lease, err := l.Acquire(actx, "k"); err == nil {
+				t.Errorf("retries=%s: granted %s while every member was frozen", retries[i], lease.Token)
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(4 * time.Second)
+	resume()
+	overflowed := func(r string) bool {
+		b, err := os.ReadFile(filepath.Join(dir, r+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The frames, when the JVM could still print them, name
+		// FindAndDeleteProtectedNodeInBackground$1.retriesExhausted.
+		return strings.Contains(string(b), "java.lang.StackOverflowError")
+	}
+	if !overflowed("0") {
+		t.Errorf("retries=0: no StackOverflowError in the adapter's log (%s)", filepath.Join(dir, "0.log"))
+	}
+	if overflowed("1") {
+		t.Errorf("retries=1: a StackOverflowError in the adapter's log")
+	}
+}
