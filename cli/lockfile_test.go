@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockchaos/lockchaos/audit"
+	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/scenarios"
@@ -92,7 +93,22 @@ func TestLockFileAndOptOnEveryCommand(t *testing.T) {
 	}
 
 	t.Run("run", func(t *testing.T) {
-		stdout, stderr, code := lockchaosIn(t, work, nil, append([]string{"run", "--nemesis", "none", "--duration", "1s", "--out", "r", "--json", "--junit", "r.xml", "--quiet"}, opt...)...)
+		var stdout, stderr string
+		var code int
+		for try := 1; ; try++ {
+			os.RemoveAll(filepath.Join(work, "r"))
+			stdout, stderr, code = lockchaosIn(t, work, nil, append([]string{"run", "--nemesis", "none", "--duration", "1s", "--out", "r", "--json", "--junit", "r.xml", "--quiet"}, opt...)...)
+			if code != ExitViolation || try == 3 {
+				break
+			}
+			// A violation that only stalls of the machine made is no
+			// evidence (a 1 s lease beside CPU hogs): run it again.
+			res, err := checker.CheckDir(filepath.Join(work, "r"), 0)
+			if err != nil || res.NoEvidence() == "" {
+				break
+			}
+			t.Logf("run %d: no evidence (%s): running it again", try, res.NoEvidence())
+		}
 		if code != ExitSafe {
 			t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
 		}
@@ -105,10 +121,16 @@ func TestLockFileAndOptOnEveryCommand(t *testing.T) {
 		if !strings.Contains(string(x), `<testcase name="my-token+none" classname="lockchaos.run.my-token"`) || !strings.Contains(string(x), `failures="0" errors="0"`) {
 			t.Errorf("run --junit wrote:\n%s", x)
 		}
-		// The folder replays by itself: it names the manifest.
-		if _, stderr, code := lockchaosIn(t, work, nil, "run", "--replay", "r", "--out", "r2", "--quiet"); code != ExitSafe {
-			t.Errorf("run --replay of the lock-file run: exit %d\n%s", code, stderr)
+		// The folder replays by itself: it names the manifest. Any
+		// verdict will do: beside CPU hogs a replay's 1 s lease can run
+		// out under a stalled holder (exit 1, a make test here), and what
+		// is asserted is that the replay ran the same lock, from its file,
+		// with its option.
+		_, stderr, code = lockchaosIn(t, work, nil, "run", "--replay", "r", "--out", "r2", "--quiet")
+		if code != ExitSafe && code != ExitViolation && code != ExitInconclusive {
+			t.Fatalf("run --replay of the lock-file run: exit %d\n%s", code, stderr)
 		}
+		recorded(t, runConfig(t, filepath.Join(work, "r2")))
 	})
 
 	t.Run("compare", func(t *testing.T) {
