@@ -73,16 +73,7 @@ func curatorRound(t *testing.T, spec locks.Spec) (suspended int, untold []string
 	for i := 0; i < 3; i++ {
 		// No retries: the spinning clean-up that makes grants come while
 		// SUSPENDED (with the default, one retry, few or none come).
-		opts := decode(t, spec, map[string]string{"retries": "0"}, time.Second)
-		l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: fmt.Sprint("c", i), Options: opts, LogPath: filepath.Join(dir, fmt.Sprint(i, ".log"))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.(locks.Starter).Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer l.(interface{ Close() error }).Close()
-		clients = append(clients, l)
+		clients = append(clients, curatorClient(t, spec, addrs, fmt.Sprint("c", i), "0", filepath.Join(dir, fmt.Sprint(i, ".log"))))
 	}
 	start := time.Now()
 	since := func() string { return fmt.Sprintf("t=%.2fs", time.Since(start).Seconds()) }
@@ -276,16 +267,7 @@ func TestCuratorWithoutRetriesRecursesInItsProtectedNodeCleanUp(t *testing.T) {
 	retries := []string{"0", "1"}
 	var clients []locks.Locker
 	for _, r := range retries {
-		opts := decode(t, spec, map[string]string{"retries": r}, time.Second)
-		l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: "r" + r, Options: opts, LogPath: filepath.Join(dir, r+".log")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.(locks.Starter).Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer l.(interface{ Close() error }).Close()
-		clients = append(clients, l)
+		clients = append(clients, curatorClient(t, spec, addrs, "r"+r, r, filepath.Join(dir, r+".log")))
 	}
 	for _, m := range e.Members() {
 		if err := m.Signal(syscall.SIGSTOP); err != nil {
@@ -333,4 +315,21 @@ func TestCuratorWithoutRetriesRecursesInItsProtectedNodeCleanUp(t *testing.T) {
 	if overflowed("1") {
 		t.Errorf("retries=1: a StackOverflowError in the adapter's log")
 	}
+}
+
+// curatorClient starts a curator-mutex client with a 1 s session and op
+// timeout and the given retries, logging to logPath; it is closed when the
+// test ends.
+func curatorClient(t *testing.T, spec locks.Spec, addrs []string, owner, retries, logPath string) locks.Locker {
+	t.Helper()
+	opts := decode(t, spec, map[string]string{"retries": retries}, time.Second)
+	l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: owner, Options: opts, LogPath: logPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.(locks.Starter).Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.(interface{ Close() error }).Close() })
+	return l
 }
