@@ -214,12 +214,13 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 // aimHolder aims at the next hold of the step's key by any client
 // (aimAny), and returns the lock nodes that hold its lease. For a quorum
 // lock, votes chooses among holds: bare waits for one with no vote to
-// spare, on exactly the lock's quorum of nodes — the hold that one node forgetting breaks (Kleppmann's case
-// against Redlock); spare for one with a vote to spare, which one node
-// forgetting cannot break; any takes the next. A quorum lock's holder
-// usually gets every node; a bare majority takes two clients asking at the
-// same moment and splitting the nodes, or a node out of reach. Every hold
-// of a single-node lock qualifies.
+// spare, on exactly the lock's quorum of nodes — the hold that one node
+// forgetting breaks (Kleppmann's case against Redlock); spare for one
+// with a vote to spare, which one node forgetting cannot break; any takes
+// the next. A quorum lock's holder usually gets every node; a bare
+// majority takes two clients asking at the same moment and splitting the
+// nodes, or a node out of reach. Every hold of a single-node lock
+// qualifies.
 func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, votes string) (*aimed, []int, error) {
 	wait := triggerWait(env)
 	wctx, cancel := context.WithTimeout(ctx, wait)
