@@ -365,9 +365,10 @@ func TestALeaseLostAfterItsHolderLeftOpenedNoRace(t *testing.T) {
 		{"told at 80 ms, under a clock fault (a node's lease may end early)", run(history.ActionClock, false, lostAt(80)), false},
 		{"told at 80 ms, under a crash (a node may forget at once)", run(history.ActionCrash, false, lostAt(80)), false},
 		{"told at 80 ms, the fault's kind not recorded (an older history)", run("", false, lostAt(80)), false},
-		{"told at 80 ms, a lease kept alive (it lives at least a lease from the acquire)", run(history.ActionSlow, true, lostAt(80)), true},
-		{"told at 150 ms, a lease kept alive", run(history.ActionSlow, true, lostAt(150)), false},
-		{"told at 150 ms, a lease kept alive, re-entered at 60 ms (a re-entry may not reach the nodes)", run(history.ActionNetwork, true, func(h *hist) *hist { return h.acquire(0, k0, 60, 61).lost(0, k0, 150) }), false},
+		// Not even a lease from the acquire: etcd's session lease is
+		// granted before the acquire, which does not renew it, and may
+		// have been about to run out when the key was put under it.
+		{"told at 80 ms, a lease kept alive (its end unknown)", run(history.ActionSlow, true, lostAt(80)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.r.Faults[0]

@@ -78,11 +78,6 @@ type timeline struct {
 	// tell when a lease ran out (the run-start records it and clients did
 	// not renew); 0 otherwise.
 	lease int64
-	// leastLease is how long a grant's lease lives at the least, in ns,
-	// renewed or not: the run's lease, counted from the acquire that first
-	// set it (0 for a lock with no lease, or when the run-start does not
-	// say).
-	leastLease int64
 	// leaseless: the lock has no lease (history.RunInfo.Leaseless), so a
 	// holder that stalls, or whose acquire's reply comes late, keeps its
 	// grant: no stall of the harness can explain an overlap.
@@ -110,12 +105,11 @@ func (tl *timeline) setLease(run *history.RunInfo) {
 		return
 	}
 	tl.leaseless = run.Leaseless
-	if !run.Leaseless {
-		tl.leastLease = run.Lease() * 1e6
-	}
 	// A lease renewed by the clients or kept alive by the library (etcd's,
 	// ZooKeeper's session) ends at its last renewal plus the lease, which
-	// the history does not record: its end is not known.
+	// the history does not record: its end is not known. Not even "a lease
+	// after the acquire": etcd's session lease is granted before the
+	// acquire, which puts the key under it without renewing it.
 	if !run.Renew && !run.Leaseless && !run.KeepsAlive {
 		tl.lease = run.Lease() * 1e6
 	}

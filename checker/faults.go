@@ -123,14 +123,9 @@ func judge(r *faultRecord, tl timeline) {
 // leftInTime says whether the aimed hold ended before its lease could have
 // run out on the lock's nodes (FaultWindow.LeftInTime): before the invoke
 // of its latest grant plus the lease, when nobody else held the key during
-// it, under a fault that cannot end a lease early. A lease renewed or kept
-// alive (a ZooKeeper session, etcd's keep-alive, a watchdog) ends at its
-// last renewal plus the lease, which the history does not record, but
-// never before the invoke of the acquire that set it plus the lease: the
-// outermost one, since a re-entry may not reach the nodes (Curator's
-// counts in the client).
+// it, under a fault that cannot end a lease early.
 func leftInTime(aimed *hold, f *history.Fault, tl timeline) bool {
-	if aimed.overlapped || f == nil || aimed.how == EndOpen {
+	if aimed.overlapped || tl.lease <= 0 || f == nil || aimed.how == EndOpen {
 		return false
 	}
 	switch f.Action {
@@ -138,13 +133,7 @@ func leftInTime(aimed *hold, f *history.Fault, tl timeline) bool {
 	default: // a crash, a failover or a clock can end a lease early; older histories do not say
 		return false
 	}
-	switch {
-	case tl.lease > 0:
-		return aimed.end <= aimed.granted+tl.lease
-	case tl.leastLease > 0:
-		return aimed.end <= aimed.invoked+tl.leastLease
-	}
-	return false
+	return aimed.end <= aimed.granted+tl.lease
 }
 
 // faultsBefore returns the IDs of the faults that can explain an overlap

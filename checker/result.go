@@ -390,10 +390,10 @@ type FaultWindow struct {
 	// died) before the lease could have run out on the lock's nodes, so no
 	// second client could have acquired the key under it: the race the fault
 	// opened was settled by the lock, and a safe run is evidence
-	// (Result.RaceNotRun). The history can tell only of a fault that leaves
-	// the nodes' memory and clocks alone (not a crash, a failover or a clock
-	// fault, which can end the lease early); a lease renewed or kept alive
-	// lives at least a lease from the acquire that first set it.
+	// (Result.RaceNotRun). The history can tell only of a lease it knows the
+	// length of (not one kept alive) and a fault that leaves the nodes'
+	// memory and clocks alone (not a crash, a failover or a clock fault,
+	// which can end the lease early).
 	LeftInTime bool `json:"left_in_time,omitempty"`
 	// Effect says in words what the fault did.
 	Effect string `json:"effect,omitempty"`
