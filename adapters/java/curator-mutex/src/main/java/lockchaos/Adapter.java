@@ -94,7 +94,7 @@ public final class Adapter {
         // first waits for a connection (Curator's connection timeout), then
         // for its answer (ZooKeeper's request timeout; without it the client
         // waits until it notices the connection is gone, two thirds of the
-        // session): half the op timeout each, retried (see client).
+        // session), each attempt's share of the op timeout (see client).
         client = client(req.get("connect").asText(), req.get("ttl_ms").asInt(), timeout,
                 Integer.parseInt(req.path("options").path("retries").asText("1")));
         // Curator's advice for its locks: once the connection is SUSPENDED
@@ -129,9 +129,9 @@ public final class Adapter {
     }
 
     /**
-     * The client, the adapter's and make bench's (Bench): half the op
-     * timeout per request, retried 100 ms apart (option retries, 1 by
-     * default). Curator's documentation always gives a retry policy. With
+     * The client, the adapter's and make bench's (Bench): each request
+     * retried 100 ms apart (option retries, 1 by default), all attempts
+     * within the op timeout. Curator's documentation always gives a retry policy. With
      * none (retries=0, this adapter's until 2026-11), a failed acquire's
      * FindAndDeleteProtectedNodeInBackground runs again at once each time
      * it gives up, since its reset keeps the operation's start time, until
@@ -143,14 +143,19 @@ public final class Adapter {
      * time (RetryUntilElapsed) recurses the same way; one counted retry
      * queues the operation with a sleep, and the recursion ends.
      */
+    static final int RETRY_SLEEP_MS = 100;
+
     static CuratorFramework client(String connect, int sessionMs, int timeout, int retries) {
+        // Each attempt waits for a connection, then for the answer; the
+        // attempts and the sleeps between them fit in the op timeout.
+        int wait = Math.max(1, (timeout - retries * RETRY_SLEEP_MS) / (2 * (retries + 1)));
         ZKClientConfig zk = new ZKClientConfig();
-        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(Math.max(1, timeout / 2)));
+        zk.setProperty(ZKClientConfig.ZOOKEEPER_REQUEST_TIMEOUT, String.valueOf(wait));
         return CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(sessionMs)
-                .connectionTimeoutMs(Math.max(1, timeout / 2))
-                .retryPolicy(new RetryNTimes(retries, 100))
+                .connectionTimeoutMs(wait)
+                .retryPolicy(new RetryNTimes(retries, RETRY_SLEEP_MS))
                 .zkClientConfig(zk)
                 .build();
     }
