@@ -96,7 +96,8 @@ func TestFencedResourceSurvivesPauses(t *testing.T) {
 // that re-checks its session after waiting (etcd's Mutex.Lock since the
 // fix of etcd#11456) from one that does not: the holder lets go while the
 // waiter sleeps, and the waiter wakes either refused or holding a lock its
-// expired session no longer has.
+// expired session no longer has (etcd-mutex-unchecked, and etcd's own
+// Election.Campaign).
 func TestPauseOfAWaiterSeparatesALockThatRechecksItsSession(t *testing.T) {
 	for _, tc := range []struct {
 		lock string
@@ -104,6 +105,7 @@ func TestPauseOfAWaiterSeparatesALockThatRechecksItsSession(t *testing.T) {
 	}{
 		{"etcd-mutex", checker.Safe},
 		{"etcd-mutex-unchecked", checker.Violation},
+		{"etcd-election", checker.Violation}, // Campaign never got the check (etcd#19597)
 	} {
 		t.Run(tc.lock, func(t *testing.T) {
 			c := runtest.FaultConfig(t, tc.lock, []string{"pause-client"}, "pause-client.phase=wait")
