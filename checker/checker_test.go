@@ -673,7 +673,7 @@ func TestAvailabilityDuringFaults(t *testing.T) {
 func TestChainOfReleasesInheritsTheCauseOfItsFirstLink(t *testing.T) {
 	h := &hist{}
 	h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, Keys: 1, TTLms: 300}})
+		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, TTLms: 300}})
 	h.hold(0, "lock:0", 10, 400) // lease until 310; a 290 ms stall holds it to 400
 	h.stall(0, 100, 390)
 	h.hold(2, "lock:0", 320, 450) // takes the expired key; lease until 620
@@ -690,7 +690,7 @@ func TestChainOfReleasesInheritsTheCauseOfItsFirstLink(t *testing.T) {
 	// Without the stall, the same chain is the lock's own.
 	h = &hist{}
 	h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, Keys: 1, TTLms: 300}})
+		Run: &history.RunInfo{Lock: "set-nx-px", Seed: 7, Clients: 3, TTLms: 300}})
 	h.hold(0, "lock:0", 10, 400).hold(2, "lock:0", 320, 450).hold(1, "lock:0", 410, 470)
 	r = Check(h.end(600).events, Options{})
 	if r.Evidence.Overlaps[CauseNone] != 2 {

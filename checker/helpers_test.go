@@ -26,7 +26,7 @@ func (h *hist) start() *hist { return h.asked() }
 
 func (h *hist) asked(nemeses ...string) *hist {
 	return h.add(history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "redlock", Nemesis: append([]string{}, nemeses...), Seed: 7, Clients: 2, Keys: 1}})
+		Run: &history.RunInfo{Lock: "redlock", Nemesis: append([]string{}, nemeses...), Seed: 7, Clients: 2}})
 }
 
 // leaseless starts a run of a lock without a lease.

@@ -42,7 +42,7 @@ func genHistory(t *rapid.T) generated {
 	nKeys := rapid.IntRange(1, 2).Draw(t, "keys")
 	reentrant := rapid.Bool().Draw(t, "reentrant")
 	g.events = append(g.events, history.Event{Time: 0, Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "gen", Nemesis: []string{}, Reentrant: reentrant}})
+		Run: &history.RunInfo{Lock: "gen", Nemesis: []string{}}})
 
 	type open struct {
 		depth int

@@ -6,9 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/scenarios"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // tinyScenario writes a scenario file of a short run to dir.
@@ -102,14 +103,16 @@ func TestRunScenarioFlagsOverrideOnlyWhatTheySet(t *testing.T) {
 	if !strings.Contains(stdout, "scenario quiet expects safe: as expected") || !strings.Contains(stdout, "report: "+filepath.Join(out, "report.html")) {
 		t.Errorf("stdout:\n%s", stdout)
 	}
-	events, _, err := history.ReadFile(filepath.Join(out, "history.jsonl"))
+	b, err := os.ReadFile(filepath.Join(out, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := events[0].Run
-	if info == nil || info.Seed != 7 || info.Durationms != 1000 || info.Holdms != 20 || info.TTLms != 300 || info.Clients != 3 || info.Lock != "token-lua" {
-		b, _ := json.Marshal(info)
-		t.Errorf("run-start %s: want seed 7 and duration 1s from the flags, the rest from the file", b)
+	var cfg settings.Run
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Seed != 7 || cfg.Duration != time.Second || cfg.Hold != 20*time.Millisecond || cfg.TTL != 300*time.Millisecond || cfg.Clients != 3 || cfg.Lock != "token-lua" {
+		t.Errorf("config.json %s: want seed 7 and duration 1s from the flags, the rest from the file", b)
 	}
 }
 

@@ -146,7 +146,7 @@ func stallOverlap() []history.Event {
 		return history.Event{Time: ms(t), Kind: kind, Client: c, F: f, Key: "lock:0"}
 	}
 	return []history.Event{
-		{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{Lock: "token-lua", Nemesis: []string{}, Seed: 7, Clients: 2, Keys: 1, TTLms: 300, Holdms: 60}},
+		{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{Lock: "token-lua", Nemesis: []string{}, Seed: 7, Clients: 2, TTLms: 300}},
 		op(0, history.Invoke, history.Acquire, 9), op(0, history.OK, history.Acquire, 10),
 		// Client 0's lease ran out by t=310 at the latest, before client 1
 		// was granted at 312: only client 0's stall (15–320 ms) made its

@@ -184,54 +184,38 @@ type Effect struct {
 	Note string `json:"note,omitempty"`
 }
 
-// RunInfo is the configuration of the run, recorded first so a stored history
-// can be re-checked without anything else.
+// RunInfo is what the checker reads of the run's settings, recorded first
+// so that a stored history can be re-checked without anything else. The
+// run's whole settings are its config.json (settings.Run); this is not a
+// second copy of them.
 type RunInfo struct {
-	Lock       string   `json:"lock"`
-	Nemesis    []string `json:"nemesis"`
-	Seed       int64    `json:"seed"`
-	Clients    int      `json:"clients"`
-	Keys       int      `json:"keys"`
-	TTLms      int64    `json:"ttl_ms"`
-	Holdms     int64    `json:"hold_ms"`
-	Durationms int64    `json:"duration_ms"`
-	Nodes      int      `json:"nodes"`
-	Backend    string   `json:"backend"`
-	// Store is the kind of server the lock kept its state in (etcd,
-	// zookeeper, postgres); empty for redis.
-	Store string `json:"store,omitempty"`
-	// Leaseless: the lock's grants had no lease (locks.Spec.Leaseless):
-	// they lasted until released or until the client's session ended.
-	Leaseless bool `json:"leaseless,omitempty"`
-	// KeepsAlive: the lock's library renews its lease (a session) in the
-	// background (locks.Spec.KeepsAlive): etcd, ZooKeeper.
-	KeepsAlive bool              `json:"keeps_alive,omitempty"`
-	Options    map[string]string `json:"options,omitempty"`
-	Reentrant  bool              `json:"reentrant,omitempty"`
-	// Renew: clients renewed their leases every TTL/3 while holding.
-	Renew bool `json:"renew,omitempty"`
-	// Reentry: the probability that a hold re-acquired its lock inside.
-	Reentry float64 `json:"reentry,omitempty"`
-	// Topology of the run: replicas per lock node, sentinels, persistence,
-	// and every node's address by name (for forensics across runs).
-	Replicas    int               `json:"replicas,omitempty"`
-	Sentinels   int               `json:"sentinels,omitempty"`
-	Persistence string            `json:"persistence,omitempty"`
-	NodeAddrs   map[string]string `json:"node_addrs,omitempty"`
+	Lock    string   `json:"lock"`
+	Nemesis []string `json:"nemesis"`
+	Seed    int64    `json:"seed"`
+	Clients int      `json:"clients"`
+	TTLms   int64    `json:"ttl_ms"`
 	// LeaseMs is the lease the lock really uses: the TTL, unless a lock
 	// option set another one explicitly (Redisson's watchdog timeout,
 	// redsync's expiry). Zero in histories from before it was recorded:
 	// read it as the TTL.
 	LeaseMs int64 `json:"lease_ms,omitempty"`
+	// Leaseless: the lock's grants had no lease (locks.Spec.Leaseless):
+	// they lasted until released or until the client's session ended.
+	Leaseless bool `json:"leaseless,omitempty"`
+	// KeepsAlive: the lock's library renews its lease (a session) in the
+	// background (locks.Spec.KeepsAlive): etcd, ZooKeeper.
+	KeepsAlive bool `json:"keeps_alive,omitempty"`
+	// Renew: clients renewed their leases every TTL/3 while holding.
+	Renew bool `json:"renew,omitempty"`
+	// Store is the kind of server the lock kept its state in (etcd,
+	// zookeeper, postgres); empty for redis.
+	Store string `json:"store,omitempty"`
+	// Options are the lock's option values in force, defaults included
+	// ("etcd-mutex.recheck": "true"), as config.json cannot say them.
+	Options map[string]string `json:"options,omitempty"`
 	// NodeRoles are the lock nodes' names and roles when the run began, in
-	// lock-node order: "n0 primary", "etcd1 leader", "pg1 primary".
+	// lock-node order, one per node: "n0 primary", "etcd1 leader".
 	NodeRoles []string `json:"node_roles,omitempty"`
-	// TimeScale multiplied every duration of the run (1 when absent).
-	TimeScale float64 `json:"time_scale,omitempty"`
-	// RoundTrip is the round trip to the lock nodes through the proxies,
-	// measured at start-up (p50 and p99, µs).
-	RoundTripP50us int64 `json:"round_trip_p50_us,omitempty"`
-	RoundTripP99us int64 `json:"round_trip_p99_us,omitempty"`
 }
 
 // Lease returns the lease the run's lock used, in ms.

@@ -25,8 +25,7 @@ import (
 func long(seconds int, violationAt float64) *hb {
 	h := &hb{}
 	h.add(0, history.Event{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
-		Lock: "token-lua", Nemesis: []string{"pause-client"}, Seed: 1, Clients: 4, Keys: 1, TTLms: 500, Holdms: 10,
-		Durationms: int64(seconds) * 1000, Nodes: 1, Backend: "local",
+		Lock: "token-lua", Nemesis: []string{"pause-client"}, Seed: 1, Clients: 4, TTLms: 500, NodeRoles: []string{"n0 primary"},
 	}})
 	end := float64(seconds) * 1000
 	read := int64(0)

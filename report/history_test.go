@@ -26,8 +26,7 @@ func (h *hb) add(ms float64, e history.Event) {
 
 func (h *hb) start(lock string, nemeses []string, clients int, ttlMs, holdMs int64) {
 	h.add(0, history.Event{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
-		Lock: lock, Nemesis: nemeses, Seed: 1, Clients: clients, Keys: 1, TTLms: ttlMs, Holdms: holdMs,
-		Durationms: 5000, Nodes: 1, Backend: "local",
+		Lock: lock, Nemesis: nemeses, Seed: 1, Clients: clients, TTLms: ttlMs, NodeRoles: []string{"n0 primary"},
 	}})
 }
 
@@ -164,8 +163,8 @@ func (h *hb) attempt(c int, at, took float64, how history.Kind) {
 func lanes() *hb {
 	h := &hb{}
 	h.add(0, history.Event{Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
-		Lock: "redlock", Nemesis: []string{"pause-client", "latency", "crash-restart", "clock-jump"}, Seed: 7, Clients: 5, Keys: 1,
-		TTLms: 500, Holdms: 300, Durationms: 5000, Nodes: 3, Backend: "local",
+		Lock: "redlock", Nemesis: []string{"pause-client", "latency", "crash-restart", "clock-jump"}, Seed: 7, Clients: 5,
+		TTLms: 500, NodeRoles: []string{"n0 primary", "n1 primary", "n2 primary"},
 	}})
 	h.hold(0, 100, 400, 0, history.OK)
 	h.hold(2, 3000, 4320, 1, history.Fail)

@@ -7,7 +7,8 @@
 // catalogue). Every file is self-contained: inline CSS and SVG, no script or
 // font fetched from anywhere, so a report can be attached to a CI run.
 //
-// Everything a page says is derived from result.json and history.jsonl.
+// Everything a page says is derived from result.json (with the run's
+// settings, its config.json, inside) and history.jsonl.
 package report
 
 import (
@@ -30,15 +31,20 @@ import (
 	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/settings"
 )
 
 // Run is what a run page shows, read from one run's folder.
 type Run struct {
 	Dir    string
 	Result checker.Result
-	// Info is the run's configuration, from its run-start event (zero when
-	// the history has none).
+	// Info is what the checker read of the run's settings, from its
+	// run-start event (zero when the history has none).
 	Info history.RunInfo
+	// Settings are the run's whole settings (its config.json, as
+	// result.json's reproduce.config holds it); nil for a history that was
+	// only checked.
+	Settings *settings.Run
 	// Holds are the critical sections drawn, as the checker reads them:
 	// every client's, or, for a long run (Bounded), those of the windows
 	// drawn in detail.
@@ -95,6 +101,13 @@ func Load(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
 	if err := json.Unmarshal(b, &r.Result); err != nil {
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "result.json"), err)
+	}
+	if rp := r.Result.Reproduce; rp != nil && len(rp.Config) > 0 {
+		var cfg settings.Run
+		if err := json.Unmarshal(rp.Config, &cfg); err != nil {
+			return nil, fmt.Errorf("read %s: reproduce.config: %w", filepath.Join(dir, "result.json"), err)
+		}
+		r.Settings = &cfg
 	}
 	path := filepath.Join(dir, "history.jsonl")
 	clients, keys := map[int]bool{}, map[string]bool{}
@@ -599,9 +612,11 @@ func (r *Run) pageData() runData {
 	in := r.Info
 	d.Config = [][2]string{
 		{"lock", orNone(res.Lock)}, {"nemeses", nemesisList(res.Nemesis)}, {"seed", fmt.Sprint(res.Seed)},
-		{"clients", fmt.Sprint(in.Clients)}, {"keys", fmt.Sprint(in.Keys)}, {"lock nodes", fmt.Sprint(in.Nodes)},
-		{"TTL", fmt.Sprintf("%d ms", in.TTLms)}, {"hold", fmt.Sprintf("%d ms", in.Holdms)},
-		{"duration", fmt.Sprintf("%d ms", in.Durationms)}, {"backend", in.Backend},
+		{"clients", fmt.Sprint(in.Clients)}, {"lock nodes", fmt.Sprint(len(in.NodeRoles))}, {"TTL", fmt.Sprintf("%d ms", in.TTLms)},
+	}
+	if c := r.Settings; c != nil {
+		d.Config = append(d.Config, [][2]string{{"keys", fmt.Sprint(c.Keys)}, {"hold", fmt.Sprintf("%d ms", c.Hold.Milliseconds())},
+			{"duration", fmt.Sprintf("%d ms", c.Duration.Milliseconds())}, {"backend", c.Backend}}...)
 	}
 	if in.LeaseMs != 0 && in.LeaseMs != in.TTLms {
 		// A lock option set another lease: the run used that one.

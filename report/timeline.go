@@ -84,9 +84,9 @@ func (r *Run) faultLanes() []string {
 }
 
 // nodeLanes are the lock nodes drawn, one lane each: every node of the run
-// (as many as it recorded), and any node a fault names.
+// (one role each recorded at its start), and any node a fault names.
 func (r *Run) nodeLanes() []int {
-	n := r.Info.Nodes
+	n := len(r.Info.NodeRoles)
 	for _, m := range r.nodeMarks {
 		n = max(n, m.Node+1)
 	}

@@ -269,8 +269,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		}
 		return err
 	}
-	rtt, err := r.calibrate(ctx, addrs, rs)
-	if err != nil {
+	if err := r.calibrate(ctx, addrs, rs); err != nil {
 		return err
 	}
 	if err := r.preflight(ctx, rs); err != nil {
@@ -321,12 +320,9 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	}
 	r.startedAt = history.Now()
 	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
-		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients, Keys: r.cfg.Keys,
-		TTLms: r.cfg.TTL.Milliseconds(), Holdms: r.cfg.Hold.Milliseconds(), Durationms: r.cfg.Duration.Milliseconds(),
-		Nodes: r.cfg.Nodes, Backend: r.cfg.Backend, Store: storeField(rs.lock), Leaseless: rs.lock.Leaseless, KeepsAlive: rs.lock.KeepsAlive, Options: options, Reentrant: rs.lock.Reentrant,
-		Renew: r.cfg.Renew, Reentry: r.cfg.Reentry,
-		Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, Persistence: r.cfg.Persistence, NodeAddrs: r.nodeAddrs(), NodeRoles: r.nodeRoles(ctx),
-		LeaseMs: rs.lease.Milliseconds(), RoundTripP50us: rtt.p50.Microseconds(), RoundTripP99us: rtt.p99.Microseconds(),
+		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients,
+		TTLms: r.cfg.TTL.Milliseconds(), LeaseMs: rs.lease.Milliseconds(), Leaseless: rs.lock.Leaseless, KeepsAlive: rs.lock.KeepsAlive,
+		Renew: r.cfg.Renew, Store: storeField(rs.lock), Options: options, NodeRoles: r.nodeRoles(ctx),
 	}})
 	r.begun = true
 	if r.cfg.Progress != nil && !rs.lock.Leaseless && rs.lease != r.cfg.TTL {
@@ -553,7 +549,6 @@ func (s *lockedSource) Uint64() uint64 {
 	return s.src.Uint64()
 }
 
-// nodeAddrs maps every node and sentinel of the run to its address.
 // nodeRoles names each lock node and its role as the run begins, in the
 // store's own words: a Redis primary (and its replicas), etcd's and
 // ZooKeeper's leader and followers, PostgreSQL's primary.
@@ -587,15 +582,4 @@ func (r *run) nodeRoles(ctx context.Context) []string {
 		out = append(out, n.Name()+" "+role)
 	}
 	return out
-}
-
-func (r *run) nodeAddrs() map[string]string {
-	m := make(map[string]string, len(r.nodes))
-	for _, n := range r.nodes {
-		m[n.Name()] = n.Addr()
-	}
-	for _, s := range r.sentinels() {
-		m[s.Name()] = s.Addr()
-	}
-	return m
 }

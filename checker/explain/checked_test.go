@@ -25,7 +25,7 @@ func (r *run) op(c int, kind history.Kind, f string, at float64) *run {
 // started begins the run of a lock with a ttlMs lease.
 func started(ttlMs int64, keepsAlive, leaseless bool) *run {
 	return new(run).add(0, history.Event{Kind: history.RunStart, Client: history.NoClient,
-		Run: &history.RunInfo{Lock: "redlock", Seed: 7, Clients: 2, Keys: 1, TTLms: ttlMs, KeepsAlive: keepsAlive, Leaseless: leaseless}})
+		Run: &history.RunInfo{Lock: "redlock", Seed: 7, Clients: 2, TTLms: ttlMs, KeepsAlive: keepsAlive, Leaseless: leaseless}})
 }
 
 // hold: an acquire invoked at inv and granted at ok, released at rel.
