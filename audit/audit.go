@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/grid"
 	"github.com/lockchaos/lockchaos/internal/lockargs"
@@ -66,22 +67,15 @@ const (
 	ClaimSeeds = 3
 )
 
-// references are the yardsticks run beside a lock of each store: the
-// plain lock everyone starts from, and a fenced lock whose token comes from
-// a consensus store (Kleppmann: a fence must come from consensus), which
-// shows whether fencing would have kept the data safe under each fault.
-var references = map[string][]string{
-	"":          {"token-lua", "etcd-mutex-fenced"},
-	"redis":     {"token-lua", "etcd-mutex-fenced"},
-	"etcd":      {"etcd-mutex", "etcd-mutex-fenced"},
-	"zookeeper": {"zk-lock", "zk-lock-fenced"},
-	"postgres":  {"pg-advisory", "etcd-mutex-fenced"},
-}
-
-// References are the reference locks of lock's store, without lock itself.
+// References are the reference locks of lock's store
+// (cluster.Store.References), without lock itself.
 func References(lock locks.Spec) []string {
+	s, err := cluster.LookupStore(lock.Store)
+	if err != nil {
+		return nil
+	}
 	var out []string
-	for _, r := range references[lock.Store] {
+	for _, r := range s.References {
 		if r != lock.Name {
 			out = append(out, r)
 		}

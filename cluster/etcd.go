@@ -27,6 +27,9 @@ func init() {
 	RegisterStore(Store{
 		Name:        StoreEtcd,
 		Install:     "apt-get install -y etcd-server",
+		References:  []string{"etcd-mutex", "etcd-mutex-fenced"},
+		Fenced:      "etcd-mutex-fenced",
+		NoClock:     "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
 		Description: "an etcd cluster (raft): every member serves clients; the leader is killed to fail over",
 		Start:       startEtcd,
 	})

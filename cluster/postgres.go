@@ -44,6 +44,8 @@ func init() {
 	RegisterStore(Store{
 		Name:        StorePostgres,
 		Install:     postgresInstall,
+		References:  []string{"pg-advisory", "etcd-mutex-fenced"},
+		NoClock:     "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
 		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",
 		Primary:     true,
 		Start:       startPostgres,

@@ -26,6 +26,8 @@ func init() {
 		Name:        StoreRedis,
 		Description: "Redis: one node, replicas with Sentinel, or five masters for Redlock (the lock says which)",
 		Install:     "apt-get install -y redis-server redis-sentinel",
+		References:  []string{"token-lua", "etcd-mutex-fenced"},
+		Fenced:      "fenced",
 		Start:       startRedis,
 	})
 }

@@ -31,6 +31,19 @@ type Store struct {
 	// member (etcd, ZooKeeper) or every lock node (Redis). It decides how
 	// many lock nodes a run has.
 	Primary bool
+	// References are the locks an audit runs beside a lock of this store:
+	// the plain lock everyone starts from, and a fenced lock whose token
+	// comes from a consensus store (Kleppmann: a fence must come from
+	// consensus), which shows whether fencing would have kept the data
+	// safe under each fault.
+	References []string
+	// Fenced is this store's built-in lock whose token fences, the
+	// report's suggestion for a resource that lost updates; "" for none.
+	Fenced string
+	// NoClock says why the clock faults (which move a server's wall clock
+	// through the clock shim) cannot reach what this store's locks depend
+	// on; "" for Redis, whose wall clock decides a key's expiry.
+	NoClock string
 	// Start starts one ensemble of the store on backend: its members on
 	// free loopback ports, each in its own scratch directory (mkScratch),
 	// proved to be the server it started before Start returns. On the local
@@ -148,8 +161,14 @@ func RegisterStore(s Store) {
 	}
 }
 
-// LookupStore finds a store by name; the error lists the known ones.
-func LookupStore(name string) (Store, error) { return stores.Lookup(name) }
+// LookupStore finds a store by name ("" is redis, as a lock that names
+// none keeps its state there); the error lists the known ones.
+func LookupStore(name string) (Store, error) {
+	if name == "" {
+		name = StoreRedis
+	}
+	return stores.Lookup(name)
+}
 
 // StoreNames lists every store, redis (most locks') first, then in the
 // order they registered.

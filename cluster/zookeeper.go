@@ -47,6 +47,9 @@ func init() {
 		Name:        StoreZooKeeper,
 		Description: "Apache ZooKeeper: an ensemble of servers (3 by default), each a JVM; failover kills the leader",
 		Install:     zkInstall,
+		References:  []string{"zk-lock", "zk-lock-fenced"},
+		Fenced:      "zk-lock-fenced",
+		NoClock:     "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",
 		Start:       startZooKeeper,
 	})
 }

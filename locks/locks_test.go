@@ -295,3 +295,42 @@ func mustLookup(t *testing.T, name string) locks.Spec {
 	}
 	return spec
 }
+
+// The locks a store names for others (its audit references, its fenced
+// lock) are registered locks of that store, or, for a reference, a fenced
+// one of another; the last reference and the fenced lock say they give out
+// a fencing token (the resource's rejections of their stale writes are
+// tested with the locks).
+func TestEveryStoresNamedLocksExist(t *testing.T) {
+	fences := func(name string) (locks.Spec, bool) {
+		l, err := locks.Lookup(name)
+		return l, err == nil && strings.Contains(strings.ToLower(l.Description), "fencing token")
+	}
+	for _, name := range cluster.StoreNames() {
+		s, err := cluster.LookupStore(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.References) == 0 {
+			t.Errorf("store %s names no reference locks for audit", name)
+		}
+		for i, r := range s.References {
+			l, err := locks.Lookup(r)
+			if err != nil {
+				t.Errorf("store %s: reference %s: %v", name, r, err)
+				continue
+			}
+			if _, fenced := fences(r); i == len(s.References)-1 && !fenced {
+				t.Errorf("store %s: the last reference %s gives out no fencing token (its description does not say so)", name, r)
+			} else if i == 0 && l.StoreName() != name {
+				t.Errorf("store %s: its first reference %s keeps its state in %s", name, r, l.StoreName())
+			}
+		}
+		if s.Fenced == "" {
+			continue
+		}
+		if l, fenced := fences(s.Fenced); !fenced || l.StoreName() != name {
+			t.Errorf("store %s: its fenced lock %q is not a lock of the store that says it gives out a fencing token", name, s.Fenced)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // The options that several nemeses share, as embeddable structs (package
@@ -87,14 +89,6 @@ func (n nodeChoice) pick(env Env, step Step, held []int) int {
 	return step.Node % max(len(env.LockNodes()), 1)
 }
 
-// storeWhy says, for each store other than redis, why the clock faults
-// cannot reach what its locks depend on.
-var storeWhy = map[string]string{
-	"etcd":      "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
-	"zookeeper": "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",
-	"postgres":  "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
-}
-
 // redisOnly refuses a nemesis that acts on what only Redis has (its wall
 // clock deciding expiry, its TTLs, Sentinel) for a lock of another store,
 // saying why.
@@ -102,9 +96,9 @@ func redisOnly(owner string, t Topology) error {
 	if t.OnRedis() {
 		return nil
 	}
-	why := storeWhy[t.Store]
-	if why == "" {
-		why = "the store is not Redis"
+	why := "the store is not Redis"
+	if s, err := cluster.LookupStore(t.Store); err == nil && s.NoClock != "" {
+		why = s.NoClock
 	}
 	return fmt.Errorf("%s acts on Redis servers, and lock %s keeps its state in %s: %s", owner, t.Lock, t.Store, why)
 }

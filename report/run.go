@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/checker/explain"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lockargs"
@@ -364,7 +365,8 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 		step := nextStep{"next-fence", fmt.Sprintf("%d %s of the protected counter %s lost: the resource took writes from two holders. "+
 			"A lock that hands out a fencing token lets the resource refuse the stale holder's writes (the README's \"A fencing token\" says how).",
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
-		if fenced := fencedOn[r.Info.Store]; fenced != "" && fenced != res.Lock {
+		if s, err := cluster.LookupStore(r.Info.Store); err == nil && s.Fenced != "" && s.Fenced != res.Lock {
+			fenced := s.Fenced
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
 			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
 		}
@@ -378,10 +380,6 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 	}
 	return out
 }
-
-// fencedOn names a built-in fenced lock of each store (history.RunInfo's
-// Store, "" for Redis), for the next step of a run that lost updates.
-var fencedOn = map[string]string{"": "fenced", "etcd": "etcd-mutex-fenced", "zookeeper": "zk-lock-fenced"}
 
 type zoomPanel struct {
 	ID      string

@@ -9,7 +9,6 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/browser"
-	"github.com/lockchaos/lockchaos/locks"
 )
 
 // busy is pausedPastTTL with the acquires a real run has: clients 1 and 3
@@ -113,25 +112,6 @@ func TestNextStepsSayWhatToDo(t *testing.T) {
 	}
 	if len(safe) != 1 || safe[0].ID != "next-seeds" || safe[0].Cmd != "lockchaos compare --locks etcd-mutex --nemeses pause-client --seeds 20 --out results/x-seeds" {
 		t.Errorf("a safe run's next steps are %v (%+v); want more seeds only", ids, safe)
-	}
-}
-
-// The fenced locks the next step names exist, keep their state in the
-// store named, and say they give out a fencing token (the resource's
-// rejections of their stale writes are tested with the locks).
-func TestFencedCounterpartsAreFencedLocksOfTheirStore(t *testing.T) {
-	for store, name := range fencedOn {
-		l, err := locks.Lookup(name)
-		if err != nil {
-			t.Errorf("store %q: %v", store, err)
-			continue
-		}
-		if l.Store != store && !(store == "" && l.Store == "redis") {
-			t.Errorf("%s keeps its state in %q, not in %q", name, l.Store, store)
-		}
-		if !strings.Contains(l.Description, "fencing token") {
-			t.Errorf("%s does not say it gives out a fencing token: %q", name, l.Description)
-		}
 	}
 }
 
