@@ -402,7 +402,7 @@ func witness(ctx context.Context, c *Class, cmp compare.Comparison, spec Spec, b
 // catalogue's expectation of each fault for the lock (nil for none).
 func Summarize(spec Spec, cmp compare.Comparison, expect map[string]checker.Verdict) Audit {
 	l, _ := locks.Lookup(spec.Lock)
-	a := Audit{Schema: Schema, Version: rundir.Version(), Spec: spec, Description: l.Description, Store: orRedis(l.Store),
+	a := Audit{Schema: Schema, Version: rundir.Version(), Spec: spec, Description: l.Description, Store: l.Store,
 		ClaimsBroken: []string{}, ClaimsUnverified: []string{}}
 	rows := map[[2]string]compare.Row{}
 	for _, r := range cmp.Rows {
@@ -441,12 +441,6 @@ func Summarize(spec Spec, cmp compare.Comparison, expect map[string]checker.Verd
 	return a
 }
 
-func orRedis(store string) string {
-	if store == "" {
-		return "redis"
-	}
-	return store
-}
 
 // fencedLock says whether the lock gives out fencing tokens.
 func fencedLock(name string) bool {

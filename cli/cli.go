@@ -539,7 +539,7 @@ func listMarkdown(w io.Writer) int {
 		"Set one with `--opt NAME.KEY=VALUE`, or under `options:` in a scenario file. A duration is a Go duration\n"+
 		"(`300ms`) or a multiple of the run's TTL (`2ttl`).\n\n## Locks\n")
 	for _, s := range locks.All() {
-		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
+		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.Store, s.Nodes, adapterNote(s))
 		markdownOptions(w, s.OptionSpecs())
 	}
 	fmt.Fprint(w, "\n## Nemeses\n")

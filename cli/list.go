@@ -72,7 +72,7 @@ func listShort(w io.Writer) {
 	for _, store := range cluster.StoreNames() {
 		var names []string
 		for _, s := range all {
-			if s.StoreName() == store {
+			if s.Store == store {
 				names = append(names, s.Name)
 			}
 		}
@@ -120,7 +120,7 @@ func listOne(w io.Writer, arg string) int {
 	switch arg {
 	case "locks", "lock":
 		for _, s := range locks.All() {
-			fmt.Fprintf(w, "%-24s %-10s %s%s\n", s.Name, s.StoreName(), s.Description, adapterNote(s))
+			fmt.Fprintf(w, "%-24s %-10s %s%s\n", s.Name, s.Store, s.Description, adapterNote(s))
 		}
 		return 0
 	case "nemeses", "nemesis":
@@ -147,7 +147,7 @@ func listOne(w io.Writer, arg string) int {
 		return 0
 	}
 	if s, err := locks.Lookup(arg); err == nil {
-		fmt.Fprintf(w, "lock %s: %s\n  store: %s, nodes: %d%s\n", s.Name, s.Description, s.StoreName(), s.Nodes, adapterNote(s))
+		fmt.Fprintf(w, "lock %s: %s\n  store: %s, nodes: %d%s\n", s.Name, s.Description, s.Store, s.Nodes, adapterNote(s))
 		listOptions(w, s.Name, s.OptionSpecs())
 		return 0
 	}

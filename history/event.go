@@ -207,8 +207,9 @@ type RunInfo struct {
 	KeepsAlive bool `json:"keeps_alive,omitempty"`
 	// Renew: clients renewed their leases every TTL/3 while holding.
 	Renew bool `json:"renew,omitempty"`
-	// Store is the kind of server the lock kept its state in (etcd,
-	// zookeeper, postgres); empty for redis.
+	// Store is the kind of server the lock kept its state in (redis, etcd,
+	// zookeeper, postgres); empty in histories from before 2026-11-28,
+	// which left it out for redis.
 	Store string `json:"store,omitempty"`
 	// Options are the lock's option values in force, defaults included
 	// ("etcd-mutex.recheck": "true"), as config.json cannot say them.

@@ -24,8 +24,8 @@ func newEtcdLocker(t *testing.T, lock string, e cluster.Ensemble, owner string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.StoreName() != "etcd" || spec.Nodes != 3 {
-		t.Fatalf("%s: store %q with %d nodes, want etcd with 3", lock, spec.StoreName(), spec.Nodes)
+	if spec.Store != "etcd" || spec.Nodes != 3 {
+		t.Fatalf("%s: store %q with %d nodes, want etcd with 3", lock, spec.Store, spec.Nodes)
 	}
 	l, err := spec.New(locks.Config{
 		Addrs: servingAddrs(e), OpTimeout: opTimeout, TTL: ttl, Owner: owner,

@@ -163,9 +163,9 @@ type Config struct {
 type Spec struct {
 	Name        string
 	Description string
-	// Store is the kind of server the lock keeps its state in: "" or
-	// "redis" (cluster.StoreRedis), "etcd", "zookeeper", "postgres"
-	// (cluster.RegisterStore).
+	// Store is the kind of server the lock keeps its state in: "redis"
+	// (cluster.StoreRedis; Register sets it when empty), "etcd",
+	// "zookeeper", "postgres" (cluster.RegisterStore).
 	Store string
 	// Nodes is how many lock nodes the algorithm uses by default (1 for a
 	// single-instance lock, 5 for RedLock). For a store other than redis,
@@ -203,13 +203,6 @@ type Spec struct {
 	Adapter *Manifest
 }
 
-// StoreName is the store the lock needs: "redis" unless it says another.
-func (s Spec) StoreName() string {
-	if s.Store == "" {
-		return "redis"
-	}
-	return s.Store
-}
 
 // OptionSpecs lists the lock's options.
 func (s Spec) OptionSpecs() []option.Spec { return option.Specs(s.Options) }
@@ -246,6 +239,9 @@ func Register(s Spec) {
 
 // register adds s, or says that its name is taken.
 func register(s Spec) error {
+	if s.Store == "" {
+		s.Store = "redis"
+	}
 	err := registered.Add(s.Name, s)
 	if err != nil && s.Adapter != nil {
 		return fmt.Errorf("lock manifest %s: a lock named %q exists already", s.Adapter.File, s.Name)

@@ -96,7 +96,7 @@ func TestEveryLockBasicContract(t *testing.T) {
 	for _, spec := range locks.All() {
 		// The locks of other stores check the same contract against their
 		// own servers (etcd_mutex_test.go, zk_lock_test.go, pg_test.go).
-		if spec.StoreName() != "redis" {
+		if spec.Store != "redis" {
 			continue
 		}
 		// An adapter lock's contract is adapter check's
@@ -322,14 +322,14 @@ func TestEveryStoresNamedLocksExist(t *testing.T) {
 			}
 			if _, fenced := fences(r); i == len(s.References)-1 && !fenced {
 				t.Errorf("store %s: the last reference %s gives out no fencing token (its description does not say so)", name, r)
-			} else if i == 0 && l.StoreName() != name {
-				t.Errorf("store %s: its first reference %s keeps its state in %s", name, r, l.StoreName())
+			} else if i == 0 && l.Store != name {
+				t.Errorf("store %s: its first reference %s keeps its state in %s", name, r, l.Store)
 			}
 		}
 		if s.Fenced == "" {
 			continue
 		}
-		if l, fenced := fences(s.Fenced); !fenced || l.StoreName() != name {
+		if l, fenced := fences(s.Fenced); !fenced || l.Store != name {
 			t.Errorf("store %s: its fenced lock %q is not a lock of the store that says it gives out a fencing token", name, s.Fenced)
 		}
 	}

@@ -24,8 +24,8 @@ func newPGLocker(t *testing.T, lock, addr, owner string) locks.Locker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.StoreName() != "postgres" || spec.Nodes != 2 {
-		t.Fatalf("%s: store %s, %d nodes", lock, spec.StoreName(), spec.Nodes)
+	if spec.Store != "postgres" || spec.Nodes != 2 {
+		t.Fatalf("%s: store %s, %d nodes", lock, spec.Store, spec.Nodes)
 	}
 	l, err := spec.New(locks.Config{
 		Addrs: []string{addr}, OpTimeout: 2 * time.Second, TTL: time.Second,

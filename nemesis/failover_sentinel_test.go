@@ -32,7 +32,7 @@ func TestFailoverSentinelAppliesChecksTheTopology(t *testing.T) {
 		{"failover-sentinel", nil, topoSentinels, ""},
 		{"failover-sentinel", map[string]string{"node": "3"}, topoSentinels, "node=3"},
 		{"failover-sentinel", map[string]string{"manual": "true"}, topoSentinels, "single-node lock"},
-		{"failover-sentinel", map[string]string{"manual": "true"}, nemesis.Topology{LockNodes: 1, Quorum: 1, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}, ""},
+		{"failover-sentinel", map[string]string{"manual": "true"}, nemesis.Topology{Store: "redis", LockNodes: 1, Quorum: 1, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}, ""},
 	})
 }
 

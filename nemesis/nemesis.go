@@ -218,7 +218,7 @@ type Topology struct {
 // OnRedis says whether the lock keeps its state in Redis ("" in a topology
 // from before other stores): its lock nodes are Redis primaries, with the
 // replicas, sentinels, clocks and keys the Redis faults act on.
-func (t Topology) OnRedis() bool { return t.Store == "" || t.Store == cluster.StoreRedis }
+func (t Topology) OnRedis() bool { return t.Store == cluster.StoreRedis }
 
 // View is the workload as the coordinator sees it in the event stream.
 type View struct {

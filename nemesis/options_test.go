@@ -100,10 +100,10 @@ func refused(t *testing.T, cases []badOption) {
 // each node (topoReplicated), and sentinels besides (topoSentinels); and
 // on a backend that cannot load the clock shim (topoRemote).
 var (
-	topoRun        = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local"}}
-	topoReplicated = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1}}
-	topoSentinels  = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}
-	topoRemote     = nemesis.Topology{LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "elsewhere"}}
+	topoRun        = nemesis.Topology{Store: "redis", LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local"}}
+	topoReplicated = nemesis.Topology{Store: "redis", LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1}}
+	topoSentinels  = nemesis.Topology{Store: "redis", LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local", Replicas: 1, Sentinels: 3}}
+	topoRemote     = nemesis.Topology{Store: "redis", LockNodes: 3, Quorum: 2, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "elsewhere"}}
 )
 
 // appliesCase is a nemesis built with options given, and whether it

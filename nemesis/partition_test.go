@@ -48,7 +48,7 @@ func TestBadPartitionOptionsAreRefused(t *testing.T) {
 
 func TestPartitionAppliesChecksTheTopology(t *testing.T) {
 	applies(t, []appliesCase{
-		{"partition", map[string]string{"shape": "split"}, nemesis.Topology{LockNodes: 1, Workload: workload.Workload{Clients: 4}}, "needs at least 3 lock nodes"},
+		{"partition", map[string]string{"shape": "split"}, nemesis.Topology{Store: "redis", LockNodes: 1, Workload: workload.Workload{Clients: 4}}, "needs at least 3 lock nodes"},
 		{"partition", map[string]string{"shape": "split", "node": "7"}, topoRun, ""},
 		{"partition", map[string]string{"shape": "client", "client": "4"}, topoRun, "client=4, but the run has clients 0 to 3"},
 		{"partition", map[string]string{"shape": "client", "node": "7"}, topoRun, ""},

@@ -116,7 +116,7 @@ func (f *fakeEnv) Unstretch(c int) error {
 }
 func (f *fakeEnv) LockNodes() []cluster.Node { return nil }
 func (f *fakeEnv) Topology() Topology {
-	return Topology{LockNodes: 1, Quorum: 1, Renews: f.renews, Workload: workload.Workload{Clients: 4, Keys: 1}}
+	return Topology{Store: "redis", LockNodes: 1, Quorum: 1, Renews: f.renews, Workload: workload.Workload{Clients: 4, Keys: 1}}
 }
 
 var _ Processes = (*fakeEnv)(nil)

@@ -148,7 +148,7 @@ func resolve(cfg settings.Run) (resolved, error) {
 	if nodes == 0 {
 		nodes = spec.Nodes
 	}
-	store, err := cluster.LookupStore(spec.StoreName())
+	store, err := cluster.LookupStore(spec.Store)
 	if err != nil {
 		return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 	}
@@ -322,7 +322,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients,
 		TTLms: r.cfg.TTL.Milliseconds(), LeaseMs: rs.lease.Milliseconds(), Leaseless: rs.lock.Leaseless, KeepsAlive: rs.lock.KeepsAlive,
-		Renew: r.cfg.Renew, Store: storeField(rs.lock), Options: options, NodeRoles: r.nodeRoles(ctx),
+		Renew: r.cfg.Renew, Store: rs.lock.Store, Options: options, NodeRoles: r.nodeRoles(ctx),
 	}})
 	r.begun = true
 	if r.cfg.Progress != nil && !rs.lock.Leaseless && rs.lease != r.cfg.TTL {
@@ -527,14 +527,6 @@ func (r *run) probe(prefix string, resource cluster.Node) {
 	}
 }
 
-// storeField is the lock's store for the run-start: empty for redis, as in
-// every history from before other stores.
-func storeField(spec locks.Spec) string {
-	if s := spec.StoreName(); s != cluster.StoreRedis {
-		return s
-	}
-	return ""
-}
 
 // lockedSource lets the nemeses, each in its own goroutine, share the run's
 // seeded random source.

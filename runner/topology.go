@@ -44,7 +44,7 @@ func shape(c settings.Run, lockNodes int, lock locks.Spec) nemesis.Topology {
 		quorum = lockNodes/2 + 1
 	}
 	return nemesis.Topology{
-		Topology: c.Topology, Workload: c.Workload, Lock: c.Lock, Store: lock.StoreName(), LockNodes: lockNodes, Quorum: quorum,
+		Topology: c.Topology, Workload: c.Workload, Lock: c.Lock, Store: lock.Store, LockNodes: lockNodes, Quorum: quorum,
 		Leaseless: lock.Leaseless, KeyPrefix: lock.KeyPrefix, KeepsAlive: lock.KeepsAlive, Renews: c.Renew || c.Reentry > 0 || lock.Reentrant,
 	}
 }
@@ -64,7 +64,7 @@ func aof(persistence string) string {
 // stopTopology. It returns each client's lock node addresses (its links)
 // and the resource node.
 func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs resolved) ([][]string, cluster.Node, error) {
-	name := rs.lock.StoreName()
+	name := rs.lock.Store
 	store, err := cluster.LookupStore(name)
 	if err != nil {
 		return nil, nil, err

@@ -187,7 +187,7 @@ func (g Grid) file(lock, nem string) fileScenario {
 		f.Faults.Nemeses = []fileNemesis{{Name: nem, Options: n.Options}}
 		// A fault's topology (replicas, sentinels, persistence) shapes
 		// Redis servers; a lock of another store brings its own ensemble.
-		if spec, err := locks.Lookup(lock); err != nil || spec.StoreName() == "redis" {
+		if spec, err := locks.Lookup(lock); err != nil || spec.Store == "redis" {
 			f.Topology = f.Topology.Over(n.Topology)
 		}
 		f.Workload = f.Workload.Over(n.Workload)

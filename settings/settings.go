@@ -325,18 +325,18 @@ func (c Run) LockSpec() (locks.Spec, error) {
 // its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
 // and standby).
 func (cfg Run) CheckStore(spec locks.Spec) error {
-	if spec.StoreName() == cluster.StoreRedis {
+	if spec.Store == cluster.StoreRedis {
 		return nil
 	}
 	var errs []error
 	if cfg.Replicas > 0 {
-		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.StoreName()))
+		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.Store))
 	}
 	if cfg.Sentinels > 0 {
-		errs = append(errs, bad("Sentinels", "%d: lock %s keeps its state in %s; sentinels watch Redis primaries: drop --sentinels", cfg.Sentinels, spec.Name, spec.StoreName()))
+		errs = append(errs, bad("Sentinels", "%d: lock %s keeps its state in %s; sentinels watch Redis primaries: drop --sentinels", cfg.Sentinels, spec.Name, spec.Store))
 	}
 	if p, _ := ParsePersistence(cfg.Persistence); p != "none" {
-		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.StoreName()))
+		errs = append(errs, bad("Persistence", "%s: lock %s keeps its state in %s, whose durability is its own (its log is always on); --persistence sets Redis's AOF: drop it", cfg.Persistence, spec.Name, spec.Store))
 	}
 	return errors.Join(errs...)
 }

@@ -116,7 +116,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{cfg: cfg, out: out, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Client))), stretch: newStretch(), log: os.Stderr, stopped: make(chan struct{})}
-	if spec.StoreName() == "redis" {
+	if spec.Store == "redis" {
 		for _, addr := range cfg.LockAddrs {
 			w.nodes = append(w.nodes, redis.NewClient(clientOptions(addr, cfg.OpTimeout)))
 		}
