@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockchaos/lockchaos/locks"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // A waiter whose session ends while it queues behind the holder (its lease
@@ -21,15 +20,7 @@ import (
 // then leads too. By construction: the real library, no timing.
 func TestAWaiterWhoseSessionEndedIsToldItLeadsByCampaignNotByLock(t *testing.T) {
 	e := startStore(t, "etcd", 3)
-	var eps []string
-	for _, addr := range servingAddrs(e) {
-		eps = append(eps, "http://"+addr)
-	}
-	raw, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := etcdClient(t, e)
 
 	for _, tc := range []struct {
 		lock     string

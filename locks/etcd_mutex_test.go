@@ -38,6 +38,22 @@ func newEtcdLocker(t *testing.T, lock string, e cluster.Ensemble, owner string, 
 	return l
 }
 
+// etcdClient is a plain client of the ensemble, to act behind the locks'
+// backs; closed with the test.
+func etcdClient(t *testing.T, e cluster.Ensemble) *clientv3.Client {
+	t.Helper()
+	var eps []string
+	for _, addr := range servingAddrs(e) {
+		eps = append(eps, "http://"+addr)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // everyMember polls until every member's own copy agrees that token is
 // held (want) or gone: followers apply a commit shortly after the leader.
 func everyMember(t *testing.T, e cluster.Ensemble, key, token string, want bool) {
@@ -130,15 +146,7 @@ func TestEtcdMutexLeaseRevokedBehindItsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("token %q: %v", l.Token, err)
 	}
-	var eps []string
-	for _, addr := range servingAddrs(e) {
-		eps = append(eps, "http://"+addr)
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: eps, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := etcdClient(t, e)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := c.Revoke(rctx, clientv3.LeaseID(id)); err != nil {
