@@ -441,7 +441,6 @@ func Summarize(spec Spec, cmp compare.Comparison, expect map[string]checker.Verd
 	return a
 }
 
-
 // fencedLock says whether the lock gives out fencing tokens.
 func fencedLock(name string) bool {
 	l, err := locks.Lookup(name)

@@ -203,7 +203,6 @@ type Spec struct {
 	Adapter *Manifest
 }
 
-
 // OptionSpecs lists the lock's options.
 func (s Spec) OptionSpecs() []option.Spec { return option.Specs(s.Options) }
 

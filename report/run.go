@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/checker/explain"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"

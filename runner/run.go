@@ -527,7 +527,6 @@ func (r *run) probe(prefix string, resource cluster.Node) {
 	}
 }
 
-
 // lockedSource lets the nemeses, each in its own goroutine, share the run's
 // seeded random source.
 type lockedSource struct {
