@@ -122,7 +122,7 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--lock", "nope", "--out", t.TempDir()}, "known locks: curator-mutex, etcd-mutex, etcd-mutex-fenced, "},
+		{[]string{"run", "--lock", "nope", "--out", t.TempDir()}, "known locks: curator-mutex, etcd-election, etcd-mutex, "},
 		{[]string{"run", "--lock", "token-lua", "--nemesis", "gremlins", "--out", t.TempDir()}, "unknown nemesis \"gremlins\""},
 		{[]string{"run", "--lock", "token-lua", "--opt", "broken", "--out", t.TempDir()}, "NAME.KEY=VALUE"},
 		{[]string{"frobnicate"}, "unknown command"},
