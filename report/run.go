@@ -610,7 +610,11 @@ func (r *Run) pageData() runData {
 	in := r.Info
 	d.Config = [][2]string{
 		{"lock", orNone(res.Lock)}, {"nemeses", nemesisList(res.Nemesis)}, {"seed", fmt.Sprint(res.Seed)},
-		{"clients", fmt.Sprint(in.Clients)}, {"lock nodes", fmt.Sprint(len(in.NodeRoles))}, {"TTL", fmt.Sprintf("%d ms", in.TTLms)},
+		{"clients", fmt.Sprint(in.Clients)}, {"TTL", fmt.Sprintf("%d ms", in.TTLms)},
+	}
+	if n := len(in.NodeRoles); n > 0 {
+		// A history from before the roles were recorded does not say.
+		d.Config = append(d.Config, [2]string{"lock nodes", fmt.Sprint(n)})
 	}
 	if c := r.Settings; c != nil {
 		d.Config = append(d.Config, [][2]string{{"keys", fmt.Sprint(c.Keys)}, {"hold", fmt.Sprintf("%d ms", c.Hold.Milliseconds())},
