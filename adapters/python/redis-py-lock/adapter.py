@@ -14,17 +14,21 @@ from redis.exceptions import LockError, LockNotOwnedError, RedisError  # noqa: E
 client = None
 ttl = 1.0
 sleep = 0.1
+expiry = True  # Lock(timeout=ttl); False: Lock(timeout=0), held until released
+reacquire = False  # renew by reacquire() instead of extend()
 held = {}  # token -> Lock
 
 
 def init(req):
-    global client, ttl, sleep
+    global client, ttl, sleep, expiry, reacquire
     host, port = req["nodes"][0].rsplit(":", 1)
     timeout = req["op_timeout_ms"] / 1000
     opts = req.get("options", {})
     ttl = req["ttl_ms"] / 1000
     if opts.get("sleep"):
         sleep = int(opts["sleep"]) / 1000
+    expiry = opts.get("expiry", "ttl") == "ttl"
+    reacquire = opts.get("renew-by", "extend") == "reacquire"
     # No retries: a retried command can take effect twice or hide its outcome.
     client = redis.Redis(host=host, port=int(port), socket_timeout=timeout,
                          socket_connect_timeout=timeout, retry=None, retry_on_timeout=False)
@@ -33,7 +37,7 @@ def init(req):
 
 def acquire(req):
     wait = req.get("wait_ms", 0) / 1000
-    lock = client.lock(req["key"], timeout=ttl, sleep=sleep, blocking=wait > 0,
+    lock = client.lock(req["key"], timeout=ttl if expiry else 0, sleep=sleep, blocking=wait > 0,
                        blocking_timeout=wait if wait > 0 else None, thread_local=False)
     if not lock.acquire():
         return {"type": "refused"}
@@ -58,7 +62,10 @@ def renew(req):
     if lock is None:
         return {"type": "not_held"}
     try:
-        lock.extend(ttl, replace_ttl=True)
+        if reacquire:
+            lock.reacquire()  # back to the Lock's timeout (redis-py#4279: PEXPIRE 0 when it is 0)
+        else:
+            lock.extend(ttl, replace_ttl=True)
     except LockNotOwnedError:
         return {"type": "not_held"}
     return {"type": "renewed"}
