@@ -54,6 +54,7 @@ setup:
 	command -v etcd >/dev/null 2>&1 || need="$$need etcd-server"; \
 	test -f /usr/share/java/zookeeper.jar || need="$$need zookeeper"; \
 	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need="$$need postgresql"; \
+	test -x /usr/sbin/pgbouncer || need="$$need pgbouncer"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
 	command -v java >/dev/null 2>&1 || want="$$want default-jdk-headless"; \
 	command -v mvn >/dev/null 2>&1 || want="$$want maven"; \
@@ -68,7 +69,7 @@ setup:
 	    echo "installing$$need$$want (Debian packages)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need $$want >/dev/null; \
 	    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
-	      for svc in etcd zookeeper postgresql; do \
+	      for svc in etcd zookeeper postgresql pgbouncer; do \
 	        case "$$need" in *$$svc*) systemctl disable --now $$svc >/dev/null 2>&1 || true;; esac; \
 	      done; \
 	    fi; \

@@ -57,6 +57,9 @@ func init() {
 // does not cut replication.
 type pgEnsemble struct {
 	members []*pgNode
+	// bouncers are the members' poolers, in the same order (--pooler
+	// pgbouncer); nil without one.
+	bouncers []*pgBouncer
 
 	failMu sync.Mutex // one failover at a time
 
@@ -83,6 +86,7 @@ func startPostgres(ctx context.Context, backend Backend, spec EnsembleSpec) (Ens
 	}
 	e := &pgEnsemble{}
 	fail := func(err error) (Ensemble, error) {
+		e.Close()
 		for _, m := range e.members {
 			m.Stop()
 		}
@@ -107,6 +111,22 @@ func startPostgres(ctx context.Context, backend Backend, spec EnsembleSpec) (Ens
 			return fail(err)
 		}
 	}
+	switch spec.Pooler {
+	case "":
+	case PoolerPgBouncer:
+		if env.box != nil {
+			return fail(errors.New("--pooler pgbouncer runs on the local backend only: drop --backend docker"))
+		}
+		for _, m := range e.members {
+			b, err := startPgBouncer(ctx, m)
+			if err != nil {
+				return fail(err)
+			}
+			e.bouncers = append(e.bouncers, b)
+		}
+	default:
+		return fail(fmt.Errorf("--pooler %q: want %s", spec.Pooler, PoolerPgBouncer))
+	}
 	return e, nil
 }
 
@@ -115,10 +135,20 @@ func (e *pgEnsemble) Members() []Node { return asNodes(e.members) }
 func (e *pgEnsemble) Serving() []Node {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.bouncers != nil {
+		return []Node{pooledNode{e.members[e.primary], e.bouncers[e.primary]}}
+	}
 	return []Node{e.members[e.primary]}
 }
 
-func (e *pgEnsemble) Close() error { return nil }
+// Close stops the poolers.
+func (e *pgEnsemble) Close() error {
+	var errs []error
+	for _, b := range e.bouncers {
+		errs = append(errs, b.stop())
+	}
+	return errors.Join(errs...)
+}
 
 // Leader asks every member whether it is in recovery. After a failover the
 // old primary still runs and says it is not, like the new one: the primary

@@ -68,6 +68,9 @@ type EnsembleSpec struct {
 	Replicas, Sentinels int
 	FailoverTimeout     time.Duration
 	AOF                 string
+	// Pooler, for PostgreSQL: PoolerPgBouncer puts PgBouncer in front of
+	// each member (Serving then gives its address), "" none.
+	Pooler string
 	// Clocks: the nodes run under the clock shim, each with its own clock
 	// (Replicated.Clock), for the clock nemeses.
 	Clocks bool

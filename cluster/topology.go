@@ -20,4 +20,7 @@ type Topology struct {
 	// Persistence of the lock nodes and replicas: "none" (the default),
 	// "everysec" or "always" (AOF with that appendfsync).
 	Persistence string `flag:"persistence" file:"topology.persistence" help:"lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)"`
+	// Pooler puts a connection pooler between the clients and each lock
+	// node: "" (none) or "pgbouncer" (PostgreSQL).
+	Pooler string `flag:"pooler" file:"topology.pooler" help:"a connection pooler between the clients and the store: pgbouncer (PostgreSQL locks, local backend: PgBouncer in transaction mode with one server connection, so that every client's statements share one backend session)"`
 }

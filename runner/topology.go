@@ -77,7 +77,7 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs res
 	}
 	e, err := store.Start(ctx, backend, cluster.EnsembleSpec{
 		Members: r.cfg.Nodes, Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, AOF: aof(r.cfg.Persistence),
-		FailoverTimeout: 2 * r.cfg.Duration, Clocks: clocks, Relays: r.proxies,
+		FailoverTimeout: 2 * r.cfg.Duration, Clocks: clocks, Relays: r.proxies, Pooler: r.cfg.Pooler,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the %s ensemble: %w", name, err)

@@ -238,6 +238,12 @@ func (c Run) rangeErrors() []error {
 	if c.Sentinels > 0 && c.Replicas == 0 {
 		errs = append(errs, bad("Sentinels", "%d without replicas: sentinels promote a replica, so add replicas (--replicas 1 or more)", c.Sentinels))
 	}
+	if c.Pooler != "" && c.Pooler != cluster.PoolerPgBouncer {
+		errs = append(errs, bad("Pooler", "%q: want %s (or leave it out: no pooler)", c.Pooler, cluster.PoolerPgBouncer))
+	}
+	if c.Pooler != "" && c.Backend != "" && c.Backend != "local" {
+		errs = append(errs, bad("Pooler", "%s: runs on the local backend only: drop --backend %s", c.Pooler, c.Backend))
+	}
 	if _, err := ParsePersistence(c.Persistence); err != nil {
 		errs = append(errs, bad("Persistence", "%v", err))
 	}
@@ -321,14 +327,17 @@ func (c Run) LockSpec() (locks.Spec, error) {
 
 // CheckStore refuses, for a lock of a store other than Redis, the
 // settings that shape Redis servers only: replicas, sentinels and
-// persistence. Each store has its own replication and durability, which
+// persistence; and the pooler for a lock not on PostgreSQL. Each store has its own replication and durability, which
 // its ensemble always has (etcd's and ZooKeeper's logs, PostgreSQL's WAL
 // and standby).
 func (cfg Run) CheckStore(spec locks.Spec) error {
-	if spec.Store == cluster.StoreRedis {
-		return nil
-	}
 	var errs []error
+	if cfg.Pooler != "" && spec.Store != cluster.StorePostgres {
+		errs = append(errs, bad("Pooler", "%s: lock %s keeps its state in %s; the pooler is PostgreSQL's: drop --pooler", cfg.Pooler, spec.Name, spec.Store))
+	}
+	if spec.Store == cluster.StoreRedis {
+		return errors.Join(errs...)
+	}
 	if cfg.Replicas > 0 {
 		errs = append(errs, bad("Replicas", "%d: lock %s keeps its state in %s, which replicates its own way; replicas are Redis replicas: drop --replicas", cfg.Replicas, spec.Name, spec.Store))
 	}
