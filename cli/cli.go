@@ -53,6 +53,8 @@ Usage:
   lockchaos merge DIR...                                           join the folders of chaos, audit or compare --shard runs
   lockchaos compare --locks L1,L2 [--nemeses N1,N2] [--seeds K]    locks side by side: detection rate, time to
                   [--out DIR] [--shard I/N] | --rerun DIR          violation, throughput, availability (CSV, HTML)
+  lockchaos margin --locks L1,L2 [--nemeses N1,N2] [--seeds K]     how large a fault must be to break each lock: the
+                  [--vary OPTION --from A --to B] [--out DIR]      largest size survived, the smallest that broke it
   lockchaos shrink DIR [--tries K] [--budget 10m] [--out DIR2]     the smallest run that still violates: a scenario
                                                                    (DIR2/minimal.yaml), its witness, its run
   lockchaos audit --lock NAME [--seeds K] [--claims F1,F2]         a lock's whole safety record: every fault, a minimal
@@ -92,6 +94,7 @@ func init() {
 		"run":        cmdRun,
 		"chaos":      cmdChaos,
 		"compare":    cmdCompare,
+		"margin":     cmdMargin,
 		"merge":      cmdMerge,
 		"shrink":     cmdShrink,
 		"audit":      cmdAudit,
@@ -561,7 +564,7 @@ func markdownOptions(w io.Writer, specs []option.Spec) {
 		if o.Default == "" {
 			def = "(none)"
 		}
-		fmt.Fprintf(w, "| `%s` | %s | %s |\n", o.Key, def, strings.ReplaceAll(o.Help, "|", "\\|"))
+		fmt.Fprintf(w, "| `%s` | %s | %s |\n", o.Key, def, strings.ReplaceAll(optionHelp(o), "|", "\\|"))
 	}
 }
 
@@ -569,6 +572,15 @@ func listOptions(w io.Writer, owner string, specs []option.Spec) {
 	sorted := append([]option.Spec(nil), specs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
 	for _, o := range sorted {
-		fmt.Fprintf(w, "  %-16s   --opt %s.%s=%s  %s\n", "", owner, o.Key, o.Default, o.Help)
+		fmt.Fprintf(w, "  %-16s   --opt %s.%s=%s  %s\n", "", owner, o.Key, o.Default, optionHelp(o))
 	}
+}
+
+// optionHelp is an option's help, with the range lockchaos margin searches
+// when it is a fault's size.
+func optionHelp(o option.Spec) string {
+	if o.Margin == "" {
+		return o.Help
+	}
+	return o.Help + " (the fault's size: lockchaos margin searches " + o.Margin + ")"
 }

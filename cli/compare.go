@@ -52,22 +52,10 @@ const DefaultCompareNemeses = "none,pause-client,crash-restart,clock-jump,partit
 func cmdCompare(args []string) int {
 	fs := newFlags("compare")
 	spec := compare.Spec{}
-	lockList := fs.String("locks", "", "comma-separated `LOCKS` to compare (lockchaos list), or all")
-	nemList := fs.String("nemeses", DefaultCompareNemeses, "comma-separated `FAULTS` (none for the column without faults); NEMESIS:KEY=VALUE sets an option on top of the grid's, e.g. pause-client:phase=acquire, crash-restart:persistence=always")
-	fs.IntVar(&spec.Seeds, "seeds", 20, "seeds per cell at most")
-	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed; seed k of a cell is SEED+k")
+	lockList, nemList := bindCells(fs, &spec, DefaultCompareNemeses, 20)
 	fs.BoolVar(&spec.StopOnViolation, "stop-on-violation", false, "end each run soon after its first violation (detection and time to it stay; throughput and availability are then over the shorter run)")
 	fs.BoolVar(&spec.EarlyStop, "early-stop", true, "stop a cell once it has violated (its interval excludes 0) and run --min-seeds seeds")
 	fs.IntVar(&spec.MinSeeds, "min-seeds", 5, "seeds a cell runs before it may stop early")
-	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs at once")
-	fs.StringVar(&spec.TTL, "ttl", "", "lease time of every cell, a `DURATION` (default: the grid's, per lock and fault)")
-	fs.StringVar(&spec.Hold, "hold", "", "time in each critical section, a `SPAN`: 200ms or 0.2ttl (default: the grid's)")
-	fs.StringVar(&spec.Duration, "duration", "", "how long each run's workload runs, a `SPAN`: 5s or 10ttl (default: the grid's)")
-	fs.IntVar(&spec.Clients, "clients", 0, "client processes of every cell (0: the grid's)")
-	fs.IntVar(&spec.Keys, "keys", 0, "lock keys of every cell (0: the grid's)")
-	fs.StringVar(&spec.Scenario, "scenario", "", "vary the scenario in `FILE` (or a built-in one's name) instead of the grid's cells; --nemeses scenario keeps its own faults")
-	fs.StringVar(&spec.Backend, "backend", "", "run every cell on this backend (local, docker)")
-	fs.StringVar(&spec.Image, "image", "", "container image for --backend docker")
 	out := fs.String("out", "", "output directory (default results/compare-<time>)")
 	force := fs.Bool("force", false, "let --out replace the comparison it holds")
 	shard := fs.String("shard", "", "run only shard `I/N` of the cells (1 ≤ I ≤ N), chosen by cell name; join the shards' folders with lockchaos merge")
@@ -158,6 +146,25 @@ func cmdCompare(args []string) int {
 		cmp.MarkShard(*sh, planned)
 	}
 	return finishCompare("compare", cmp, *out, nil)
+}
+
+// bindCells binds the flags that choose a comparison's cells, their seeds
+// and their settings: those of compare and margin.
+func bindCells(fs *flag.FlagSet, spec *compare.Spec, nemeses string, seeds int) (lockList, nemList *string) {
+	lockList = fs.String("locks", "", "comma-separated `LOCKS` (lockchaos list), or all")
+	nemList = fs.String("nemeses", nemeses, "comma-separated `FAULTS` (none for the column without faults); NEMESIS:KEY=VALUE sets an option on top of the grid's, e.g. pause-client:phase=acquire, crash-restart:persistence=always")
+	fs.IntVar(&spec.Seeds, "seeds", seeds, "seeds per cell at most")
+	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed; seed k of a cell is SEED+k")
+	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs at once")
+	fs.StringVar(&spec.TTL, "ttl", "", "lease time of every cell, a `DURATION` (default: the grid's, per lock and fault)")
+	fs.StringVar(&spec.Hold, "hold", "", "time in each critical section, a `SPAN`: 200ms or 0.2ttl (default: the grid's)")
+	fs.StringVar(&spec.Duration, "duration", "", "how long each run's workload runs, a `SPAN`: 5s or 10ttl (default: the grid's)")
+	fs.IntVar(&spec.Clients, "clients", 0, "client processes of every cell (0: the grid's)")
+	fs.IntVar(&spec.Keys, "keys", 0, "lock keys of every cell (0: the grid's)")
+	fs.StringVar(&spec.Scenario, "scenario", "", "vary the scenario in `FILE` (or a built-in one's name) instead of the grid's cells; --nemeses scenario keeps its own faults")
+	fs.StringVar(&spec.Backend, "backend", "", "run every cell on this backend (local, docker)")
+	fs.StringVar(&spec.Image, "image", "", "container image for --backend docker")
+	return lockList, nemList
 }
 
 // finishCompare writes the comparison cmp to out, prints it and returns

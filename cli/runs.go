@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/compare"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
@@ -134,6 +135,15 @@ func readPastRun(dir string) (pastRun, bool) {
 	var comparison map[string]any
 	if when, ok := read("compare.json", &comparison); ok {
 		return pastRun{dir: dir, kind: "compare", outcome: "-", what: "", when: when}, true
+	}
+	var margin struct {
+		Spec struct {
+			Locks   []string `json:"locks"`
+			Nemeses []string `json:"nemeses"`
+		} `json:"spec"`
+	}
+	if when, ok := read(compare.MarginJSONFile, &margin); ok {
+		return pastRun{dir: dir, kind: "margin", outcome: "-", what: strings.Join(margin.Spec.Locks, ",") + " + " + nemesisList(margin.Spec.Nemeses), when: when}, true
 	}
 	var cfg struct {
 		Lock    string

@@ -48,7 +48,7 @@ func synthetic() Comparison {
 	}
 	spec := Spec{Locks: []string{"token-lua", "redlock"}, Nemeses: []string{"none", "pause-client", "failover"},
 		Seeds: 5, FirstSeed: 1, EarlyStop: true, MinSeeds: 3, Parallel: 2}
-	c := Comparison{Schema: Schema, Version: "v0.9.0-test", Host: "testhost", Started: "2025-03-04T05:06:07Z", Seconds: 754,
+	c := Comparison{Header: Header{Schema: Schema, Version: "v0.9.0-test", Host: "testhost", Started: "2025-03-04T05:06:07Z", Seconds: 754},
 		Spec: spec, Command: `lockchaos compare --locks token-lua,redlock --nemeses none,pause-client,failover --seeds 5 --label '<x>'`}
 	tl, tp, tf := cell("token-lua", "none"), cell("token-lua", "pause-client"), cell("token-lua", "failover")
 	rn, rp, rf := cell("redlock", "none"), cell("redlock", "pause-client"), cell("redlock", "failover")

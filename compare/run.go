@@ -28,16 +28,10 @@ const (
 // (each with its whole run configuration, so that --rerun repeats them
 // exactly), and a row per cell.
 type Comparison struct {
-	Schema  int     `json:"schema"`
-	Version string  `json:"version"`
-	Host    string  `json:"host"`
-	Started string  `json:"started"`
-	Seconds float64 `json:"seconds"`
-	// Interrupted says the comparison was stopped before every run was done.
-	Interrupted bool   `json:"interrupted"`
-	Spec        Spec   `json:"spec"`
-	Cells       []Cell `json:"cells"`
-	Rows        []Row  `json:"rows"`
+	Header
+	Spec  Spec   `json:"spec"`
+	Cells []Cell `json:"cells"`
+	Rows  []Row  `json:"rows"`
 	// Shard, when set, says the comparison holds only shard Index of Count
 	// of its cells (compare --shard I/N; Planned names them all) and Plan
 	// identifies its configuration (Fingerprint): lockchaos merge joins
@@ -46,6 +40,29 @@ type Comparison struct {
 	Plan  string           `json:"plan,omitempty"`
 	// Command is the command line that repeats it.
 	Command string `json:"command"`
+}
+
+// Header opens compare.json and margin.json: what made them, where, when
+// and for how long.
+type Header struct {
+	Schema  int     `json:"schema"`
+	Version string  `json:"version"`
+	Host    string  `json:"host"`
+	Started string  `json:"started"`
+	Seconds float64 `json:"seconds"`
+	// Interrupted says it was stopped before every run was done.
+	Interrupted bool `json:"interrupted"`
+}
+
+// header starts a Header at start; done sets its end.
+func header(start time.Time) Header {
+	h := Header{Schema: Schema, Version: rundir.Version(), Started: start.Format(time.RFC3339)}
+	h.Host, _ = os.Hostname()
+	return h
+}
+
+func (h *Header) done(ctx context.Context, start time.Time) {
+	h.Seconds, h.Interrupted = time.Since(start).Seconds(), ctx.Err() != nil
 }
 
 // Schema is the version of compare.json's layout.
@@ -146,9 +163,8 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 			j.cell+1, len(cells), done, scenarios.Clock(elapsed), eta, c.Name(), r.Seed, r.Outcome, attempts(r), v, n, note)
 	})
 
-	cmp := Comparison{Schema: Schema, Version: rundir.Version(), Started: start.Format(time.RFC3339),
-		Seconds: time.Since(start).Seconds(), Interrupted: ctx.Err() != nil, Spec: spec, Cells: cells}
-	cmp.Host, _ = os.Hostname()
+	cmp := Comparison{Header: header(start), Spec: spec, Cells: cells}
+	cmp.done(ctx, start)
 	for i, c := range cells {
 		cmp.Rows = append(cmp.Rows, rowOf(c, runs[i], spec.Seeds, stopped[i]))
 	}

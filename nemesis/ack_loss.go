@@ -30,7 +30,7 @@ import (
 // attempt on every node) has met the fault with the acquires whose
 // answers were lost, and its effect says so.
 type AckLoss struct {
-	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long answers stay lost (from the fault's start)"`
+	Duration time.Duration `opt:"duration" default:"3ttl" margin:"0.1ttl..5ttl" help:"how long answers stay lost (from the fault's start)"`
 	Links    linkChoice    `opt:"links" default:"client" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`
 }
 

@@ -17,7 +17,7 @@ import (
 // node back to the real time.
 type ClockDrift struct {
 	onNode
-	Rate float64 `opt:"rate" default:"8" help:"how fast the node's clock runs: 2 is twice real speed, 0.5 half"`
+	Rate float64 `opt:"rate" default:"8" margin:"1..16" help:"how fast the node's clock runs: 2 is twice real speed, 0.5 half"`
 	onHold
 	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long the clock drifts before it is stepped back to the real time"`
 }

@@ -21,7 +21,7 @@ import (
 // then live longer than their TTL: a liveness cost, not a safety one).
 type ClockJump struct {
 	onNode
-	By        time.Duration `opt:"by" default:"1.5ttl" help:"how far the clock jumps"`
+	By        time.Duration `opt:"by" default:"1.5ttl" margin:"0.1ttl..3ttl" help:"how far the clock jumps"`
 	Direction string        `opt:"direction" default:"forward" oneof:"forward,backward" help:"forward (keys expire early) or backward (keys live longer)"`
 	onHold
 	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long the clock stays off before it is stepped back to the real time"`

@@ -20,7 +20,7 @@ import (
 // after a real jump. There is nothing to heal.
 type ClockJumpTTL struct {
 	onNode
-	By time.Duration `opt:"by" default:"1.5ttl" help:"how far the emulated clock jumps"`
+	By time.Duration `opt:"by" default:"1.5ttl" margin:"0.1ttl..3ttl" help:"how far the emulated clock jumps"`
 	onHold
 }
 

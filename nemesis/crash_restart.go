@@ -30,7 +30,7 @@ import (
 // holder then stays inside until another client takes the key.
 type CrashRestart struct {
 	onNode
-	Delay time.Duration `opt:"delay" default:"0s" help:"how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"`
+	Delay time.Duration `opt:"delay" default:"0s" margin:"0ttl..3ttl" help:"how long the node stays down before it restarts; more than the TTL (e.g. 1.5ttl) is antirez's delayed restart"`
 	onHold
 }
 

@@ -13,7 +13,7 @@ import (
 // unpredictable times, so a client cannot tell how much of its lease a
 // round trip used.
 type Jitter struct {
-	Jitter   time.Duration `opt:"jitter" default:"0.2ttl" help:"mean delay per direction; each chunk waits between 0 and twice this"`
+	Jitter   time.Duration `opt:"jitter" default:"0.2ttl" margin:"0.05ttl..1ttl" help:"mean delay per direction; each chunk waits between 0 and twice this"`
 	Stream   streams       `opt:"stream" default:"both" help:"upstream (requests), downstream (replies) or both"`
 	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long the links jitter"`
 	onLinks

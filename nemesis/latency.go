@@ -11,7 +11,7 @@ import (
 // Latency delays traffic on chosen client↔lock-node links with a toxiproxy
 // latency toxic (delay plus random jitter per chunk of data).
 type Latency struct {
-	Delay    time.Duration `opt:"delay" default:"0.25ttl" help:"added delay per direction"`
+	Delay    time.Duration `opt:"delay" default:"0.25ttl" margin:"0.05ttl..1ttl" help:"added delay per direction"`
 	Jitter   time.Duration `opt:"jitter" default:"0.1ttl" help:"random extra delay, up to this much either way"`
 	Stream   streams       `opt:"stream" default:"both" help:"upstream (requests), downstream (replies) or both"`
 	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long the links stay slow"`

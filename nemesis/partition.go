@@ -38,7 +38,7 @@ type Partition struct {
 	onNode
 	Client   clientChoice  `opt:"client" default:"holder" help:"shape=client: the isolated client: holder (the step's client, once it holds its key) or a client number"`
 	Mode     string        `opt:"mode" default:"drop" oneof:"drop,refuse" help:"drop (packets vanish; requests time out) or refuse (connections refused; requests fail fast)"`
-	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long the partition lasts"`
+	Duration time.Duration `opt:"duration" default:"5ttl" margin:"0.1ttl..5ttl" help:"how long the partition lasts"`
 }
 
 func init() {

@@ -36,7 +36,7 @@ import (
 //     holds it. The window lasts until that acquire, and the hold it may
 //     start, are done.
 type PauseClient struct {
-	Duration   time.Duration `opt:"duration" default:"3ttl" help:"how long the client stays stopped"`
+	Duration   time.Duration `opt:"duration" default:"3ttl" margin:"0.1ttl..4ttl" help:"how long the client stays stopped"`
 	Phase      string        `opt:"phase" default:"hold" oneof:"hold,acquire,wait" help:"hold (pause a holder), acquire (pause a client whose acquire the server already granted, its OK still on the way) or wait (pause a client blocked in a blocking acquire, waiting for another's hold: needs --wait)"`
 	ReplyDelay time.Duration `opt:"reply-delay" default:"0.2ttl" help:"phase=acquire: how late the victim's replies arrive, time to stop it before the OK does"`
 }

@@ -22,7 +22,7 @@ import (
 // by its own process id.
 type PauseNode struct {
 	onNode
-	Duration time.Duration `opt:"duration" default:"2ttl" help:"how long the node stays stopped"`
+	Duration time.Duration `opt:"duration" default:"2ttl" margin:"0.1ttl..4ttl" help:"how long the node stays stopped"`
 }
 
 func init() {

@@ -18,7 +18,7 @@ import (
 // which is what tells it apart from pause-client. Mechanism: the worker's
 // stretch (workload/control.go), bounded by `by` rather than by the lease.
 type SlowHold struct {
-	By time.Duration `opt:"by" default:"2ttl" help:"how long after its acquire the holder stays in its critical section"`
+	By time.Duration `opt:"by" default:"2ttl" margin:"0.1ttl..3ttl" help:"how long after its acquire the holder stays in its critical section"`
 }
 
 func init() {

@@ -37,7 +37,7 @@ import (
 // a lock that renews in the background first rests its client, so that no
 // renewal timer of an earlier grant lengthens the aimed one.
 type SlowReply struct {
-	Delay    time.Duration `opt:"delay" default:"0.85ttl" help:"how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"`
+	Delay    time.Duration `opt:"delay" default:"0.85ttl" margin:"0.05ttl..0.95ttl" help:"how late replies arrive: more than TTL − hold breaks a plain lease; below the op timeout, or the client gives up instead"`
 	Duration time.Duration `opt:"duration" default:"5ttl" help:"how long replies stay slow"`
 	// Links is onLinks's option with another default: one client's links.
 	Links linkChoice `opt:"links" default:"client" help:"which client↔lock-node links: all, holder (the freshest holder's), client (a random client's), node (a random lock node's), client=N, node=N"`

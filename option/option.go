@@ -42,6 +42,10 @@ type Spec struct {
 	Help    string
 	// OneOf lists the allowed values of an enumerated option.
 	OneOf []string
+	// Margin, on a nemesis's option, marks it as the fault's size, the one
+	// `lockchaos margin` varies, and gives the range it searches by
+	// default: "LOW..HIGH" (tag margin:"0.1ttl..4ttl").
+	Margin string
 }
 
 // Validator is a config struct with checks that involve several fields.
@@ -79,7 +83,7 @@ func Specs(cfg any) []Spec {
 			panic(fmt.Sprintf("option.Specs: field %s.%s (%s) cannot hold option %q (unexported, of a type Decode cannot fill, or a key declared twice)", t, f.Name, f.Type, key))
 		}
 		seen[key] = true
-		s := Spec{Key: key, Default: f.Tag.Get("default"), Help: f.Tag.Get("help")}
+		s := Spec{Key: key, Default: f.Tag.Get("default"), Help: f.Tag.Get("help"), Margin: f.Tag.Get("margin")}
 		if o := f.Tag.Get("oneof"); o != "" {
 			s.OneOf = strings.Split(o, ",")
 		}
