@@ -68,7 +68,7 @@ func cmdList(args []string) int {
 // listShort is every name on one screen, wrapped.
 func listShort(w io.Writer) {
 	all := locks.All()
-	fmt.Fprintf(w, "Locks (%d; --lock NAME; lockchaos list locks: one line each, list NAME: its options):\n", len(all))
+	fmt.Fprintf(w, "Locks (%d, by store; --lock NAME; lockchaos list locks: one line each, list NAME: its options; list stores):\n", len(all))
 	for _, store := range cluster.StoreNames() {
 		var names []string
 		for _, s := range all {
@@ -76,15 +76,14 @@ func listShort(w io.Writer) {
 				names = append(names, s.Name)
 			}
 		}
-		if len(names) > 0 {
-			wrap(w, fmt.Sprintf("  %-10s ", store+":"), names)
+		if len(names) == 0 {
+			names = []string{"(no lock yet)"}
 		}
+		wrap(w, fmt.Sprintf("  %-10s ", store+":"), names)
 	}
 	ns := append([]string{"none"}, nemesis.Names()...)
 	fmt.Fprintf(w, "\nNemeses (%d; --nemesis NAME[,NAME...]; lockchaos list nemeses):\n", len(ns)-1)
 	wrap(w, "  ", ns)
-	fmt.Fprintf(w, "\nStores (lockchaos list stores):\n")
-	wrap(w, "  ", cluster.StoreNames())
 	sc := scenarios.CatalogueNames()
 	fmt.Fprintf(w, "\nBuilt-in scenarios (%d; --scenario NAME; lockchaos list scenarios: what each shows):\n", len(sc))
 	wrap(w, "  ", sc)
