@@ -119,7 +119,7 @@ func cmdMargin(args []string) int {
 	fmt.Println()
 	setupErrs := 0
 	for _, m := range ms.Margins {
-		fmt.Printf("%-24s %-20s %s\n", m.Lock, m.Nemesis, m.Says())
+		fmt.Printf("%-24s %-20s %s\n", m.Lock, m.Fault(), m.Says())
 		if m.Skip == compare.SkipError {
 			setupErrs++
 		}

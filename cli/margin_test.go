@@ -33,6 +33,9 @@ func TestMarginOfAPlainLeaseOnRealRedis(t *testing.T) {
 		t.Fatalf("margin.json: %v, %d margins\n%s", err, len(ms.Margins), stderr)
 	}
 	m := ms.Margins[0]
+	if _, ok := m.Options["duration"]; ok || m.Fault() != "pause-client" {
+		t.Errorf("the fault's other options %v name the size the search varies (fault %q)", m.Options, m.Fault())
+	}
 	if m.Breaks == nil || m.Unbroken == nil || m.Breaks.X <= m.Unbroken.X {
 		t.Fatalf("no interval: %s\n%s", m.Says(), stderr)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,9 +81,12 @@ type Probe struct {
 type Margin struct {
 	Lock    string `json:"lock"`
 	Nemesis string `json:"nemesis"`
-	Option  string `json:"option"`
-	From    string `json:"from"`
-	To      string `json:"to"`
+	// Options are the fault's other options as its cells ran (the grid's
+	// for this lock and fault, and the column's), the size left out.
+	Options map[string]string `json:"options,omitempty"`
+	Option  string            `json:"option"`
+	From    string            `json:"from"`
+	To      string            `json:"to"`
 	// Breaks is the smallest size that broke the lock, Unbroken the
 	// largest below it that did not (its verdict: survives or no
 	// evidence); nil when there is none in the range.
@@ -268,11 +273,23 @@ func findMargin(ctx context.Context, spec MarginSpec, lock, column string, opts 
 			}
 			return Probe{}, false
 		}
+		if m.Options == nil {
+			name, _, _ := strings.Cut(column, ":")
+			m.Options = map[string]string{}
+			for k, val := range cells[0].Config.NemesisOptions[name] {
+				if k != key {
+					m.Options[k] = val
+				}
+			}
+		}
 		fmt.Fprintf(progress, "margin %s × %s: %s=%s, up to %d seeds\n", lock, column, key, v, one.Seeds)
 		cmp := Execute(ctx, one, cells, opts.Options)
 		p := Probe{Value: v, X: x, Row: cmp.Rows[0]}
 		p.Verdict = verdictOf(p.Row, cmp.Interrupted)
 		m.Probes = append(m.Probes, p)
+		if cmp.Interrupted {
+			m.Note = "interrupted at " + v
+		}
 		return p, !cmp.Interrupted
 	}
 	// The far end first: a lock it does not break needs no more runs.
@@ -349,6 +366,20 @@ func firstWhy(r Row) string {
 		}
 	}
 	return r.Why
+}
+
+// Fault is the nemesis with the other options its cells ran with:
+// "pause-client (phase=wait)".
+func (m Margin) Fault() string {
+	name, _, _ := strings.Cut(m.Nemesis, ":")
+	if len(m.Options) == 0 {
+		return name
+	}
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(m.Options)) {
+		kv = append(kv, k+"="+m.Options[k])
+	}
+	return name + " (" + strings.Join(kv, ", ") + ")"
 }
 
 // Says is the margin in one line.
@@ -431,12 +462,12 @@ func (ms Margins) Markdown() string {
 		if m.Note != "" {
 			margin += "; " + m.Note
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s %s…%s | %s | %s | %s |\n", m.Lock, m.Nemesis, m.Option, m.From, m.To, mdCell(unbroken), mdCell(brk), mdCell(margin))
+		fmt.Fprintf(&b, "| %s | %s | %s %s…%s | %s | %s | %s |\n", m.Lock, m.Fault(), m.Option, m.From, m.To, mdCell(unbroken), mdCell(brk), mdCell(margin))
 	}
 	b.WriteString("\n## Probes\n\n| lock | fault | size | verdict | seeds | TTL | runs |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range ms.Margins {
 		for _, p := range m.Probes {
-			fmt.Fprintf(&b, "| %s | %s | %s=%s | %s | %s | %.0fms | %s |\n", m.Lock, m.Nemesis, m.Option, p.Value, p.Verdict, p.Seeds(), p.Row.TTLms, p.Row.Dir)
+			fmt.Fprintf(&b, "| %s | %s | %s=%s | %s | %s | %.0fms | %s |\n", m.Lock, m.Fault(), m.Option, p.Value, p.Verdict, p.Seeds(), p.Row.TTLms, p.Row.Dir)
 		}
 	}
 	return b.String()
