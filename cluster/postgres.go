@@ -114,9 +114,9 @@ func startPostgres(ctx context.Context, backend Backend, spec EnsembleSpec) (Ens
 	switch spec.Pooler {
 	case "":
 	case PoolerPgBouncer:
-		if env.box != nil {
-			return fail(errors.New("--pooler pgbouncer runs on the local backend only: drop --backend docker"))
-		}
+		// On the docker backend too, PgBouncer runs on this machine (the
+		// store's image does not carry it), in front of the member's
+		// container on the host network.
 		for _, m := range e.members {
 			b, err := startPgBouncer(ctx, m)
 			if err != nil {

@@ -22,5 +22,5 @@ type Topology struct {
 	Persistence string `flag:"persistence" file:"topology.persistence" help:"lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)"`
 	// Pooler puts a connection pooler between the clients and each lock
 	// node: "" (none) or "pgbouncer" (PostgreSQL).
-	Pooler string `flag:"pooler" file:"topology.pooler" help:"a connection pooler between the clients and the store: pgbouncer (PostgreSQL locks, local backend: PgBouncer in transaction mode with one server connection, so that every client's statements share one backend session)"`
+	Pooler string `flag:"pooler" file:"topology.pooler" help:"a connection pooler between the clients and the store: pgbouncer (PostgreSQL locks: PgBouncer in transaction mode with one server connection, so that every client's statements share one backend session)"`
 }

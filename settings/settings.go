@@ -241,9 +241,6 @@ func (c Run) rangeErrors() []error {
 	if c.Pooler != "" && c.Pooler != cluster.PoolerPgBouncer {
 		errs = append(errs, bad("Pooler", "%q: want %s (or leave it out: no pooler)", c.Pooler, cluster.PoolerPgBouncer))
 	}
-	if c.Pooler != "" && c.Backend != "" && c.Backend != "local" {
-		errs = append(errs, bad("Pooler", "%s: runs on the local backend only: drop --backend %s", c.Pooler, c.Backend))
-	}
 	if _, err := ParsePersistence(c.Persistence); err != nil {
 		errs = append(errs, bad("Persistence", "%v", err))
 	}

@@ -79,8 +79,7 @@ func TestRedisSettingsAreRefusedForAnotherStore(t *testing.T) {
 		t.Errorf("etcd-mutex with Redis's settings left alone: %v", err)
 	}
 	// The pooler is PostgreSQL's: refused for etcd and Redis, kept for
-	// pg-advisory; a pooler it does not know, or on containers, is an
-	// error of the setting.
+	// pg-advisory; a pooler it does not know is an error of the setting.
 	r.Pooler = "pgbouncer"
 	if err := r.CheckStore(spec); err == nil || !strings.Contains(err.Error(), "--pooler pgbouncer: lock etcd-mutex keeps its state in etcd") {
 		t.Errorf("etcd-mutex behind a pooler: %v", err)
@@ -92,15 +91,10 @@ func TestRedisSettingsAreRefusedForAnotherStore(t *testing.T) {
 	if err := r.CheckStore(pg); err != nil {
 		t.Errorf("pg-advisory behind pgbouncer: %v", err)
 	}
-	for _, c := range []struct{ pooler, backend, want string }{
-		{"pgpool", "", `--pooler "pgpool": want pgbouncer`},
-		{"pgbouncer", "docker", "--pooler pgbouncer: runs on the local backend only"},
-	} {
-		r := valid()
-		r.Lock, r.Pooler, r.Backend = "pg-advisory", c.pooler, c.backend
-		if _, err := r.WithDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("pooler %s on %q: %v, want %q", c.pooler, c.backend, err, c.want)
-		}
+	r = valid()
+	r.Lock, r.Pooler = "pg-advisory", "pgpool"
+	if _, err := r.WithDefaults(); err == nil || !strings.Contains(err.Error(), `--pooler "pgpool": want pgbouncer`) {
+		t.Errorf("pooler pgpool: %v", err)
 	}
 }
 
