@@ -217,3 +217,31 @@ func TestFaultColumnsSetTheirOptionsOnTheGrids(t *testing.T) {
 		}
 	}
 }
+
+// TestASeedWhoseServersDidNotStartRunsAgain: compare runs a seed again when
+// its store did not start (settings.StartError), as the matrix does; any
+// other error ends the seed as an error at once.
+func TestASeedWhoseServersDidNotStartRunsAgain(t *testing.T) {
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	run := func(_ context.Context, cfg settings.Run) (checker.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[cfg.Lock]++
+		switch {
+		case cfg.Lock == "broken" && attempts[cfg.Lock] == 1:
+			return checker.Result{}, settings.StartError{Err: fmt.Errorf("start the etcd ensemble: did not answer")}
+		case cfg.Lock == "sound":
+			return checker.Result{}, fmt.Errorf("adapter exited")
+		}
+		return fakeResult(cfg, 2), nil
+	}
+	spec := Spec{Seeds: 1, FirstSeed: 1, Parallel: 1, MinSeeds: 1}
+	c := Execute(context.Background(), spec, fakeCells("broken", "sound"), Options{Out: t.TempDir(), Run: run})
+	if r := c.Rows[0].Runs[0]; r.Outcome != OutcomeViolation || r.Attempts != 2 {
+		t.Errorf("a seed whose servers did not start at first: %s after %d attempts, want a violation after 2", r.Outcome, r.Attempts)
+	}
+	if r := c.Rows[1].Runs[0]; r.Outcome != OutcomeError || r.Attempts != 1 {
+		t.Errorf("a seed that failed otherwise: %s after %d attempts, want an error after 1", r.Outcome, r.Attempts)
+	}
+}

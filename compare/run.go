@@ -210,7 +210,7 @@ func runSeed(ctx context.Context, c Cell, k int, opts Options, run settings.RunF
 		r = runOf(a.Result, a.Err, float64(cfg.TTL.Milliseconds()))
 		r.Seed, r.Dir, r.Attempts, r.Retried = cfg.Seed, filepath.ToSlash(a.Dir), a.Try, retried
 		retried = append(retried, r.Why)
-		return r.Outcome == OutcomeNoEvidence
+		return r.Outcome == OutcomeNoEvidence || settings.IsStartError(a.Err) && ctx.Err() == nil
 	})
 	return r
 }

@@ -80,7 +80,7 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs res
 		FailoverTimeout: 2 * r.cfg.Duration, Clocks: clocks, Relays: r.proxies, Pooler: r.cfg.Pooler,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start the %s ensemble: %w", name, err)
+		return nil, nil, settings.StartError{Err: fmt.Errorf("start the %s ensemble: %w", name, err)}
 	}
 	r.topo.ensemble = e
 	r.nodes = append(r.nodes, e.Members()...)

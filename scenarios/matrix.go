@@ -482,7 +482,7 @@ func runCell(ctx context.Context, c Cell, opts ExecOptions, run settings.RunFunc
 		r.Detail = fmt.Sprintf("%d of up to %d seeds run (%s) — %s", len(found), seeds, strings.Join(found, ", "), r.Detail)
 	}
 	if attempts > len(found) {
-		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, or whose overlap or unavailability a stall of the harness made, is run again) — %s", attempts, r.Detail)
+		r.Detail = fmt.Sprintf("after %d runs (a run whose faults did not land, whose overlap or unavailability a stall of the harness made, or whose servers did not start, is run again) — %s", attempts, r.Detail)
 	}
 	return r
 }
@@ -540,7 +540,7 @@ func classify(c Cell, res checker.Result, err error, interrupted bool) (r CellRe
 		if res.Verdict == "" {
 			r.Got = "error"
 		}
-		return r, false
+		return r, settings.IsStartError(err) && !interrupted
 	case interrupted && res.Verdict != checker.Violation:
 		r.Status, r.Detail = StatusNotRun, "interrupted: "+res.Summary
 		return r, false

@@ -289,3 +289,41 @@ func TestExecuteInterruptedLeavesTheRestNotRun(t *testing.T) {
 		t.Error("an interrupted matrix passed")
 	}
 }
+
+// TestAServerThatDidNotStartIsRunAgain: a run whose store did not start
+// (settings.StartError: an etcd member that did not answer in time on a
+// busy machine) says nothing about the lock and runs again; one that
+// keeps failing ends as the error it is, after grid.MaxAttempts runs; any
+// other error is not run again.
+func TestAServerThatDidNotStartIsRunAgain(t *testing.T) {
+	cells := []Cell{fakeCell("slow-start", checker.Safe, time.Second), fakeCell("never-starts", checker.Safe, time.Second), fakeCell("bad-setting", checker.Safe, time.Second)}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	sum := Execute(context.Background(), cells, ExecOptions{Out: t.TempDir(), Parallel: 1,
+		Run: func(_ context.Context, cfg settings.Run) (checker.Result, error) {
+			cell := strings.Split(filepath.Base(cfg.Out), ".")[0]
+			mu.Lock()
+			runs[cell]++
+			n := runs[cell]
+			mu.Unlock()
+			switch {
+			case cell == "bad-setting":
+				return checker.Result{}, errors.New("--clients 0: want 1 to 256")
+			case cell == "never-starts" || n == 1:
+				return checker.Result{}, settings.StartError{Err: errors.New("start the etcd ensemble: etcd member etcd1 did not answer")}
+			}
+			return evidence(checker.Safe, 0, 0, nil), nil
+		}})
+	want := map[string]struct {
+		status Status
+		runs   int
+	}{"slow-start": {StatusMatch, 2}, "never-starts": {StatusError, grid.MaxAttempts}, "bad-setting": {StatusError, 1}}
+	for _, c := range sum.Cells {
+		if w := want[c.Name]; c.Status != w.status || c.Attempts != w.runs || runs[c.Name] != w.runs {
+			t.Errorf("%s: %s after %d runs (%d seen), want %s after %d", c.Name, c.Status, c.Attempts, runs[c.Name], w.status, w.runs)
+		}
+	}
+	if c, _ := sum.Cell("never-starts"); !strings.Contains(c.Detail, "etcd member etcd1 did not answer") {
+		t.Errorf("the error that kept a cell from running is not said: %q", c.Detail)
+	}
+}

@@ -114,6 +114,19 @@ type UsageError struct{ Err error }
 func (e UsageError) Error() string { return e.Err.Error() }
 func (e UsageError) Unwrap() error { return e.Err }
 
+// StartError is a run whose store's servers did not start (runner wraps
+// Store.Start's error in it): a missing server, or one that did not answer
+// in time on a machine too busy for it. It says nothing about the lock, so
+// the matrix and compare run such a run again, as they do one that was no
+// evidence; one that keeps failing is reported as the error it is.
+type StartError struct{ Err error }
+
+func (e StartError) Error() string { return e.Err.Error() }
+func (e StartError) Unwrap() error { return e.Err }
+
+// IsStartError says whether err is (or wraps) a StartError.
+func IsStartError(err error) bool { return errors.As(err, new(StartError)) }
+
 // Usage is a UsageError saying what to fix.
 func Usage(format string, args ...any) error {
 	return UsageError{Err: fmt.Errorf(format, args...)}
