@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // PoolerPgBouncer is the one pooler (Topology.Pooler): PgBouncer in
@@ -124,49 +121,12 @@ logfile = %s
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := b.waitReady(rctx); err != nil {
+	if err := b.member.waitReady(rctx, b.port, b.proc.done()); err != nil {
 		b.proc.kill()
 		return fmt.Errorf("pgbouncer in front of %s at 127.0.0.1:%d: %w (log: %s %s)", b.member.name, b.port, err,
 			logTail(b.log()), logTail(filepath.Join(b.dir, "stderr.log")))
 	}
 	return nil
-}
-
-// waitReady polls until a query through PgBouncer reaches our member (its
-// cluster_name), or ctx ends, or PgBouncer exits (it could not bind).
-func (b *pgBouncer) waitReady(ctx context.Context) error {
-	var last error
-	for {
-		var name string
-		last = func() error {
-			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", b.port, PostgresUser))
-			if err != nil {
-				return err
-			}
-			cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-			c, err := pgx.ConnectConfig(qctx, cfg)
-			if err != nil {
-				return err
-			}
-			defer c.Close(context.Background())
-			return c.QueryRow(qctx, "SELECT current_setting('cluster_name')").Scan(&name)
-		}()
-		if last == nil {
-			if name != b.member.ident() {
-				return fmt.Errorf("%w: it leads to %q", errImpostor, name)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("did not answer: %w (last: %v)", ctx.Err(), last)
-		case <-b.proc.done():
-			return errors.New("exited during start-up")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // stop ends PgBouncer and removes its directory.

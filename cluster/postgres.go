@@ -452,8 +452,12 @@ func (n *pgNode) data() string { return filepath.Join(n.dir, "data") }
 // name): what proves that the server on its port is the one we started.
 func (n *pgNode) ident() string { return filepath.Base(n.dir) }
 
-func (n *pgNode) conninfo() string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", n.port, PostgresUser)
+func (n *pgNode) conninfo() string { return pgConninfo(n.port) }
+
+// pgConninfo is how the coordinator connects to a server (or its pooler)
+// on a loopback port.
+func pgConninfo(port int) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", port, PostgresUser)
 }
 
 func (n *pgNode) logTail() string { return logTail(n.Log()) }
@@ -558,21 +562,21 @@ func (n *pgNode) launch(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	if err := n.waitReady(rctx, n.proc.done()); err != nil {
+	if err := n.waitReady(rctx, n.port, n.proc.done()); err != nil {
 		n.kill()
 		return fmt.Errorf("postgres %s at %s: %w (log: %s)", n.name, n.Addr(), err, n.logTail())
 	}
 	return nil
 }
 
-// waitReady polls until the server on our port answers with our
-// cluster_name, or ctx ends, or the postmaster exits (it could not bind
-// the port, say).
-func (n *pgNode) waitReady(ctx context.Context, exited <-chan struct{}) error {
+// waitReady polls until what listens on port — the member itself, or its
+// pooler — answers with the member's cluster_name, or ctx ends, or the
+// process that should listen there exits (it could not bind the port, say).
+func (n *pgNode) waitReady(ctx context.Context, port int, exited <-chan struct{}) error {
 	var last error
 	for {
 		var name string
-		last = n.query(ctx, func(c *pgx.Conn) error {
+		last = pgQuery(ctx, port, func(c *pgx.Conn) error {
 			return c.QueryRow(ctx, "SELECT current_setting('cluster_name')").Scan(&name)
 		})
 		if last == nil {
@@ -616,7 +620,14 @@ func (n *pgNode) waitStreaming(ctx context.Context, sb *pgNode) error {
 
 // query runs f on a fresh superuser connection straight to the member.
 func (n *pgNode) query(ctx context.Context, f func(*pgx.Conn) error) error {
-	cfg, err := pgx.ParseConfig(n.conninfo())
+	return pgQuery(ctx, n.port, f)
+}
+
+// pgQuery runs f on a connection of its own to the server (or pooler) on
+// port, in the simple protocol (a pooler in transaction mode keeps no
+// prepared statements).
+func pgQuery(ctx context.Context, port int, f func(*pgx.Conn) error) error {
+	cfg, err := pgx.ParseConfig(pgConninfo(port))
 	if err != nil {
 		return err
 	}
