@@ -49,6 +49,9 @@ func TestMarginOfAPlainLeaseOnRealRedis(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", r.Dir, err)
 			}
+			if p == m.Breaks && res.Verdict == checker.Violation && res.Evidence.LandedFaultOverlaps == 0 {
+				t.Errorf("%s: a violation at the breaking size that no landed fault caused", r.Dir)
+			}
 			vs = append(vs, res.Verdict)
 		}
 		return vs

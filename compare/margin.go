@@ -340,7 +340,29 @@ func findMargin(ctx context.Context, spec MarginSpec, lock, column string, opts 
 	return m
 }
 
-// verdictOf reads a probe's cell.
+// Settle sets Breaks and Unbroken from the probes as they are judged: the
+// smallest size that broke the lock, and the largest below it that was
+// survived or no evidence. What findMargin's bisection ends with; Settle
+// gives the same from a margin whose probes were judged again.
+func (m *Margin) Settle() {
+	m.Breaks, m.Unbroken = nil, nil
+	for i := range m.Probes {
+		if p := &m.Probes[i]; p.Verdict == Breaks && (m.Breaks == nil || p.X < m.Breaks.X) {
+			m.Breaks = p
+		}
+	}
+	for i := range m.Probes {
+		p := &m.Probes[i]
+		if (p.Verdict == Survives || p.Verdict == NoEvidence) && (m.Breaks == nil || p.X < m.Breaks.X) && (m.Unbroken == nil || p.X > m.Unbroken.X) {
+			m.Unbroken = p
+		}
+	}
+}
+
+// verdictOf reads a probe's cell. Only a violation that a landed fault
+// caused breaks the lock at that size: an overlap the fault made without
+// landing by its own measure (a pause its nemesis saw end before the
+// lease) is no evidence of the size, as in the matrix.
 func verdictOf(r Row, interrupted bool) string {
 	for _, x := range r.Runs {
 		if x.Outcome == OutcomeError {
@@ -348,7 +370,7 @@ func verdictOf(r Row, interrupted bool) string {
 		}
 	}
 	switch {
-	case r.Violations > 0:
+	case faultViolations(r) > 0:
 		return Breaks
 	case interrupted:
 		return Unknown
@@ -356,6 +378,18 @@ func verdictOf(r Row, interrupted bool) string {
 		return Survives
 	}
 	return NoEvidence
+}
+
+// faultViolations counts a cell's seeds that violated by a landed fault's
+// doing.
+func faultViolations(r Row) int {
+	n := 0
+	for _, x := range r.Runs {
+		if x.Outcome == OutcomeViolation && x.FaultOverlaps > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // firstWhy is why the first of a cell's runs that was not evidence was not.
@@ -412,6 +446,9 @@ func (p Probe) Seeds() string {
 		return fmt.Sprintf("%d seeds, each no evidence", r.Inconclusive)
 	}
 	s := fmt.Sprintf("%d of %d seeds violated", r.Violations, n)
+	if other := r.Violations - faultViolations(r); other > 0 {
+		s += fmt.Sprintf(" (%d not by a fault that landed)", other)
+	}
 	if r.Inconclusive > 0 {
 		s += fmt.Sprintf(", %d no evidence", r.Inconclusive)
 	}

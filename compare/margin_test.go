@@ -22,8 +22,11 @@ import (
 // makes a run of that size fail.
 type fakeSizes struct {
 	breakAt, landsAt, fail float64
-	mu                     sync.Mutex
-	runs                   int
+	// overlapsUnlanded: sizes above it (and below landsAt) overlap though
+	// their fault did not land.
+	overlapsUnlanded float64
+	mu               sync.Mutex
+	runs             int
 }
 
 func (f *fakeSizes) plan(s Spec) []Cell {
@@ -51,6 +54,11 @@ func (f *fakeSizes) run(_ context.Context, cfg settings.Run) (checker.Result, er
 		res.Verdict = checker.Violation
 		res.Evidence.Overlaps[checker.CauseFault] = 1
 		res.Evidence.LandedFaultOverlaps = 1
+	case x < f.landsAt && x > f.overlapsUnlanded:
+		// The fault did not land, yet the run overlapped: no evidence.
+		res.Verdict = checker.Violation
+		res.Evidence.Landed = 0
+		res.Evidence.Overlaps[checker.CauseFault] = 1
 	case x < f.landsAt:
 		res.Evidence.Landed = 0
 	}
@@ -107,13 +115,24 @@ func TestMarginBisectsToTheBreakingSize(t *testing.T) {
 // soon as the fault lands, the largest size not broken is one whose
 // faults did not land, and says so: it is not a survival.
 func TestMarginBelowWhereTheFaultLandsIsNoEvidence(t *testing.T) {
-	f := &fakeSizes{breakAt: 0.9, landsAt: 1.0, fail: -1}
+	f := &fakeSizes{breakAt: 0.9, landsAt: 1.0, fail: -1, overlapsUnlanded: 0.8}
 	m := f.margin(t, MarginSpec{Steps: 4})
 	if m.Breaks == nil || m.Unbroken == nil || m.Unbroken.Verdict != NoEvidence || m.Breaks.X < 1.0 {
 		t.Fatalf("%s; want a break at ≥ 1 TTL above a size that was no evidence", m.Says())
 	}
-	if !strings.Contains(m.Says(), "no evidence: 3 seeds, each no evidence") {
-		t.Errorf("Says: %s", m.Says())
+	// Between 0.8 and 1 the runs overlap with faults that did not land:
+	// that is not the size breaking the lock.
+	seen := 0
+	for _, p := range m.Probes {
+		if p.X > 0.8 && p.X < 1.0 {
+			seen++
+		}
+		if p.X > 0.8 && p.X < 1.0 && (p.Verdict != NoEvidence || !strings.Contains(p.Seeds(), "(1 not by a fault that landed)")) {
+			t.Errorf("size %s, overlapping with its fault unlanded: %s (%s), want no evidence", p.Value, p.Verdict, p.Seeds())
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no size between 0.8 and 1 TTL was run: %+v", m.Probes)
 	}
 }
 

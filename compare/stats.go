@@ -39,6 +39,9 @@ type Run struct {
 	Verdict checker.Verdict `json:"verdict,omitempty"`
 	Faults  int             `json:"faults"`
 	Landed  int             `json:"landed"`
+	// FaultOverlaps counts the overlaps a fault that landed caused
+	// (checker's evidence.landed_fault_overlaps).
+	FaultOverlaps int `json:"fault_overlaps"`
 	// TTFVTTL is the time from the fault's start (or the run's, for an
 	// overlap no fault caused) to the first overlap, in TTLs.
 	TTFVTTL *float64 `json:"ttfv_ttl,omitempty"`
@@ -75,7 +78,7 @@ func runOf(res checker.Result, err error, ttlMs float64) Run {
 	default:
 		r.Outcome = OutcomeSafe
 	}
-	r.Faults, r.Landed = res.Evidence.Faults, res.Evidence.Landed
+	r.Faults, r.Landed, r.FaultOverlaps = res.Evidence.Faults, res.Evidence.Landed, res.Evidence.LandedFaultOverlaps
 	if r.Outcome == OutcomeViolation && res.FirstViolationMs != nil && ttlMs > 0 {
 		t := *res.FirstViolationMs / ttlMs
 		r.TTFVTTL = &t
