@@ -150,6 +150,15 @@ type unwrapper interface {
 	Unwrap() Env
 }
 
+// Workload is the capability to tell when the run's workload stopped:
+// the history time at which the workers were asked to stop, 0 while they
+// still work, and whether they stopped early, at the run's first
+// violation (--stop-on-violation). A fault that outlasts the workload did
+// not run its course (Schedule).
+type Workload interface {
+	WorkloadEnded() (at int64, atViolation bool)
+}
+
 // capability finds the capability T (Processes, Links, Replication,
 // Clocks) of env, or of the Env it wraps; what names the capability in the
 // error when the run's environment does not give it.

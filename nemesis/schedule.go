@@ -121,6 +121,11 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 		if !sleep(ctx, wait) {
 			return nil
 		}
+		if we, _ := workloadEnd(env); we != 0 {
+			// The workers are stopping: a fault now would hit nobody.
+			done(Executed{Step: step, Missed: "the workload ended before the step's time"})
+			return nil
+		}
 		began := history.Now()
 		f, err := it.Nemesis.Inject(ctx, &stepEnv{Env: env, rng: step.Rand()}, step)
 		cancelled := ctx.Err() != nil && errors.Is(err, ctx.Err())
@@ -163,6 +168,9 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			// Heal even when the run is ending: a fault must never outlive it.
 			healErr = f.Heal(context.Background())
 		}
+		if we, violated := workloadEnd(env); we != 0 && we < began+f.Duration.Nanoseconds() {
+			f.Effect = cutShort(f.Effect, time.Duration(we-began), f.Duration, violated)
+		}
 		end := history.Event{Time: history.Now(), Kind: history.FaultEnd, Client: history.NoClient, Fault: desc, Effect: f.Effect}
 		if err := errors.Join(injectErr, healErr); err != nil {
 			end.Error = err.Error()
@@ -177,6 +185,48 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			return fmt.Errorf("fault %d (%s) failed halfway: %w", id, f.Target, injectErr)
 		}
 	}
+}
+
+// cutShort is the effect of a fault that the workload's end cut short,
+// or that began after it: the workers stopped (a stopped client was
+// resumed to stop) before its duration was over, so what it does at and
+// after its heal — the stale OK acted on, the restarted node that forgot a
+// lease, the client back from a partition — fell outside the workload,
+// with nobody left to take the lock it hit. It did not land, whatever it
+// measured: a run whose faults all ended so is no evidence, never a safe
+// lock (a paused acquire cut short at the end of a 4-second run once
+// passed for a landed fault of a safe run). When the workload ended early
+// at the run's first violation (--stop-on-violation), what the fault
+// measured stands: no safe verdict can rest on it, and the violation it
+// caused before the end is what the run stopped for.
+func cutShort(e *history.Effect, lasted, planned time.Duration, atViolation bool) *history.Effect {
+	if atViolation {
+		if e == nil {
+			return nil
+		}
+		out := *e
+		out.Note += fmt.Sprintf("; the workload ended %s into the fault's %s, at the run's first violation", round(lasted), round(planned))
+		return &out
+	}
+	note := fmt.Sprintf("the workload ended %s into the fault's %s, before what follows its heal could happen: not counted as landed", round(lasted), round(planned))
+	if lasted < 0 {
+		note = "the fault began after the workload ended: not counted as landed"
+	}
+	if e != nil && e.Note != "" {
+		note = e.Note + "; " + note
+	}
+	return &history.Effect{Note: note}
+}
+
+// workloadEnd is when the run's workload stopped (history time), 0 while
+// it runs or when the environment does not say, and whether it stopped at
+// the run's first violation.
+func workloadEnd(env Env) (int64, bool) {
+	w, err := capability[Workload](env, "the workload's end")
+	if err != nil {
+		return 0, false
+	}
+	return w.WorkloadEnded()
 }
 
 // stepEnv gives one step its own random source. Embedding Env hides the

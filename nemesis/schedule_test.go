@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +34,11 @@ type fakeEnv struct {
 	// acquires are each client's latest acquire (View.Acquires).
 	acquires map[int]Acquire
 	changed  chan struct{}
+	// ended is when the workload stopped (WorkloadEnded), 0 while it runs.
+	ended atomic.Int64
 }
+
+func (e *fakeEnv) WorkloadEnded() (int64, bool) { return e.ended.Load(), false }
 
 var testShape = Shape{Clients: 4, Keys: 1, LockNodes: 1, KeyName: func(int) string { return "lock:0" }}
 
@@ -242,6 +247,47 @@ func TestStopHealsTheFaultInProgress(t *testing.T) {
 	}
 	if ev[1].Effect == nil {
 		t.Error("the healed pause records no effect")
+	}
+}
+
+// A fault that the workload's end cut short did not land, whatever its
+// nemesis measured: the workers had stopped, and what follows its heal
+// (here: a paused holder resumed long past its lease) was no longer part of
+// the workload. A step due after the workload's end is missed.
+func TestAFaultTheWorkloadsEndCutShortDidNotLand(t *testing.T) {
+	env := newFakeEnv()
+	n, _ := (&PauseClient{}).withDuration(t, "1h")
+	plan, _ := ParsePlan("at=0s", 0, 3, "pause-client")
+	victim := plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
+	record, events := recorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
+	}()
+	waitFor(t, func() bool { env.mu.Lock(); defer env.mu.Unlock(); return env.stretched[victim] != "" })
+	env.hold(victim, "lock:0")
+	waitFor(t, func() bool { return len(events()) == 1 })
+	time.Sleep(50 * time.Millisecond) // the pause outlasts the 20ms lease: it would land
+	env.ended.Store(history.Now())
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ev := events()
+	if len(ev) != 2 || ev[1].Effect == nil || ev[1].Effect.Landed || !strings.Contains(ev[1].Effect.Note, "the workload ended") {
+		t.Fatalf("events %+v: want the pause's end to say it did not land, cut short by the workload's end", ev)
+	}
+	if !strings.Contains(ev[1].Effect.Note, "past its") {
+		t.Errorf("effect %q: want what the nemesis measured kept beside it", ev[1].Effect.Note)
+	}
+
+	// A step whose time comes after the workload's end does nothing.
+	var steps []Executed
+	err := Schedule(context.Background(), env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record,
+		func(e Executed) { steps = append(steps, e) })
+	if err != nil || len(steps) != 1 || !strings.Contains(steps[0].Missed, "the workload ended") || len(events()) != 2 {
+		t.Errorf("Schedule: %v, steps %+v, events %d: want the step missed, no fault", err, steps, len(events()))
 	}
 }
 

@@ -107,12 +107,17 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	watched := make(chan struct{})
+	// The watcher ends before the test does, however it ends (a run that
+	// fails ends it from RunFaults, by t.Fatal).
+	stopWatching := sync.OnceFunc(func() { close(stop); <-watched })
+	defer stopWatching()
 	go func() {
 		defer close(watched)
 		for {
 			list, err := listOurContainers()
 			if err != nil {
 				t.Errorf("list containers during the run: %v", err)
+				return
 			}
 			var names []string
 			for _, c := range list {
@@ -134,8 +139,7 @@ func TestSentinelsAreContainersOnDockerAndDecideTheFailover(t *testing.T) {
 		}
 	}()
 	res, _ := runtest.RunFaults(t, &c)
-	close(stop)
-	<-watched
+	stopWatching()
 	runtest.Verdict(t, res, checker.Violation)
 	if p := res.Faults[0].Params; p["promoted-by"] != "3 sentinels" || p["sentinel-decision"] == "" {
 		t.Errorf("the fault does not show a sentinel promotion: %v", p)

@@ -114,6 +114,13 @@ func (e *env) Unstretch(c int) error {
 	return nil
 }
 
+// WorkloadEnded says when the workers were asked to stop, and whether
+// that was early, at the run's first violation (--stop-on-violation).
+func (e *env) WorkloadEnded() (int64, bool) {
+	at := e.r.workloadEnded.Load()
+	return at, at != 0 && e.r.stoppedEarly
+}
+
 func (e *env) worker(c int) (*workerProc, error) {
 	if c < 0 || c >= len(e.r.workers) {
 		return nil, fmt.Errorf("no client %d", c)

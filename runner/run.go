@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -199,11 +200,15 @@ func resolve(cfg settings.Run) (resolved, error) {
 
 type run struct {
 	nonce uint32
-	cfg   settings.Run
-	prog  *progress        // cfg.Progress, nil for none
-	lease time.Duration    // the lock's real lease (resolved.lease)
-	shape nemesis.Topology // the run's shape, as the nemeses see it
-	hist  *history.Writer
+	// workloadEnded is when the workers were asked to stop (history
+	// time), 0 before: a fault that outlasts it did not run its course.
+	// Stored after stoppedEarly is final.
+	workloadEnded atomic.Int64
+	cfg           settings.Run
+	prog          *progress        // cfg.Progress, nil for none
+	lease         time.Duration    // the lock's real lease (resolved.lease)
+	shape         nemesis.Topology // the run's shape, as the nemeses see it
+	hist          *history.Writer
 	// live checks the history as it is recorded; violated is closed when
 	// it sees the first overlap.
 	live     *liveCheck
@@ -369,6 +374,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		r.prog.end()
 	}
 	stopped := history.Now()
+	r.workloadEnded.Store(stopped)
 	interrupted := ctx.Err() != nil
 	// The workers stop before the faults heal: a fault cut short while
 	// clients still worked would be a fault of its own (a delayed restart
