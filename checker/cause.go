@@ -138,11 +138,11 @@ func setFrom(h *hold, lease int64, spans []faultSpan, stalls []stall) int64 {
 
 // freesKeys says whether a fault of this kind can end a lease before its
 // time: a lock node that restarts without it, a replica promoted without
-// it, a clock moved forward. A slow or cut link, a paused process or a
-// killed client only delay.
+// it, a clock moved forward. A slow or cut link, a paused process, a
+// killed client or a cancelled call only delay.
 func freesKeys(a history.Action) bool {
 	switch a {
-	case history.ActionNetwork, history.ActionPause, history.ActionKill, history.ActionSlow:
+	case history.ActionNetwork, history.ActionPause, history.ActionKill, history.ActionSlow, history.ActionCancel:
 		return false
 	}
 	return true

@@ -129,7 +129,7 @@ func leftInTime(aimed *hold, f *history.Fault, tl timeline) bool {
 		return false
 	}
 	switch f.Action {
-	case history.ActionPause, history.ActionNetwork, history.ActionSlow, history.ActionKill:
+	case history.ActionPause, history.ActionNetwork, history.ActionSlow, history.ActionKill, history.ActionCancel:
 	default: // a crash, a failover or a clock can end a lease early; older histories do not say
 		return false
 	}

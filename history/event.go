@@ -71,6 +71,9 @@ const (
 // Error strings recorded on completions the checker interprets.
 const (
 	ErrNotHeld = "not-held" // a release found the lease gone
+	// ErrCancelled begins the error of an operation the client cancelled
+	// in flight (a nemesis asked it to): its outcome is unknown.
+	ErrCancelled = "cancelled"
 )
 
 // Event is one line of history.jsonl.
@@ -153,6 +156,7 @@ const (
 	ActionNetwork  Action = "network"  // slowed, cut or reset links
 	ActionClock    Action = "clock"    // moved lock nodes' clocks: Fault.Nodes
 	ActionSlow     Action = "slow"     // made clients' work slow: Fault.Clients
+	ActionCancel   Action = "cancel"   // cancelled a client's call in flight: Fault.Clients
 )
 
 // Aim names the hold a fault was aimed at.

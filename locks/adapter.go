@@ -447,8 +447,15 @@ func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Durati
 		req["timeout_ms"] = max(time.Until(deadline).Milliseconds(), 1)
 	}
 	line, _ := json.Marshal(req)
+	line = append(line, '\n')
+	// A call cancelled before it is sent goes out with its cancel in one
+	// write: the adapter reads both before its library's call can run.
+	cancelled := a.m.Cancel && ctx.Err() == context.Canceled
+	if cancelled {
+		line = append(line, a.cancelLine(id)...)
+	}
 	a.wmu.Lock()
-	_, err := a.stdin.Write(append(line, '\n'))
+	_, err := a.stdin.Write(line)
 	a.wmu.Unlock()
 	if err != nil {
 		a.drop(id, "")
@@ -458,11 +465,28 @@ func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Durati
 	timer := time.NewTimer(budget)
 	defer timer.Stop()
 	done := ctx.Done()
+	if cancelled {
+		done = nil
+	}
 	for {
 		select {
 		case ans := <-ch:
+			if ans.Type == "cancelled" && cancelled {
+				return answer{}, fmt.Errorf("%w: the adapter cancelled its %s in flight", context.Canceled, req["type"])
+			}
 			return ans, nil
 		case <-done:
+			if ctx.Err() == context.Canceled && a.m.Cancel {
+				// Cancel it the adapter's way, and wait for what became
+				// of it: cancelled, or done first.
+				a.wmu.Lock()
+				_, err := a.stdin.Write(a.cancelLine(id))
+				a.wmu.Unlock()
+				if err == nil {
+					cancelled, done = true, nil
+					continue
+				}
+			}
 			if ctx.Err() == context.Canceled {
 				a.drop(id, keyOf(req))
 				return answer{}, ctx.Err()
@@ -473,6 +497,18 @@ func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Durati
 			return answer{}, fmt.Errorf("%s to %s within %v", NoAnswer, req["type"], budget.Round(time.Millisecond))
 		}
 	}
+}
+
+// cancelLine is the request that cancels request of (docs/protocol.md):
+// it has an id of its own, and no answer; the answer to of says what
+// became of it.
+func (a *adapter) cancelLine(of int64) []byte {
+	a.mu.Lock()
+	id := a.nextID
+	a.nextID++
+	a.mu.Unlock()
+	line, _ := json.Marshal(map[string]any{"id": id, "type": "cancel", "of": of})
+	return append(line, '\n')
 }
 
 func keyOf(req map[string]any) string {

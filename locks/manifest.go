@@ -39,6 +39,10 @@ type Manifest struct {
 	Renew bool `yaml:"renew"`
 	Wait  bool `yaml:"wait"`
 	Lost  bool `yaml:"lost"`
+	// Cancel: the adapter cancels a request in flight when asked (a
+	// cancel request), the way its language does it, and answers that
+	// request cancelled.
+	Cancel bool `yaml:"cancel"`
 	// KeyPrefix is what the library adds to a key (Spec.KeyPrefix).
 	KeyPrefix string `yaml:"key_prefix"`
 	// LeaseOption names a duration option that, when set, is the lease

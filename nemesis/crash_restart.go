@@ -72,19 +72,22 @@ func (c *CrashRestart) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 		Duration: delay,
 	})
 	var rerr error
-	if a != nil {
-		if delay > 0 {
-			// antirez's delayed restart: the node stays away past the
-			// lease, so there is no forgetting to wait for. The holder
-			// goes on; the fault hit it if the lease lived at the crash.
-			rerr = a.release()
-			f.Effect = &history.Effect{Landed: a.liveAt(start),
-				Note: fmt.Sprintf("lock node %d crashed while client %d held %s and stayed down for %s", i, a.Client, a.Key, delay)}
-		}
+	if a != nil && delay > 0 {
+		// antirez's delayed restart: the node stays away past the
+		// lease, so there is no forgetting to wait for. The holder goes
+		// on.
+		rerr = a.release()
 	}
 	f.Heal = func(ctx context.Context) error {
 		if err := node.Restart(ctx); err != nil {
 			return errors.Join(fmt.Errorf("restart lock node %d after the crash: %w", i, err), aRelease(a))
+		}
+		if a != nil && delay > 0 {
+			// The fault hit the hold if its lease lived at the crash;
+			// what the restart without it allows comes now (said at the
+			// heal: a restart after the workload ended did not land).
+			f.Effect = &history.Effect{Landed: a.liveAt(start),
+				Note: fmt.Sprintf("lock node %d crashed while client %d held %s and stayed down for %s", i, a.Client, a.Key, delay)}
 		}
 		if a == nil || delay > 0 {
 			return nil

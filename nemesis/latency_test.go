@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
+	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/runner"
@@ -150,10 +151,24 @@ func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T
 		{"etcd-mutex-unchecked", checker.Violation},
 	} {
 		t.Run(tc.lock, func(t *testing.T) {
-			c := runtest.FaultConfig(t, tc.lock, []string{"latency"}, "latency.when=wait", "latency.links=client=1",
-				"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=6ttl")
-			c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 1500*ms, 8*time.Second, 10*time.Second
-			res, _ := runtest.RunFaults(t, &c)
+			var res checker.Result
+			for attempt := 1; ; attempt++ {
+				c := runtest.FaultConfig(t, tc.lock, []string{"latency"}, "latency.when=wait", "latency.links=client=1",
+					"latency.delay=1ttl", "latency.jitter=0s", "latency.duration=6ttl")
+				c.TTL, c.Hold, c.Wait, c.Duration = time.Second, 1500*ms, 8*time.Second, 10*time.Second
+				var events []history.Event
+				res, events = runtest.RunFaults(t, &c)
+				// The late grant and the lost that the session's slowed
+				// keep-alive brings can come in the same instant (seen
+				// beside eight CPU hogs, 2026-11-28): the client lets go
+				// before it touches anything, and the run shows nothing
+				// of what the unchecked grant allows. Run it again.
+				if tc.want == checker.Violation && res.Verdict == checker.Safe && attempt < 3 && lostWithGrant(events, 1) {
+					t.Logf("client 1 learned its session was gone as its grant came: no evidence, running it again")
+					continue
+				}
+				break
+			}
 			runtest.Verdict(t, res, tc.want)
 			if res.Evidence.Landed == 0 {
 				t.Errorf("no fault on a waiter's links landed")
@@ -166,4 +181,22 @@ func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T
 			}
 		})
 	}
+}
+
+// lostWithGrant says whether client c's lock reported a lease lost within
+// 100 ms of a grant of the same key: a hold that ended as it began.
+func lostWithGrant(events []history.Event, c int) bool {
+	granted := map[string]int64{}
+	for _, e := range events {
+		switch {
+		case e.Client != c:
+		case e.Kind == history.OK && e.F == history.Acquire:
+			granted[e.Key] = e.Time
+		case e.Kind == history.Lost:
+			if at, ok := granted[e.Key]; ok && e.Time-at <= (100*time.Millisecond).Nanoseconds() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -150,6 +150,15 @@ type unwrapper interface {
 	Unwrap() Env
 }
 
+// Canceller is the capability to cancel a client's call in flight: the
+// client's next release (op) invoked after the request gets a cancelled
+// context after from its invoke — an adapter's is sent a cancel request —
+// and the client releases again once it comes back cancelled. It returns
+// when it asked (history time).
+type Canceller interface {
+	CancelNext(client int, op string, after time.Duration) (int64, error)
+}
+
 // Workload is the capability to tell when the run's workload stopped:
 // the history time at which the workers were asked to stop, 0 while they
 // still work, and whether they stopped early, at the run's first
@@ -219,6 +228,9 @@ type Topology struct {
 	// its own accord (Redisson's watchdog); with KeepsAlive, a lease only
 	// a whole lease of silence surely ends.
 	Renews bool
+	// Cancels: the lock's call can be cancelled in flight — a lock written
+	// in Go takes a context; an adapter says so (locks.Manifest.Cancel).
+	Cancels bool
 	// Quorum is how many lock nodes a holder needs: 1 for a single-node
 	// lock, a majority for Redlock.
 	Quorum int
@@ -232,8 +244,11 @@ func (t Topology) OnRedis() bool { return t.Store == cluster.StoreRedis }
 // View is the workload as the coordinator sees it in the event stream.
 type View struct {
 	Holders []Holding
-	// Acquires holds each client's latest acquire.
-	Acquires map[int]Acquire
+	// Acquires holds each client's latest acquire; Releases its latest
+	// release, and Cancelled its latest that a nemesis asked to cancel.
+	Acquires  map[int]Acquire
+	Releases  map[int]Release
+	Cancelled map[int]Release
 	// Exited are the clients whose process has ended.
 	Exited map[int]bool
 	// Waiting says, of each client, which stretched hold last reached the
@@ -265,6 +280,18 @@ type Acquire struct {
 	// adapter silent past its timeout, locks.NoAnswer): no refusal of the
 	// lock's, and the library may still be acquiring.
 	Unanswered bool
+}
+
+// Release is one client's latest release: in flight (Outcome "") or done,
+// with its error; Token is the lease it gave back, when the coordinator
+// saw the hold it ended; Cancelled, that the client was asked to cancel it
+// in flight (Canceller).
+type Release struct {
+	Key, Token    string
+	Invoked, Done int64
+	Outcome       history.Kind
+	Error         string
+	Cancelled     bool
 }
 
 // Holding is one hold in progress.

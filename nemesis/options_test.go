@@ -36,6 +36,8 @@ func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
 		"slow-hold":         {history.ActionSlow, "by=2ttl"},
 		"slow-reply":        {history.ActionNetwork, "delay=0.85ttl duration=5ttl links=client"},
 		"ack-loss":          {history.ActionNetwork, "duration=3ttl links=client"},
+		"starve-client":     {history.ActionPause, "off=0.5ttl on=10ms duration=3ttl"},
+		"cancel-client":     {history.ActionCancel, "op=release after=0s"},
 	}
 	seen := map[string]bool{}
 	for _, s := range nemesis.All() {

@@ -151,6 +151,9 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			return err
 		}
 		injectErr := err // with f: a partial fault, recorded and healed
+		// An effect the nemesis settled before the fault's duration began
+		// (a failover that already lost the lease), and when.
+		settled, settledAt := f.Effect, history.Now()
 		if cancelled {
 			injectErr = nil
 		}
@@ -169,7 +172,14 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 			healErr = f.Heal(context.Background())
 		}
 		if we, violated := workloadEnd(env); we != 0 && we < began+f.Duration.Nanoseconds() {
-			f.Effect = cutShort(f.Effect, time.Duration(we-began), f.Duration, violated)
+			keep := ""
+			switch {
+			case violated:
+				keep = "at the run's first violation"
+			case settled != nil && f.Effect == settled && settledAt <= we:
+				keep = "its effect settled before"
+			}
+			f.Effect = cutShort(f.Effect, time.Duration(we-began), f.Duration, keep)
 		}
 		end := history.Event{Time: history.Now(), Kind: history.FaultEnd, Client: history.NoClient, Fault: desc, Effect: f.Effect}
 		if err := errors.Join(injectErr, healErr); err != nil {
@@ -193,19 +203,21 @@ func loop(ctx context.Context, env Env, it Scheduled, shape Shape, interval time
 // after its heal — the stale OK acted on, the restarted node that forgot a
 // lease, the client back from a partition — fell outside the workload,
 // with nobody left to take the lock it hit. It did not land, whatever it
-// measured: a run whose faults all ended so is no evidence, never a safe
-// lock (a paused acquire cut short at the end of a 4-second run once
-// passed for a landed fault of a safe run). When the workload ended early
-// at the run's first violation (--stop-on-violation), what the fault
-// measured stands: no safe verdict can rest on it, and the violation it
-// caused before the end is what the run stopped for.
-func cutShort(e *history.Effect, lasted, planned time.Duration, atViolation bool) *history.Effect {
-	if atViolation {
+// measured at its heal: a run whose faults all ended so is no evidence,
+// never a safe lock (a paused acquire cut short at the end of a 4-second
+// run once passed for a landed fault of a safe run). What it measured
+// stands (keep) when the nemesis had settled its effect before the fault's
+// duration began and the workload ended (a failover that already lost the
+// lease, the old primary kept down afterwards), or when the workload ended
+// early at the run's first violation (--stop-on-violation): no safe verdict
+// can rest on it then.
+func cutShort(e *history.Effect, lasted, planned time.Duration, keep string) *history.Effect {
+	if keep != "" && lasted >= 0 {
 		if e == nil {
 			return nil
 		}
 		out := *e
-		out.Note += fmt.Sprintf("; the workload ended %s into the fault's %s, at the run's first violation", round(lasted), round(planned))
+		out.Note += fmt.Sprintf("; the workload ended %s into the fault's %s, %s", round(lasted), round(planned), keep)
 		return &out
 	}
 	note := fmt.Sprintf("the workload ended %s into the fault's %s, before what follows its heal could happen: not counted as landed", round(lasted), round(planned))

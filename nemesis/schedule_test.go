@@ -291,6 +291,37 @@ func TestAFaultTheWorkloadsEndCutShortDidNotLand(t *testing.T) {
 	}
 }
 
+// settledFault is a fault whose nemesis knows its effect when it begins
+// (a failover that already lost the lease), then lasts an hour.
+type settledFault struct{}
+
+func (settledFault) Inject(context.Context, Env, Step) (*Fault, error) {
+	return &Fault{Target: "settled", Duration: time.Hour, Effect: &history.Effect{Landed: true, Note: "lost the lease"}}, nil
+}
+
+// A fault whose effect was settled before its duration began keeps it
+// when the workload's end cuts the duration short.
+func TestAnEffectSettledBeforeTheWorkloadEndedStands(t *testing.T) {
+	env := newFakeEnv()
+	plan, _ := ParsePlan("at=0s", 0, 1, "settled")
+	record, events := recorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- Schedule(ctx, env, []Scheduled{{Name: "settled", Nemesis: settledFault{}, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
+	}()
+	waitFor(t, func() bool { return len(events()) == 1 })
+	env.ended.Store(history.Now())
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ev := events()
+	if len(ev) != 2 || ev[1].Effect == nil || !ev[1].Effect.Landed || !strings.Contains(ev[1].Effect.Note, "settled before") {
+		t.Fatalf("events %+v: want the settled effect kept, said so", ev)
+	}
+}
+
 // slowHeal is a fault whose heal lasts until its test lets it end, as a
 // PostgreSQL failover's rebuild of the old primary may on a busy machine.
 type slowHeal struct{ healed chan struct{} }

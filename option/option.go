@@ -262,12 +262,14 @@ func KeyList(specs []Spec) []string {
 	return ks
 }
 
-// Split parses "NAME.KEY=VALUE" assignments into per-name maps.
+// Split parses "NAME.KEY=VALUE" assignments into per-name maps. A key has
+// no dot, a name may (a lock named for its version:
+// redisson-rlock-3.43.0.lease=1s): the last dot ends the name.
 func Split(assignments []string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
 	for _, a := range assignments {
 		kv := strings.SplitN(a, "=", 2)
-		dot := strings.IndexByte(kv[0], '.')
+		dot := strings.LastIndexByte(kv[0], '.')
 		if len(kv) != 2 || dot <= 0 || dot == len(kv[0])-1 {
 			return nil, fmt.Errorf("--opt %q: want NAME.KEY=VALUE, e.g. --opt pause-client.duration=3ttl", a)
 		}

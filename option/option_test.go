@@ -116,8 +116,9 @@ func TestSpecsListTheDeclaredOptionsInOrder(t *testing.T) {
 }
 
 func TestSplit(t *testing.T) {
-	m, err := Split([]string{"latency.delay=40ms", "latency.jitter=1ms", "setnx-expire.gap=0.5ttl"})
-	if err != nil || m["latency"]["delay"] != "40ms" || m["latency"]["jitter"] != "1ms" || m["setnx-expire"]["gap"] != "0.5ttl" {
+	m, err := Split([]string{"latency.delay=40ms", "latency.jitter=1ms", "setnx-expire.gap=0.5ttl", "redisson-rlock-3.43.0.lease=1s"})
+	if err != nil || m["latency"]["delay"] != "40ms" || m["latency"]["jitter"] != "1ms" || m["setnx-expire"]["gap"] != "0.5ttl" ||
+		m["redisson-rlock-3.43.0"]["lease"] != "1s" {
 		t.Errorf("Split = %v, %v", m, err)
 	}
 	for _, bad := range []string{"latency", "latency.=1", ".x=1", "latencydelay=1"} {

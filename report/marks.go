@@ -101,6 +101,8 @@ func nodeWords(f checker.FaultWindow) (string, string) {
 		return "links faulted", "links healed"
 	case history.ActionSlow:
 		return "slowed", "back to speed"
+	case history.ActionCancel:
+		return "call cancelled", "cancel settled"
 	}
 	return "fault", "fault over"
 }

@@ -44,11 +44,12 @@ var actionColors = map[history.Action]string{
 	history.ActionNetwork:  "#74c0fc",
 	history.ActionClock:    "#a9e34b",
 	history.ActionSlow:     "#ffc078",
+	history.ActionCancel:   "#63e6be",
 }
 
 // actionOrder is the order of the colour legend.
 var actionOrder = []history.Action{history.ActionPause, history.ActionKill, history.ActionCrash, history.ActionFailover,
-	history.ActionNetwork, history.ActionClock, history.ActionSlow}
+	history.ActionNetwork, history.ActionClock, history.ActionSlow, history.ActionCancel}
 
 func actionColor(a history.Action) string {
 	if c, ok := actionColors[a]; ok {

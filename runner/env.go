@@ -114,6 +114,23 @@ func (e *env) Unstretch(c int) error {
 	return nil
 }
 
+// CancelNext asks client c to cancel its next release in flight, after
+// from its invoke, and returns when it asked (history time).
+func (e *env) CancelNext(c int, op string, after time.Duration) (int64, error) {
+	w, err := e.worker(c)
+	if err != nil {
+		return 0, err
+	}
+	sent := history.Now()
+	if err := w.send(workload.CancelCommand(op, after)); err != nil {
+		if errors.Is(err, errExited) {
+			return 0, fmt.Errorf("%w: client %d has exited", nemesis.ErrNoTarget, c)
+		}
+		return 0, err
+	}
+	return sent, nil
+}
+
 // WorkloadEnded says when the workers were asked to stop, and whether
 // that was early, at the run's first violation (--stop-on-violation).
 func (e *env) WorkloadEnded() (int64, bool) {

@@ -22,6 +22,8 @@ type tracker struct {
 	holding   map[int]map[string]*heldKey
 	acquiring map[int]inFlight
 	acquires  map[int]nemesis.Acquire // each client's latest
+	releases  map[int]nemesis.Release // each client's latest
+	cancelled map[int]nemesis.Release // each client's latest that a nemesis asked to cancel
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
 	// asked are the stretches sent to a worker that it has not yet taken
@@ -62,7 +64,7 @@ type stretchAck struct {
 
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
-		acquires: map[int]nemesis.Acquire{}, exitedSet: map[int]bool{},
+		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, exitedSet: map[int]bool{},
 		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
@@ -125,9 +127,23 @@ func (t *tracker) observe(e history.Event) {
 			keys[e.Key].depth++
 		}
 	case e.F == history.Release && e.Kind == history.Invoke:
+		r := nemesis.Release{Key: e.Key, Invoked: e.Time, Cancelled: strings.HasPrefix(e.Message, workload.CancelAsked)}
 		if h := t.holding[e.Client][e.Key]; h != nil {
+			r.Token = h.token
 			if h.depth--; h.depth <= 0 {
 				delete(t.holding[e.Client], e.Key)
+			}
+		}
+		t.releases[e.Client] = r
+		if r.Cancelled {
+			t.cancelled[e.Client] = r
+		}
+	case e.F == history.Release:
+		if r, ok := t.releases[e.Client]; ok && r.Outcome == "" {
+			r.Done, r.Outcome, r.Error = e.Time, e.Kind, e.Error
+			t.releases[e.Client] = r
+			if r.Cancelled {
+				t.cancelled[e.Client] = r
 			}
 		}
 	case e.Kind == history.Lost:
@@ -239,7 +255,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
 	})
 }
 

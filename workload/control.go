@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 //	                          (REST > 0: begun after the worker has first held nothing for REST)
 //	stretch KEY MAX REST stop the same, and the first one to get there waits for a pause (SIGSTOP)
 //	unstretch                 let them go
+//	cancel release AFTER      cancel the next release in flight AFTER ns from its invoke
 //	stop                      (or the end of input) finish the iteration and exit
 //
 // The worker answers on its events, in the history: it writes a Ready line
@@ -31,7 +33,25 @@ const (
 	CmdStretch   = "stretch"
 	CmdUnstretch = "unstretch"
 	CmdStop      = "stop"
+	CmdCancel    = "cancel"
 )
+
+// CancelCommand is the line that asks a worker to cancel its next release
+// in flight, after from its invoke (0: before its lock's call runs). The
+// release is recorded as info with an error that begins with
+// history.ErrCancelled, and the worker releases again at once, as a careful
+// caller of a release whose outcome it does not know.
+func CancelCommand(op string, after time.Duration) string {
+	return fmt.Sprintf("%s %s %d", CmdCancel, op, after.Nanoseconds())
+}
+
+// CancelAsked begins the message of a release's invoke that a nemesis
+// asked to cancel (CancelCommand), followed by how long after the invoke.
+const CancelAsked = "to be cancelled after "
+
+// errCancelledByNemesis is the cause of a call's context that a nemesis
+// cancelled.
+var errCancelledByNemesis = errors.New("cancelled by a nemesis (cancel-client)")
 
 // StretchHolding is the message of the stretch event a worker writes when a
 // stretched hold reaches the end of its work and waits, before its write;
@@ -188,6 +208,14 @@ func (w *worker) control(in *bufio.Reader) bool {
 					w.emitLocked(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
 				}
 				w.mu.Unlock()
+			case len(f) == 3 && f[0] == CmdCancel && f[1] == history.Release:
+				ns, perr := strconv.ParseInt(f[2], 10, 64)
+				if perr != nil || ns < 0 {
+					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
+					continue
+				}
+				after := time.Duration(ns)
+				w.cancelNext.Store(&after)
 			case len(f) == 1 && f[0] == CmdUnstretch:
 				w.stretch.set("", 0, 0, false)
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})

@@ -86,7 +86,10 @@ type worker struct {
 	// stretch is what a nemesis asked for: holds of one key stay in their
 	// critical section (control.go).
 	stretch *stretch
-	log     io.Writer
+	// cancelNext, when set, is a nemesis's request to cancel the next
+	// release in flight, so long after its invoke (control.go).
+	cancelNext atomic.Pointer[time.Duration]
+	log        io.Writer
 
 	// mu serialises every event: the main loop and the watchdog goroutines
 	// of a hold emit through it, and the state of the hold in progress
@@ -607,6 +610,10 @@ func (w *worker) release(ctx context.Context, lease locks.Lease, h *heldLock) {
 // acquire's invoke (run), or before the think time or the end.
 func (w *worker) releaseThen(ctx context.Context, lease locks.Lease, h *heldLock) {
 	invoke := history.Event{Kind: history.Invoke, F: history.Release, Key: lease.Key}
+	after := w.cancelNext.Swap(nil)
+	if after != nil {
+		invoke.Message = fmt.Sprintf("%s%v", CancelAsked, *after)
+	}
 	if h != nil {
 		w.mu.Lock()
 		h.ended = true
@@ -616,9 +623,28 @@ func (w *worker) releaseThen(ctx context.Context, lease locks.Lease, h *heldLock
 		w.emit(invoke)
 	}
 	opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
-	err := w.locker.Release(opCtx, lease)
+	cctx, cancelCall := context.WithCancelCause(opCtx)
+	if after != nil {
+		// A nemesis cancels this release in flight, the way a caller
+		// does: the lock's call gets a cancelled context (an adapter is
+		// sent a cancel request, and cancels it its language's way).
+		if *after <= 0 {
+			cancelCall(errCancelledByNemesis) // before the call begins
+		} else {
+			t := time.AfterFunc(*after, func() { cancelCall(errCancelledByNemesis) })
+			defer t.Stop()
+		}
+	}
+	err := w.locker.Release(cctx, lease)
+	cancelled := err != nil && context.Cause(cctx) == errCancelledByNemesis
+	cancelCall(nil)
 	cancel()
 	switch {
+	case cancelled:
+		// Its outcome is unknown, and a careful caller releases again:
+		// whether the lock still lets it is what the cancel tested.
+		w.emitThen(history.Event{Kind: history.Info, F: history.Release, Key: lease.Key, Error: history.ErrCancelled + ": " + err.Error()})
+		w.releaseThen(ctx, lease, nil)
 	case err == nil:
 		w.emitThen(history.Event{Kind: history.OK, F: history.Release, Key: lease.Key})
 	case errors.Is(err, locks.ErrNotHeld):

@@ -23,6 +23,7 @@ import (
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/procs"
+	"github.com/lockchaos/lockchaos/option"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/settings"
 	"github.com/lockchaos/lockchaos/workload"
@@ -80,20 +81,16 @@ func FaultConfig(t testing.TB, lock string, nemeses []string, opts ...string) se
 	t.Helper()
 	c := Config(t, lock, nemeses...)
 	c.Duration = 3 * time.Second
-	c.NemesisOptions = map[string]map[string]string{}
 	c.LockOptions = map[string]string{}
-	for _, o := range opts {
-		kv := strings.SplitN(o, "=", 2)
-		name, key, _ := strings.Cut(kv[0], ".")
-		if name == lock {
-			c.LockOptions[key] = kv[1]
-			continue
-		}
-		if c.NemesisOptions[name] == nil {
-			c.NemesisOptions[name] = map[string]string{}
-		}
-		c.NemesisOptions[name][key] = kv[1]
+	byName, err := option.Split(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if o, ok := byName[lock]; ok {
+		c.LockOptions = o
+		delete(byName, lock)
+	}
+	c.NemesisOptions = byName
 	return c
 }
 
