@@ -222,21 +222,30 @@ func (p *PauseClient) withDuration(t *testing.T, d string) (Nemesis, error) {
 	return newFrom(spec, map[string]string{"duration": d})
 }
 
-// A fault in progress when the run ends is healed before Schedule returns.
-func TestStopHealsTheFaultInProgress(t *testing.T) {
-	env := newFakeEnv()
+// pauseUnderWay schedules an hour's pause of a holder on env and returns
+// once it began: its victim, the events recorded, the schedule's result and
+// the cancel that ends the run.
+func pauseUnderWay(t *testing.T, env *fakeEnv) (victim int, events func() []history.Event, done chan error, cancel context.CancelFunc) {
+	t.Helper()
 	n, _ := (&PauseClient{}).withDuration(t, "1h")
 	plan, _ := ParsePlan("at=0s", 0, 3, "pause-client")
-	victim := plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
+	victim = plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
 	record, events := recorder()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
+	done = make(chan error)
 	go func() {
 		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
 	}()
 	waitFor(t, func() bool { env.mu.Lock(); defer env.mu.Unlock(); return env.stretched[victim] != "" })
 	env.hold(victim, "lock:0")
 	waitFor(t, func() bool { return len(events()) == 1 })
+	return victim, events, done, cancel
+}
+
+// A fault in progress when the run ends is healed before Schedule returns.
+func TestStopHealsTheFaultInProgress(t *testing.T) {
+	env := newFakeEnv()
+	victim, events, done, cancel := pauseUnderWay(t, env)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -256,18 +265,7 @@ func TestStopHealsTheFaultInProgress(t *testing.T) {
 // the workload. A step due after the workload's end is missed.
 func TestAFaultTheWorkloadsEndCutShortDidNotLand(t *testing.T) {
 	env := newFakeEnv()
-	n, _ := (&PauseClient{}).withDuration(t, "1h")
-	plan, _ := ParsePlan("at=0s", 0, 3, "pause-client")
-	victim := plan.Steps("pause-client", testShape, time.Hour, 1)[0].Client
-	record, events := recorder()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() {
-		done <- Schedule(ctx, env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record, func(Executed) {})
-	}()
-	waitFor(t, func() bool { env.mu.Lock(); defer env.mu.Unlock(); return env.stretched[victim] != "" })
-	env.hold(victim, "lock:0")
-	waitFor(t, func() bool { return len(events()) == 1 })
+	_, events, done, cancel := pauseUnderWay(t, env)
 	time.Sleep(50 * time.Millisecond) // the pause outlasts the 20ms lease: it would land
 	env.ended.Store(history.Now())
 	cancel()
@@ -283,11 +281,14 @@ func TestAFaultTheWorkloadsEndCutShortDidNotLand(t *testing.T) {
 	}
 
 	// A step whose time comes after the workload's end does nothing.
+	n, _ := (&PauseClient{}).withDuration(t, "1h")
+	plan, _ := ParsePlan("at=0s", 0, 3, "pause-client")
+	record, after := recorder()
 	var steps []Executed
 	err := Schedule(context.Background(), env, []Scheduled{{Name: "pause-client", Nemesis: n, Plan: plan}}, testShape, time.Hour, record,
 		func(e Executed) { steps = append(steps, e) })
-	if err != nil || len(steps) != 1 || !strings.Contains(steps[0].Missed, "the workload ended") || len(events()) != 2 {
-		t.Errorf("Schedule: %v, steps %+v, events %d: want the step missed, no fault", err, steps, len(events()))
+	if err != nil || len(steps) != 1 || !strings.Contains(steps[0].Missed, "the workload ended") || len(after()) != 0 {
+		t.Errorf("Schedule: %v, steps %+v, events %d: want the step missed, no fault", err, steps, len(after()))
 	}
 }
 
