@@ -24,8 +24,13 @@ import (
 //     stopped, and it reads it on resuming, long after the lease expired.
 //     Its own deadline fires in the same instant, so only a client whose
 //     operation timeout (--op-timeout) outlasts the pause takes the lock;
-//     the others give up — measure both. The fault's window lasts until
-//     the client finished the hold that the stale OK started.
+//     the others give up — measure both. Past its lease it is woken early
+//     in another client's hold of the key, so the stale OK overlaps that
+//     hold by construction; it lands only then, and only when the grant
+//     was its own (a key left by another client's release in flight, or
+//     granted to another acquire in flight beside it, is not). The fault's
+//     window lasts until the client finished the hold that the stale OK
+//     started.
 //   - phase=wait: a client blocked in a blocking acquire (--wait), queued
 //     behind another client's hold, is paused past its lease. Its session
 //     (etcd, ZooKeeper) or lease expires while it sleeps, and the holder
@@ -151,17 +156,19 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		Heal:    unslow,
 	}
 	// Wait for an acquire of c that has been in flight for half the reply
-	// delay (the server has answered; the answer is held in the proxy) while
-	// nobody else held the lock, from when it began until now, as far as we
-	// know: then the answer is most likely OK.
+	// delay (the server has answered; the answer is held in the proxy)
+	// while nobody else held the lock or was releasing it, from when it
+	// began until now, as far as we know: then the answer is most likely
+	// OK, and a key on the lock nodes is most likely its grant.
 	var (
 		seen  time.Time // when c's current acquire was first seen in flight
-		clean bool      // no holder since then
+		clean bool      // no holder, no release in flight since then
 	)
 	deadline := time.Now().Add(triggerWait(env))
 	for {
+		v := snapshot(env)
 		inFlight := slices.Contains(proc.Acquiring(0), c)
-		busy := len(env.Holders()) > 0
+		busy := len(v.Holders) > 0 || releasing(v, c)
 		switch {
 		case !inFlight:
 			seen = time.Time{}
@@ -195,13 +202,28 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	// out while its client was stopped, which is what its validity check
 	// is for. (Another store's members are asked by a token the acquire
 	// has not returned yet: its outcome after the resume says it instead.)
-	acq := snapshot(env).Acquires[c]
+	// The key may instead be another client's whose acquire was in flight
+	// too and whose OK the coordinator had not seen yet: such an OK, seen
+	// by the resume, makes the key's owner unknown.
+	now := snapshot(env)
+	acq := now.Acquires[c]
+	rivals := map[int]int64{}
+	for x, a := range now.Acquires {
+		if x != c && a.Outcome == "" {
+			rivals[x] = a.Invoked
+		}
+	}
 	grantedOn := -1
-	if env.Topology().OnRedis() && acq.Outcome == "" && len(env.Holders()) == 0 {
+	if env.Topology().OnRedis() && acq.Outcome == "" && len(now.Holders) == 0 && !releasing(now, c) {
 		grantedOn = len(holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}))
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
+		// Its lease has run out: the client is woken early in another
+		// client's hold of the key, so a stale OK it acts on overlaps that
+		// hold by construction (woken between holds, it would hold alone
+		// for a while and prove nothing).
+		other, inHold := awaitFreshHold(ctx, env, c, acq.Key)
 		if err := errors.Join(unslow(ctx), proc.Resume(c)); err != nil {
 			return err
 		}
@@ -211,21 +233,47 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// may have started, so the window covers the overlap it causes.
 		ended := untilAcquired(ctx, env, c, acq.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		granted := grantedOn > 0 || ended == history.OK
+		after := snapshot(env)
+		rival := -1
+		for x, inv := range rivals {
+			if a := after.Acquires[x]; a.Invoked == inv && a.Outcome == history.OK {
+				rival = x
+			}
+		}
+		granted := ended == history.OK || grantedOn > 0 && rival < 0
 		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
 		switch {
 		case grantedOn >= 0:
 			note += fmt.Sprintf("; the lock nodes held %s on %d of %d while it was stopped", acq.Key, grantedOn, len(env.LockNodes()))
+			if rival >= 0 && ended != history.OK {
+				note += fmt.Sprintf(", perhaps for client %d, whose acquire in flight beside it was granted", rival)
+			}
 		case ended != "":
 			note += fmt.Sprintf("; that acquire ended %s", ended)
 		}
-		if !granted {
-			note += ": no grant was waiting for it, so the pause tested nothing of a stale OK"
+		switch {
+		case !granted:
+			note += ": no grant was known to wait for it, so the pause tested nothing of a stale OK"
+		case !inHold:
+			note += ": it woke while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		default:
+			note += fmt.Sprintf("; it woke %s into client %d's hold", round(time.Duration(resumed-other.OK)), other.Client)
 		}
-		f.Effect = &history.Effect{Landed: paused >= lease && granted, Note: note}
+		f.Effect = &history.Effect{Landed: paused >= lease && granted && inHold, Note: note}
 		return nil
 	}
 	return f, nil
+}
+
+// releasing says whether a client other than c has a release in flight in
+// v: its key may still be on the lock nodes although nobody holds it.
+func releasing(v View, c int) bool {
+	for x, r := range v.Releases {
+		if x != c && r.Outcome == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // duringWait pauses the step's client while its acquire of the step's key
