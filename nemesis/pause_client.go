@@ -202,20 +202,15 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	// out while its client was stopped, which is what its validity check
 	// is for. (Another store's members are asked by a token the acquire
 	// has not returned yet: its outcome after the resume says it instead.)
-	// The key may instead be another client's whose acquire was in flight
-	// too and whose OK the coordinator had not seen yet: such an OK, seen
-	// by the resume, makes the key's owner unknown.
+	// The key may instead be another client's, whose acquire's events the
+	// coordinator had not seen yet (ownGrant): then the key's owner is
+	// unknown.
 	now := snapshot(env)
 	acq := now.Acquires[c]
-	rivals := map[int]int64{}
-	for x, a := range now.Acquires {
-		if x != c && a.Outcome == "" {
-			rivals[x] = a.Invoked
-		}
-	}
-	grantedOn := -1
+	grantedOn, doubt := -1, false // doubt: the key may have been another's
 	if env.Topology().OnRedis() && acq.Outcome == "" && len(now.Holders) == 0 && !releasing(now, c) {
 		grantedOn = len(holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}))
+		doubt = grantedOn > 0 && !ownGrant(ctx, env, now, c, acq)
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
@@ -233,20 +228,13 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// may have started, so the window covers the overlap it causes.
 		ended := untilAcquired(ctx, env, c, acq.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		after := snapshot(env)
-		rival := -1
-		for x, inv := range rivals {
-			if a := after.Acquires[x]; a.Invoked == inv && a.Outcome == history.OK {
-				rival = x
-			}
-		}
-		granted := ended == history.OK || grantedOn > 0 && rival < 0
+		granted := ended == history.OK || grantedOn > 0 && !doubt
 		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
 		switch {
 		case grantedOn >= 0:
 			note += fmt.Sprintf("; the lock nodes held %s on %d of %d while it was stopped", acq.Key, grantedOn, len(env.LockNodes()))
-			if rival >= 0 && ended != history.OK {
-				note += fmt.Sprintf(", perhaps for client %d, whose acquire in flight beside it was granted", rival)
+			if doubt && ended != history.OK {
+				note += ", perhaps another client's: one took, held or released the key soon after, or its acquire beside it was granted"
 			}
 		case ended != "":
 			note += fmt.Sprintf("; that acquire ended %s", ended)
@@ -263,6 +251,84 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		return nil
 	}
 	return f, nil
+}
+
+// rivalGranted watches the acquires of clients other than c that are in
+// flight in v until each has ended (an op timeout and a TTL at most), and
+// returns a client whose acquire was granted — the key found on the lock
+// nodes beside c's acquire may have been its — or -1. An acquire whose end
+// it did not see (the client had begun another first) counts as granted:
+// its key's owner is unknown.
+func rivalGranted(ctx context.Context, env Env, v View, c int) int {
+	rivals := map[int]int64{}
+	for x, a := range v.Acquires {
+		if x != c && a.Outcome == "" {
+			rivals[x] = a.Invoked
+		}
+	}
+	if len(rivals) == 0 {
+		return -1
+	}
+	t := env.Topology().OpTimeout
+	if t == 0 {
+		t = env.TTL()
+	}
+	ctx, cancel := context.WithTimeout(ctx, t+env.TTL())
+	defer cancel()
+	granted := -1
+	_ = env.Await(ctx, func(v View) bool {
+		for x, inv := range rivals {
+			switch a := v.Acquires[x]; {
+			case a.Invoked != inv || a.Outcome == history.OK:
+				granted = x
+				return true
+			case a.Outcome != "" || v.Exited[x]:
+				delete(rivals, x)
+			}
+		}
+		return len(rivals) == 0
+	})
+	if len(rivals) > 0 && granted < 0 {
+		for x := range rivals {
+			granted = x // not seen to end in time
+		}
+	}
+	return granted
+}
+
+// ownGrant says whether a key found on the lock nodes while client c's
+// acquire acq was in flight, and nobody was known to hold or release it (at
+// v), is most likely c's grant: no acquire of another client in flight
+// then was granted (rivalGranted), and for a fifth of the TTL after —
+// inside the lease c's grant would have — no other client took the key,
+// held it or released it (an acquire whose invoke the coordinator had not
+// seen yet when it asked may have set it).
+func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) bool {
+	if rivalGranted(ctx, env, v, c) >= 0 {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(env.TTL() / 5):
+	}
+	w := snapshot(env)
+	for _, h := range w.Holders {
+		if h.Client != c {
+			return false
+		}
+	}
+	for x, a := range w.Acquires {
+		if x != c && a.Outcome == history.OK && a.Done > acq.Invoked {
+			return false
+		}
+	}
+	for x, r := range w.Releases {
+		if x != c && r.Invoked > acq.Invoked {
+			return false
+		}
+	}
+	return true
 }
 
 // releasing says whether a client other than c has a release in flight in
