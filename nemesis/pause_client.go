@@ -207,10 +207,10 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	// unknown.
 	now := snapshot(env)
 	acq := now.Acquires[c]
-	grantedOn, doubt := -1, false // doubt: the key may have been another's
+	grantedOn, found := -1, 0 // nodes with its key, and with a key
 	if env.Topology().OnRedis() && acq.Outcome == "" && len(now.Holders) == 0 && !releasing(now, c) {
-		grantedOn = len(holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}))
-		doubt = grantedOn > 0 && !ownGrant(ctx, env, now, c, acq)
+		on := holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key})
+		grantedOn, found = ownGrant(ctx, env, now, c, acq, on), len(on)
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
@@ -228,13 +228,13 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// may have started, so the window covers the overlap it causes.
 		ended := untilAcquired(ctx, env, c, acq.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		granted := ended == history.OK || grantedOn > 0 && !doubt
+		granted := ended == history.OK || grantedOn > 0
 		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
 		switch {
 		case grantedOn >= 0:
-			note += fmt.Sprintf("; the lock nodes held %s on %d of %d while it was stopped", acq.Key, grantedOn, len(env.LockNodes()))
-			if doubt && ended != history.OK {
-				note += ", perhaps another client's: one took, held or released the key soon after, or its acquire beside it was granted"
+			note += fmt.Sprintf("; the lock nodes held its %s on %d of %d while it was stopped", acq.Key, grantedOn, len(env.LockNodes()))
+			if found > grantedOn {
+				note += fmt.Sprintf(" (%d more held one perhaps another client's)", found-grantedOn)
 			}
 		case ended != "":
 			note += fmt.Sprintf("; that acquire ended %s", ended)
@@ -296,39 +296,63 @@ func rivalGranted(ctx context.Context, env Env, v View, c int) int {
 	return granted
 }
 
-// ownGrant says whether a key found on the lock nodes while client c's
-// acquire acq was in flight, and nobody was known to hold or release it (at
-// v), is most likely c's grant: no acquire of another client in flight
-// then was granted (rivalGranted), and for a fifth of the TTL after —
-// inside the lease c's grant would have — no other client took the key,
-// held it or released it (an acquire whose invoke the coordinator had not
-// seen yet when it asked may have set it).
-func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) bool {
-	if rivalGranted(ctx, env, v, c) >= 0 {
-		return false
+// ownGrant counts the lock nodes whose key, found there while client c's
+// acquire acq was in flight and nobody was known to hold or release it (at
+// v), is most likely c's grant: the other clients' acquires in flight then
+// have ended (rivalGranted), and for a fifth of the TTL after — inside the
+// lease c's grant would have — the tokens of every other client's hold and
+// release are collected; a node counts when it still keeps the key and
+// under none of those tokens (a client whose acquire the coordinator had
+// not seen yet may have set it; on a quorum lock, another client may win
+// the other nodes meanwhile, as it may). A lock whose tokens say nothing
+// of their holder ("" or "1") counts no node once another client held or
+// released in that time.
+func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire, on []int) int {
+	if len(on) == 0 {
+		return 0
 	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(env.TTL() / 5):
-	}
-	w := snapshot(env)
-	for _, h := range w.Holders {
-		if h.Client != c {
-			return false
+	rivalGranted(ctx, env, v, c)
+	others := map[string]bool{}
+	see := func(w View) {
+		for _, h := range w.Holders {
+			if h.Client != c {
+				others[h.Token] = true
+			}
+		}
+		for x, r := range w.Releases {
+			if x != c && r.Invoked > acq.Invoked {
+				others[r.Token] = true
+			}
 		}
 	}
-	for x, a := range w.Acquires {
-		if x != c && a.Outcome == history.OK && a.Done > acq.Invoked {
-			return false
+	until := time.Now().Add(env.TTL() / 5)
+	for time.Now().Before(until) && ctx.Err() == nil {
+		see(snapshot(env))
+		time.Sleep(time.Millisecond)
+	}
+	see(snapshot(env))
+	nodes := env.LockNodes()
+	own := 0
+	for _, i := range on {
+		if i >= len(nodes) || !HasLease(ctx, nodes[i], env.Topology().KeyPrefix, Holding{Key: acq.Key}) {
+			continue
+		}
+		mine := true
+		for t := range others {
+			if t == "" || t == "1" {
+				mine = false // a token that names nobody: the key may be its
+				break
+			}
+			if HasLease(ctx, nodes[i], env.Topology().KeyPrefix, Holding{Key: acq.Key, Token: t}.On(i, len(nodes))) {
+				mine = false
+				break
+			}
+		}
+		if mine {
+			own++
 		}
 	}
-	for x, r := range w.Releases {
-		if x != c && r.Invoked > acq.Invoked {
-			return false
-		}
-	}
-	return true
+	return own
 }
 
 // releasing says whether a client other than c has a release in flight in
