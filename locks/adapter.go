@@ -176,6 +176,7 @@ func (a *adapter) Start(ctx context.Context) error {
 			cmd.Env = append(cmd.Env, e)
 		}
 	}
+	cmd.Env = append(cmd.Env, a.cfg.Env...)
 	// The worker's process group (no Setpgid): a pause or kill of the
 	// client stops the adapter with it. Pdeathsig: it dies with the worker.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -157,6 +157,10 @@ type Config struct {
 	// LogPath, when set, is a file for the lock's own log beside the
 	// worker's (an adapter's standard error).
 	LogPath string
+	// Env is added to the environment of the lock's own process (an
+	// adapter): the clock shim's LD_PRELOAD and control file when a
+	// nemesis moves this client's wall clock.
+	Env []string
 }
 
 // Spec registers one lock.

@@ -143,6 +143,14 @@ type Clocks interface {
 	Clock(node cluster.Node) *cluster.Clock
 }
 
+// ClientClocks is the capability to move a client's wall clock: the clock
+// of its lock's own process (an adapter, started under the clock shim).
+type ClientClocks interface {
+	// ClientClock is the clock shim's control of client c's lock process,
+	// or nil when it runs without the shim.
+	ClientClock(c int) *cluster.Clock
+}
+
 // unwrapper is an Env that wraps another (a step's, with its own random
 // source): capability looks for a capability in the wrapped Env too, since
 // an Env that embeds another hides the capabilities of the value inside.
@@ -231,6 +239,10 @@ type Topology struct {
 	// Cancels: the lock's call can be cancelled in flight — a lock written
 	// in Go takes a context; an adapter says so (locks.Manifest.Cancel).
 	Cancels bool
+	// Adapter: the lock runs in a process of its own beside each worker
+	// (an adapter, docs/protocol.md), whose wall clock the clock shim can
+	// move (ClientClocks); a lock written in Go runs inside the worker.
+	Adapter bool
 	// Quorum is how many lock nodes a holder needs: 1 for a single-node
 	// lock, a majority for Redlock.
 	Quorum int
@@ -324,6 +336,10 @@ type Spec struct {
 	// NodeClock: the lock nodes must start under the clock shim, so that
 	// this nemesis can shift their wall clocks (Clocks).
 	NodeClock bool
+	// ClientClock: each client's lock process (an adapter) must start
+	// under the clock shim, so that this nemesis can shift its wall clock
+	// (ClientClocks).
+	ClientClock bool
 }
 
 // Applier is a nemesis that applies only to runs of some shapes: Applies

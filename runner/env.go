@@ -21,11 +21,12 @@ type env struct{ r *run }
 
 // The run gives the nemeses every capability.
 var (
-	_ nemesis.Env         = (*env)(nil)
-	_ nemesis.Processes   = (*env)(nil)
-	_ nemesis.Links       = (*env)(nil)
-	_ nemesis.Replication = (*env)(nil)
-	_ nemesis.Clocks      = (*env)(nil)
+	_ nemesis.Env          = (*env)(nil)
+	_ nemesis.Processes    = (*env)(nil)
+	_ nemesis.Links        = (*env)(nil)
+	_ nemesis.Replication  = (*env)(nil)
+	_ nemesis.Clocks       = (*env)(nil)
+	_ nemesis.ClientClocks = (*env)(nil)
 )
 
 func (e *env) TTL() time.Duration   { return e.r.cfg.TTL }
@@ -58,6 +59,15 @@ func (e *env) Clock(n cluster.Node) *cluster.Clock {
 		return rep.Clock(n)
 	}
 	return nil
+}
+
+// ClientClock is client c's clock shim control (nemesis.ClientClocks): nil
+// when its lock runs without the shim.
+func (e *env) ClientClock(c int) *cluster.Clock {
+	if c < 0 || c >= len(e.r.clientClocks) {
+		return nil
+	}
+	return e.r.clientClocks[c]
 }
 
 func (e *env) Sentinels() []string {

@@ -229,6 +229,10 @@ type run struct {
 	// sentinelViews are each client's way to follow Sentinel itself, in a
 	// Redis run with sentinels (sentinelView).
 	sentinelViews []*locks.Sentinels
+	// clientClocks are each client's clock shim control, when a nemesis
+	// moves the clients' clocks (nemesis.Spec.ClientClock) and the lock
+	// runs in an adapter; nil otherwise.
+	clientClocks []*cluster.Clock
 }
 
 func (r *run) record(e history.Event) {
@@ -290,6 +294,10 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		argv = []string{self, "worker"}
 	}
 	defer r.stopWorkers() // on every path: no worker outlives the run
+	shim, err := r.clientClockShim(rs)
+	if err != nil {
+		return err
+	}
 	for c := 0; c < r.cfg.Clients; c++ {
 		wc := workload.Config{
 			Workload: r.cfg.Workload, Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
@@ -300,6 +308,14 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		}
 		if rs.lock.Adapter != nil {
 			wc.AdapterLog = filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.adapter.log", c))
+		}
+		if shim != "" {
+			clock, err := cluster.NewClock(filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.clock", c)))
+			if err != nil {
+				return err
+			}
+			r.clientClocks = append(r.clientClocks, clock)
+			wc.AdapterEnv = []string{"LD_PRELOAD=" + shim, cluster.ClockFileEnv + "=" + clock.Path()}
 		}
 		w, err := startWorker(argv, wc, filepath.Join(r.cfg.Out, "workers", fmt.Sprintf("client-%d.log", c)), r.record, r.trk)
 		if err != nil {
@@ -579,4 +595,20 @@ func (r *run) nodeRoles(ctx context.Context) []string {
 		out = append(out, n.Name()+" "+role)
 	}
 	return out
+}
+
+// clientClockShim is the clock shim for the clients' adapters when one of
+// the run's nemeses moves a client's clock (nemesis.Spec.ClientClock), ""
+// when none does or the lock runs inside the worker (Go: its clock is out
+// of the shim's reach, and the nemesis does not apply).
+func (r *run) clientClockShim(rs resolved) (string, error) {
+	if rs.lock.Adapter == nil {
+		return "", nil
+	}
+	for _, n := range rs.nemeses {
+		if s, err := nemesis.Lookup(n.Name); err == nil && s.ClientClock {
+			return cluster.ClockShim()
+		}
+	}
+	return "", nil
 }

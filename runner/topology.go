@@ -47,6 +47,7 @@ func shape(c settings.Run, lockNodes int, lock locks.Spec) nemesis.Topology {
 		Topology: c.Topology, Workload: c.Workload, Lock: c.Lock, Store: lock.Store, LockNodes: lockNodes, Quorum: quorum,
 		Leaseless: lock.Leaseless, KeyPrefix: lock.KeyPrefix, KeepsAlive: lock.KeepsAlive, Renews: c.Renew || c.Reentry > 0 || lock.Reentrant,
 		Cancels: lock.Adapter == nil || lock.Adapter.Cancel,
+		Adapter: lock.Adapter != nil,
 	}
 }
 

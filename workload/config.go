@@ -46,6 +46,9 @@ type Config struct {
 	// error.
 	Adapter    *locks.Manifest   `json:"adapter,omitempty"`
 	AdapterLog string            `json:"adapter_log,omitempty"`
+	// AdapterEnv is added to the adapter's environment: the clock shim's
+	// when a nemesis moves this client's clock (locks.Config.Env).
+	AdapterEnv []string `json:"adapter_env,omitempty"`
 	Options    map[string]string `json:"options"`
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`

@@ -137,6 +137,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		Client:    cfg.Client,
 		Seed:      cfg.Seed,
 		LogPath:   cfg.AdapterLog,
+		Env:       cfg.AdapterEnv,
 	})
 	if err != nil {
 		w.close()

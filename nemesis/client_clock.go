@@ -1,0 +1,253 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockchaos/lockchaos/history"
+)
+
+// ClientClock steps a client's wall clock back, as an NTP correction of a
+// clock that ran fast does, while its acquire is in flight and slow: a lock
+// that measures the acquire's time on the wall clock to find how much of
+// its lease is left (Redlock's validity, TTL − elapsed − drift) counts the
+// step as time that never passed. The client's replies are held at its
+// proxy past its lease, so the lease runs out on the servers before the
+// grant reaches it: a lock that measures on a monotonic clock finds the
+// lease gone and refuses, one that reads the wall clock (Date.now(),
+// System.currentTimeMillis(), time.time()) finds it valid and acts on it —
+// beside another client's hold, since the replies are let go early in one
+// (less than half a hold after its start), by construction.
+//
+// The step reaches a lock's own process, an adapter, which runs under the
+// clock shim (cluster/clockshim: gettimeofday, clock_gettime's realtime
+// clocks and time; monotonic clocks and timers are untouched, as in a real
+// step). A lock written in Go runs inside the worker: the Go runtime reads
+// the clock through the vDSO, out of LD_PRELOAD's reach, and measures
+// elapsed time on the monotonic reading time.Now carries — a step cannot
+// move it, and the nemesis does not apply.
+//
+// It landed when the servers granted the acquire (its key on a quorum of
+// the lock nodes while nobody else held or released it), the replies were
+// held past the lease and let go in another client's hold, the step was
+// larger than the time they were held, and the lock answered the acquire
+// (granted or refused, not timed out: the op timeout must outlast the
+// hold). The clock is set right again once the acquire and the hold it
+// began are over.
+type ClientClock struct {
+	By    time.Duration `opt:"by" default:"5ttl" margin:"0.1ttl..10ttl" help:"how far back the client's wall clock steps while its acquire is in flight"`
+	Delay time.Duration `opt:"delay" default:"1.5ttl" help:"how long the acquire's replies are held at least (past its lease: the lease runs out on the servers first); they go on in another client's hold"`
+}
+
+func init() {
+	Register(Spec{
+		Name:        "client-clock",
+		Description: "step a client's wall clock back (clock shim in its adapter) while its acquire's replies are held past the lease: a validity measured on the wall clock says the lease still lives",
+		Action:      history.ActionClock,
+		New:         func() Nemesis { return new(ClientClock) },
+		ClientClock: true,
+	})
+}
+
+// Applies: the lock must run in a process of its own (an adapter).
+func (k *ClientClock) Applies(t Topology) error {
+	if !t.Adapter {
+		return fmt.Errorf("client-clock steps the wall clock of a lock's own process (an adapter) through the clock shim; lock %s runs inside the Go worker, which reads the clock through the vDSO (out of the shim's reach) and measures elapsed time on the monotonic clock, which a step does not move", t.Lock)
+	}
+	return nil
+}
+
+func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {
+	clocks, err := capability[ClientClocks](env, "the clients' clocks (the clock shim in their adapters)")
+	if err != nil {
+		return nil, err
+	}
+	net, err := linksOf(env)
+	if err != nil {
+		return nil, err
+	}
+	c := step.Client
+	clock := clocks.ClientClock(c)
+	if clock == nil {
+		return nil, fmt.Errorf("client-clock: client %d's lock runs without the clock shim", c)
+	}
+	f := &Fault{
+		Target:  fmt.Sprintf("clock of client %d back by %v (acquire in flight)", c, k.By),
+		Params:  map[string]string{"by": k.By.String(), "direction": "backward", "delay": k.Delay.String(), "variant": "shim"},
+		Clients: []int{c},
+	}
+	g, note, err := k.heldGrant(ctx, env, net, c)
+	if err != nil || g == nil {
+		if note == "" && err != nil {
+			note = err.Error()
+		}
+		f.Start, f.Effect = history.Now(), &history.Effect{Note: note}
+		return f, err
+	}
+	f.Start = g.start
+	if err := clock.Set(clock.Offset()-k.By, clock.Rate()); err != nil {
+		return nil, errors.Join(err, g.unhold(ctx))
+	}
+	f.Params["offset"] = clock.Offset().Round(time.Millisecond).String()
+	f.Duration = time.Until(timeOf(g.acq.Invoked).Add(k.Delay))
+	f.Heal = func(ctx context.Context) error {
+		other, inHold := awaitFreshHold(ctx, env, c, g.acq.Key)
+		if err := g.unhold(ctx); err != nil {
+			return errors.Join(err, clock.Set(0, 1))
+		}
+		let := history.Now()
+		ended := untilAcquired(ctx, env, c, g.acq.Invoked)
+		if err := clock.Set(0, 1); err != nil {
+			return err
+		}
+		held, lease := time.Duration(let-g.acq.Invoked), env.Lease()
+		granted := ended == history.OK || g.grantedOn >= env.Topology().Quorum
+		note := fmt.Sprintf("client %d's clock stepped back %s while its acquire's replies were held %s (its lease is %s)", c, k.By, round(held), lease)
+		if g.grantedOn >= 0 {
+			note += fmt.Sprintf("; the lock nodes held its %s on %d of %d", g.acq.Key, g.grantedOn, len(env.LockNodes()))
+		}
+		if ended != "" {
+			note += fmt.Sprintf("; the acquire ended %s", ended)
+		}
+		landed := false
+		switch {
+		case !granted:
+			note += ": no grant was known to wait for it"
+		case held < lease:
+			note += ": the replies came before the lease could run out"
+		case k.By <= held:
+			note += ": the step was no larger than the time the replies were held, so even a wall clock saw the lease run out"
+		case ended != history.OK && ended != history.Fail:
+			note += ": the lock gave no answer in time (the op timeout must outlast the held replies)"
+		case !inHold:
+			note += ": the replies went on while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		default:
+			landed = true
+			note += fmt.Sprintf("; they went on %s into client %d's hold", round(time.Duration(let-other.OK)), other.Client)
+		}
+		f.Effect = &history.Effect{Landed: landed, Note: note}
+		return nil
+	}
+	return f, nil
+}
+
+// heldGrant is an acquire of a client whose replies are held at its proxy
+// while the servers granted it.
+type heldGrant struct {
+	start     int64 // when its replies began to be held
+	acq       Acquire
+	grantedOn int // lock nodes that held its key (-1: not asked, another store)
+	unhold    func(context.Context) error
+}
+
+// heldGrant holds client c's replies (a latency toxic of a minute, which
+// lets what it holds go at once when removed) from a moment it is idle,
+// and waits for its next acquire: one begun on a free lock that the servers
+// granted, its OK held. An acquire that does not qualify is let go and the
+// next one tried, within triggerWait; nil and why when none did.
+func (k *ClientClock) heldGrant(ctx context.Context, env Env, net Links, c int) (*heldGrant, string, error) {
+	deadline := time.Now().Add(triggerWait(env))
+	for time.Now().Before(deadline) {
+		exited := false
+		if err := env.Await(ctx, func(v View) bool { exited = v.Exited[c]; return exited || idle(v, c) }); err != nil {
+			return nil, "the run ended before the fault", err
+		}
+		if exited {
+			return nil, fmt.Sprintf("client %d exited before an acquire", c), nil
+		}
+		start := history.Now()
+		unhold, err := addToxics(net.Proxies().Links(is(c), nil), "client-clock-hold", "latency", []string{"downstream"}, map[string]any{"latency": time.Minute.Milliseconds()})
+		if err != nil {
+			return nil, "", err
+		}
+		g, err := k.grantAfter(ctx, env, c, start)
+		if err != nil && ctx.Err() != nil {
+			return nil, "the run ended before an acquire of client " + fmt.Sprint(c) + " was granted", errors.Join(err, unhold(ctx))
+		}
+		if err != nil || g != nil {
+			if g != nil {
+				g.start, g.unhold = start, unhold
+			}
+			if err != nil {
+				err = errors.Join(err, unhold(ctx))
+			}
+			return g, "", err
+		}
+		// Not a grant on a free lock: let its answer go, wait for it.
+		invoked := snapshot(env).Acquires[c].Invoked
+		if err := unhold(ctx); err != nil {
+			return nil, "", err
+		}
+		untilAcquired(ctx, env, c, invoked)
+	}
+	return nil, fmt.Sprintf("client %d began no acquire the servers granted on a free lock within %v", c, triggerWait(env)), nil
+}
+
+// grantAfter waits for client c's acquire invoked after start and tells
+// whether the servers granted it while nobody else held the key or
+// released: nil when they did not (or, another store's, cannot be asked
+// before the answer: then any acquire on a free lock is taken).
+func (k *ClientClock) grantAfter(ctx context.Context, env Env, c int, start int64) (*heldGrant, error) {
+	wctx, cancel := context.WithTimeout(ctx, 2*(env.TTL()+env.Hold())+time.Second)
+	defer cancel()
+	var acq Acquire
+	if err := env.Await(wctx, func(v View) bool {
+		acq = v.Acquires[c]
+		return acq.Invoked > start || !idle(v, c)
+	}); err != nil {
+		return nil, ctx.Err()
+	}
+	if acq.Invoked <= start || acq.Outcome != "" {
+		return nil, nil
+	}
+	free := func(v View) bool { return len(v.Holders) == 0 && !releasing(v, c) }
+	if !env.Topology().OnRedis() {
+		if !free(snapshot(env)) {
+			return nil, nil
+		}
+		return &heldGrant{acq: acq, grantedOn: -1}, nil
+	}
+	// The request reaches the servers in well under a millisecond; give a
+	// busy machine a fifth of the TTL.
+	until := time.Now().Add(env.TTL() / 5)
+	for time.Now().Before(until) {
+		v := snapshot(env)
+		if !free(v) || v.Acquires[c].Invoked != acq.Invoked || v.Acquires[c].Outcome != "" {
+			return nil, nil
+		}
+		if on := holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}); len(on) >= env.Topology().Quorum {
+			// The key may be another client's (ownGrant): then this
+			// acquire is not the one.
+			own := ownGrant(ctx, env, v, c, acq, on)
+			if own < env.Topology().Quorum {
+				return nil, nil
+			}
+			return &heldGrant{acq: acq, grantedOn: own}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil, nil
+}
+
+// idle says whether client c has no call in flight and holds nothing in v:
+// its next call is an acquire.
+func idle(v View, c int) bool {
+	if a, ok := v.Acquires[c]; ok && a.Outcome == "" {
+		return false
+	}
+	if r, ok := v.Releases[c]; ok && r.Outcome == "" {
+		return false
+	}
+	for _, h := range v.Holders {
+		if h.Client == c {
+			return false
+		}
+	}
+	return true
+}
