@@ -51,6 +51,13 @@ func init() {
 	})
 }
 
+func (k *ClientClock) Validate() error {
+	if k.By <= 0 || k.Delay <= 0 {
+		return fmt.Errorf("by (%v) and delay (%v) must both be more than 0", k.By, k.Delay)
+	}
+	return nil
+}
+
 // Applies: the lock must run in a process of its own (an adapter).
 func (k *ClientClock) Applies(t Topology) error {
 	if !t.Adapter {
@@ -220,7 +227,7 @@ func (k *ClientClock) grantAfter(ctx context.Context, env Env, c int, start int6
 		if on := holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key}); len(on) >= env.Topology().Quorum {
 			// The key may be another client's (ownGrant): then this
 			// acquire is not the one.
-			own := ownGrant(ctx, env, v, c, acq, on)
+			own, _ := ownGrant(ctx, env, v, c, acq)
 			if own < env.Topology().Quorum {
 				return nil, nil
 			}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 )
 
 // PauseClient freezes a client's process with SIGSTOP, longer than the TTL,
@@ -209,8 +211,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	acq := now.Acquires[c]
 	grantedOn, found := -1, 0 // nodes with its key, and with a key
 	if env.Topology().OnRedis() && acq.Outcome == "" && len(now.Holders) == 0 && !releasing(now, c) {
-		on := holdersOf(ctx, env, env.LockNodes(), Holding{Key: acq.Key})
-		grantedOn, found = ownGrant(ctx, env, now, c, acq, on), len(on)
+		grantedOn, found = ownGrant(ctx, env, now, c, acq)
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
@@ -296,20 +297,30 @@ func rivalGranted(ctx context.Context, env Env, v View, c int) int {
 	return granted
 }
 
-// ownGrant counts the lock nodes whose key, found there while client c's
-// acquire acq was in flight and nobody was known to hold or release it (at
-// v), is most likely c's grant: the other clients' acquires in flight then
-// have ended (rivalGranted), and for a fifth of the TTL after — inside the
-// lease c's grant would have — the tokens of every other client's hold and
-// release are collected; a node counts when it still keeps the key and
-// under none of those tokens (a client whose acquire the coordinator had
-// not seen yet may have set it; on a quorum lock, another client may win
-// the other nodes meanwhile, as it may). A lock whose tokens say nothing
-// of their holder ("" or "1") counts no node once another client held or
-// released in that time.
-func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire, on []int) int {
-	if len(on) == 0 {
-		return 0
+// ownGrant asks the Redis lock nodes for key while client c's acquire acq
+// is in flight and nobody is known to hold or release it (at v), and
+// counts the nodes whose key is most likely c's grant, of found with a
+// key: the marks the key carries then (its value, or its hash's fields)
+// must be none of the other clients' tokens — of the acquires in flight at
+// v, once they ended (rivalGranted), and of every hold and release seen in
+// the fifth of the TTL after, inside the lease c's grant would have (a
+// client whose acquire the coordinator had not seen yet may have set the
+// key; on a quorum lock another client may win the other nodes meanwhile,
+// as it may). A lock whose tokens say nothing of their holder ("" or "1")
+// counts no node once another client held or released in that time.
+func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) (own, found int) {
+	nodes, prefix := env.LockNodes(), env.Topology().KeyPrefix
+	marks := make([][]string, len(nodes))
+	for i, n := range nodes {
+		client := cluster.RedisClient(n.Addr())
+		_, m, exists, err := cluster.KeyMarks(ctx, client, prefix+acq.Key)
+		client.Close()
+		if err == nil && exists {
+			marks[i], found = m, found+1
+		}
+	}
+	if found == 0 {
+		return 0, 0
 	}
 	rivalGranted(ctx, env, v, c)
 	others := map[string]bool{}
@@ -325,34 +336,30 @@ func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire, on []int
 			}
 		}
 	}
+	see(v)
 	until := time.Now().Add(env.TTL() / 5)
 	for time.Now().Before(until) && ctx.Err() == nil {
 		see(snapshot(env))
 		time.Sleep(time.Millisecond)
 	}
 	see(snapshot(env))
-	nodes := env.LockNodes()
-	own := 0
-	for _, i := range on {
-		if i >= len(nodes) || !HasLease(ctx, nodes[i], env.Topology().KeyPrefix, Holding{Key: acq.Key}) {
-			continue
-		}
-		mine := true
-		for t := range others {
-			if t == "" || t == "1" {
-				mine = false // a token that names nobody: the key may be its
-				break
-			}
-			if HasLease(ctx, nodes[i], env.Topology().KeyPrefix, Holding{Key: acq.Key, Token: t}.On(i, len(nodes))) {
-				mine = false
-				break
+	if others[""] || others["1"] {
+		return 0, found // a token that names nobody: any key may be its
+	}
+	for i, m := range marks {
+		mine := len(m) > 0
+		for _, mark := range m {
+			for t := range others {
+				if mark == locks.Mark(t, i, len(nodes)) {
+					mine = false
+				}
 			}
 		}
 		if mine {
 			own++
 		}
 	}
-	return own
+	return own, found
 }
 
 // releasing says whether a client other than c has a release in flight in

@@ -44,11 +44,11 @@ type Config struct {
 	// Adapter is the manifest of an adapter lock (a process of any
 	// language, docs/protocol.md), AdapterLog the file for its standard
 	// error.
-	Adapter    *locks.Manifest   `json:"adapter,omitempty"`
-	AdapterLog string            `json:"adapter_log,omitempty"`
+	Adapter    *locks.Manifest `json:"adapter,omitempty"`
+	AdapterLog string          `json:"adapter_log,omitempty"`
 	// AdapterEnv is added to the adapter's environment: the clock shim's
 	// when a nemesis moves this client's clock (locks.Config.Env).
-	AdapterEnv []string `json:"adapter_env,omitempty"`
+	AdapterEnv []string          `json:"adapter_env,omitempty"`
 	Options    map[string]string `json:"options"`
 	// LockAddrs are this client's proxied addresses of the lock nodes.
 	LockAddrs []string `json:"lock_addrs"`
