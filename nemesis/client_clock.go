@@ -60,8 +60,11 @@ func (k *ClientClock) Validate() error {
 
 // Applies: the lock must run in a process of its own (an adapter).
 func (k *ClientClock) Applies(t Topology) error {
-	if !t.Adapter {
+	switch t.Adapter {
+	case "":
 		return fmt.Errorf("client-clock steps the wall clock of a lock's own process (an adapter) through the clock shim; lock %s runs inside the Go worker, which reads the clock through the vDSO (out of the shim's reach) and measures elapsed time on the monotonic clock, which a step does not move", t.Lock)
+	case "go":
+		return fmt.Errorf("client-clock steps a process's wall clock through the clock shim (LD_PRELOAD), and lock %s's adapter is written in Go, whose runtime reads the clock through the vDSO, out of the shim's reach", t.Lock)
 	}
 	return nil
 }

@@ -19,11 +19,12 @@ func TestBadClientClockOptionsAreRefused(t *testing.T) {
 // A client's clock is a lock's own process's: an adapter's. A lock written
 // in Go runs inside the worker, whose clock the shim cannot reach.
 func TestAClientClockIsAnAdaptersOnly(t *testing.T) {
-	adapter := topoRun
-	adapter.Adapter = true
+	adapter, inGo := topoRun, topoRun
+	adapter.Adapter, inGo.Adapter = "node", "go"
 	applies(t, []appliesCase{
 		{"client-clock", nil, adapter, ""},
 		{"client-clock", nil, topoRun, "runs inside the Go worker"},
+		{"client-clock", nil, inGo, "written in Go"},
 	})
 }
 

@@ -239,10 +239,11 @@ type Topology struct {
 	// Cancels: the lock's call can be cancelled in flight — a lock written
 	// in Go takes a context; an adapter says so (locks.Manifest.Cancel).
 	Cancels bool
-	// Adapter: the lock runs in a process of its own beside each worker
-	// (an adapter, docs/protocol.md), whose wall clock the clock shim can
-	// move (ClientClocks); a lock written in Go runs inside the worker.
-	Adapter bool
+	// Adapter is the language of the lock's adapter (locks.Manifest), a
+	// process of its own beside each worker (docs/protocol.md) whose wall
+	// clock the clock shim can move (ClientClocks); "" for a lock written
+	// in Go, which runs inside the worker.
+	Adapter string
 	// Quorum is how many lock nodes a holder needs: 1 for a single-node
 	// lock, a majority for Redlock.
 	Quorum int

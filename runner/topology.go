@@ -47,7 +47,7 @@ func shape(c settings.Run, lockNodes int, lock locks.Spec) nemesis.Topology {
 		Topology: c.Topology, Workload: c.Workload, Lock: c.Lock, Store: lock.Store, LockNodes: lockNodes, Quorum: quorum,
 		Leaseless: lock.Leaseless, KeyPrefix: lock.KeyPrefix, KeepsAlive: lock.KeepsAlive, Renews: c.Renew || c.Reentry > 0 || lock.Reentrant,
 		Cancels: lock.Adapter == nil || lock.Adapter.Cancel,
-		Adapter: lock.Adapter != nil,
+		Adapter: adapterLanguage(lock),
 	}
 }
 
@@ -213,4 +213,16 @@ func (r *run) preflight(ctx context.Context, rs resolved) error {
 		return settings.UsageError{Err: fmt.Errorf("lock %s: %w", rs.lock.Name, err)}
 	}
 	return nil
+}
+
+// adapterLanguage is the language of lock's adapter ("adapter" when its
+// manifest names none), "" for a lock written in Go.
+func adapterLanguage(lock locks.Spec) string {
+	switch {
+	case lock.Adapter == nil:
+		return ""
+	case lock.Adapter.Language == "":
+		return "adapter"
+	}
+	return lock.Adapter.Language
 }
