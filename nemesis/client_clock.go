@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -60,10 +61,10 @@ func (k *ClientClock) Validate() error {
 
 // Applies: the lock must run in a process of its own (an adapter).
 func (k *ClientClock) Applies(t Topology) error {
-	switch t.Adapter {
+	switch strings.ToLower(t.Adapter) {
 	case "":
 		return fmt.Errorf("client-clock steps the wall clock of a lock's own process (an adapter) through the clock shim; lock %s runs inside the Go worker, which reads the clock through the vDSO (out of the shim's reach) and measures elapsed time on the monotonic clock, which a step does not move", t.Lock)
-	case "go":
+	case "go", "golang":
 		return fmt.Errorf("client-clock steps a process's wall clock through the clock shim (LD_PRELOAD), and lock %s's adapter is written in Go, whose runtime reads the clock through the vDSO, out of the shim's reach", t.Lock)
 	}
 	return nil
@@ -101,9 +102,14 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		return nil, errors.Join(err, g.unhold(ctx))
 	}
 	f.Params["offset"] = clock.Offset().Round(time.Millisecond).String()
+	shim := clocks.ShimLoaded(c)
 	f.Duration = time.Until(timeOf(g.acq.Invoked).Add(k.Delay))
 	f.Heal = func(ctx context.Context) error {
 		other, inHold := awaitFreshHold(ctx, env, c, g.acq.Key)
+		// An answer before the replies are let go was not held (the
+		// toxic's latency ran out: a fault far longer than planned).
+		a := snapshot(env).Acquires[c]
+		early := a.Invoked != g.acq.Invoked || a.Outcome != ""
 		if err := g.unhold(ctx); err != nil {
 			return errors.Join(err, clock.Set(0, 1))
 		}
@@ -123,6 +129,10 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		}
 		landed := false
 		switch {
+		case early:
+			note += ": the acquire was answered before its replies were let go"
+		case !shim:
+			note += fmt.Sprintf(": the clock shim is not loaded in client %d's adapter (a launcher that cleared its environment, or a runtime that does not read the clock through the C library), so the step did not reach its lock", c)
 		case !granted:
 			note += ": no grant was known to wait for it"
 		case held < lease:
@@ -152,8 +162,16 @@ type heldGrant struct {
 	unhold    func(context.Context) error
 }
 
-// heldGrant holds client c's replies (a latency toxic of a minute, which
-// lets what it holds go at once when removed) from a moment it is idle,
+// holdFor is the latency of the toxic that holds the replies: far longer
+// than the fault can last (the grant's search, the replies' delay, the
+// wait for another client's hold), so that only its removal lets them go.
+func (k *ClientClock) holdFor(env Env) time.Duration {
+	op := env.Topology().OpTimeout
+	return time.Minute + 10*(k.Delay+op+env.TTL()+env.Hold())
+}
+
+// heldGrant holds client c's replies (a latency toxic that lets what it
+// holds go at once when removed) from a moment it is idle,
 // and waits for its next acquire: one begun on a free lock that the servers
 // granted, its OK held. An acquire that does not qualify is let go and the
 // next one tried, within triggerWait; nil and why when none did.
@@ -167,11 +185,11 @@ func (k *ClientClock) heldGrant(ctx context.Context, env Env, net Links, c int) 
 		if exited {
 			return nil, fmt.Sprintf("client %d exited before an acquire", c), nil
 		}
-		start := history.Now()
-		unhold, err := addToxics(net.Proxies().Links(is(c), nil), "client-clock-hold", "latency", []string{"downstream"}, map[string]any{"latency": time.Minute.Milliseconds()})
+		unhold, err := addToxics(net.Proxies().Links(is(c), nil), "client-clock-hold", "latency", []string{"downstream"}, map[string]any{"latency": k.holdFor(env).Milliseconds()})
 		if err != nil {
 			return nil, "", err
 		}
+		start := history.Now() // an acquire invoked from now on is held
 		g, err := k.grantAfter(ctx, env, c, start)
 		if err != nil && ctx.Err() != nil {
 			return nil, "the run ended before an acquire of client " + fmt.Sprint(c) + " was granted", errors.Join(err, unhold(ctx))
@@ -232,6 +250,10 @@ func (k *ClientClock) grantAfter(ctx context.Context, env Env, c int, start int6
 			// acquire is not the one.
 			own, _ := ownGrant(ctx, env, v, c, acq)
 			if own < env.Topology().Quorum {
+				return nil, nil
+			}
+			// Still unanswered: its replies are held.
+			if a := snapshot(env).Acquires[c]; a.Invoked != acq.Invoked || a.Outcome != "" {
 				return nil, nil
 			}
 			return &heldGrant{acq: acq, grantedOn: own}, nil

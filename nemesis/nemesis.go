@@ -149,6 +149,10 @@ type ClientClocks interface {
 	// ClientClock is the clock shim's control of client c's lock process,
 	// or nil when it runs without the shim.
 	ClientClock(c int) *cluster.Clock
+	// ShimLoaded says whether a process of client c other than its worker
+	// (its adapter) has the clock shim mapped: a launcher that cleared its
+	// environment, or a static binary, leaves the step out of its reach.
+	ShimLoaded(c int) bool
 }
 
 // unwrapper is an Env that wraps another (a step's, with its own random
@@ -262,6 +266,10 @@ type View struct {
 	Acquires  map[int]Acquire
 	Releases  map[int]Release
 	Cancelled map[int]Release
+	// Granted is the invoke of each client's latest acquire that was
+	// granted: an acquire invoked at or before it whose end a waiter did
+	// not see may have been that one.
+	Granted map[int]int64
 	// Exited are the clients whose process has ended.
 	Exited map[int]bool
 	// Waiting says, of each client, which stretched hold last reached the

@@ -1,9 +1,11 @@
 package nemesis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -161,7 +163,13 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	// delay (the server has answered; the answer is held in the proxy)
 	// while nobody else held the lock or was releasing it, from when it
 	// began until now, as far as we know: then the answer is most likely
-	// OK, and a key on the lock nodes is most likely its grant.
+	// OK, and a key on the lock nodes is most likely its grant. A quorum
+	// lock that asks its nodes one after another (Redlock) is stopped once
+	// its key is on a quorum of them: on resuming it has the majority it
+	// asked for, and only its validity check stands between it and a
+	// lease that ran out (stopped earlier, it would fail for want of
+	// votes, which tests nothing of the check).
+	quorum := env.Topology().Quorum
 	var (
 		seen  time.Time // when c's current acquire was first seen in flight
 		clean bool      // no holder, no release in flight since then
@@ -180,7 +188,13 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 			clean = clean && !busy
 		}
 		if inFlight && clean && time.Since(seen) >= delay/2 {
-			break
+			if quorum <= 1 || !env.Topology().OnRedis() {
+				break
+			}
+			if len(holdersOf(ctx, env, env.LockNodes(), Holding{Key: v.Acquires[c].Key})) >= quorum &&
+				slices.Contains(proc.Acquiring(0), c) {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d had no acquire in flight on a free lock within %v", c, triggerWait(env))}
@@ -193,9 +207,24 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		case <-time.After(500 * time.Microsecond):
 		}
 	}
+	inFlight := snapshot(env).Acquires[c]
 	start := history.Now()
 	if err := proc.Pause(c); err != nil {
 		return nil, errors.Join(err, unslow(ctx))
+	}
+	// The acquire may have returned in the instant before the stop took
+	// effect: its events, written before the stop, are read within a few
+	// milliseconds; an acquire no longer in flight then was not paused
+	// (the pause stopped the hold it began: phase=hold's fault, not this).
+	time.Sleep(20 * time.Millisecond)
+	if a := snapshot(env).Acquires[c]; a.Invoked != inFlight.Invoked || a.Outcome != "" {
+		f.Stopped, f.Duration = []int{c}, d
+		f.Heal = func(ctx context.Context) error {
+			err := errors.Join(unslow(ctx), proc.Resume(c))
+			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d's acquire returned (%s) before the stop took effect: its hold, not its acquire, was paused", c, cmp.Or(string(a.Outcome), "a later acquire began"))}
+			return err
+		}
+		return f, nil
 	}
 	// Whether the servers had granted the acquire while its client was
 	// stopped: on a Redis lock, the key exists on a lock node while nobody
@@ -229,7 +258,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// may have started, so the window covers the overlap it causes.
 		ended := untilAcquired(ctx, env, c, acq.Invoked)
 		paused, lease := time.Duration(resumed-start), env.Lease()
-		granted := ended == history.OK || grantedOn > 0
+		granted := ended == history.OK || grantedOn >= max(quorum, 1)
 		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
 		switch {
 		case grantedOn >= 0:
@@ -258,9 +287,10 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 // flight in v until each has ended (an op timeout and a TTL at most), and
 // returns a client whose acquire was granted — the key found on the lock
 // nodes beside c's acquire may have been its — or -1. An acquire whose end
-// it did not see (the client had begun another first) counts as granted:
-// its key's owner is unknown.
-func rivalGranted(ctx context.Context, env Env, v View, c int) int {
+// it did not see (the client had begun another first) counts as granted
+// when that client was granted it or a later one (View.Granted). see is
+// shown every view it waits through.
+func rivalGranted(ctx context.Context, env Env, v View, c int, see func(View)) int {
 	rivals := map[int]int64{}
 	for x, a := range v.Acquires {
 		if x != c && a.Outcome == "" {
@@ -278,13 +308,15 @@ func rivalGranted(ctx context.Context, env Env, v View, c int) int {
 	defer cancel()
 	granted := -1
 	_ = env.Await(ctx, func(v View) bool {
+		see(v)
 		for x, inv := range rivals {
 			switch a := v.Acquires[x]; {
-			case a.Invoked != inv || a.Outcome == history.OK:
+			case a.Invoked == inv && a.Outcome == history.OK,
+				a.Invoked != inv && v.Granted[x] >= inv: // granted, or one after it was
 				granted = x
 				return true
-			case a.Outcome != "" || v.Exited[x]:
-				delete(rivals, x)
+			case a.Invoked != inv || a.Outcome != "" || v.Exited[x]:
+				delete(rivals, x) // refused (or ended unseen, and nothing granted since)
 			}
 		}
 		return len(rivals) == 0
@@ -322,29 +354,35 @@ func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) (own, fo
 	if found == 0 {
 		return 0, 0
 	}
-	rivalGranted(ctx, env, v, c)
-	others := map[string]bool{}
+	others := map[string]int{} // token: the client seen with it
 	see := func(w View) {
 		for _, h := range w.Holders {
 			if h.Client != c {
-				others[h.Token] = true
+				others[h.Token] = h.Client
 			}
 		}
 		for x, r := range w.Releases {
 			if x != c && r.Invoked > acq.Invoked {
-				others[r.Token] = true
+				others[r.Token] = x
 			}
 		}
 	}
 	see(v)
+	rival := rivalGranted(ctx, env, v, c, see)
 	until := time.Now().Add(env.TTL() / 5)
 	for time.Now().Before(until) && ctx.Err() == nil {
 		see(snapshot(env))
 		time.Sleep(time.Millisecond)
 	}
 	see(snapshot(env))
-	if others[""] || others["1"] {
+	if _, ok := others[""]; ok {
 		return 0, found // a token that names nobody: any key may be its
+	}
+	if _, ok := others["1"]; ok {
+		return 0, found
+	}
+	if rival >= 0 && !slices.Contains(slices.Collect(maps.Values(others)), rival) {
+		return 0, found // granted beside it, and its token never seen
 	}
 	for i, m := range marks {
 		mine := len(m) > 0

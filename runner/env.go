@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -68,6 +69,16 @@ func (e *env) ClientClock(c int) *cluster.Clock {
 		return nil
 	}
 	return e.r.clientClocks[c]
+}
+
+// ShimLoaded looks for the clock shim in the memory maps of the processes
+// of client c's process group other than its worker: its adapter's.
+func (e *env) ShimLoaded(c int) bool {
+	w, err := e.worker(c)
+	if err != nil {
+		return false
+	}
+	return w.groupMaps(filepath.Base(e.r.clientShim))
 }
 
 func (e *env) Sentinels() []string {

@@ -233,6 +233,7 @@ type run struct {
 	// moves the clients' clocks (nemesis.Spec.ClientClock) and the lock
 	// runs in an adapter; nil otherwise.
 	clientClocks []*cluster.Clock
+	clientShim   string // the clock shim library the adapters load then
 }
 
 func (r *run) record(e history.Event) {
@@ -298,6 +299,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	if err != nil {
 		return err
 	}
+	r.clientShim = shim
 	for c := 0; c < r.cfg.Clients; c++ {
 		wc := workload.Config{
 			Workload: r.cfg.Workload, Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,

@@ -24,6 +24,7 @@ type tracker struct {
 	acquires  map[int]nemesis.Acquire // each client's latest
 	releases  map[int]nemesis.Release // each client's latest
 	cancelled map[int]nemesis.Release // each client's latest that a nemesis asked to cancel
+	granted   map[int]int64           // the invoke of each client's latest granted acquire
 	exitedSet map[int]bool
 	stretched map[int]stretchAck
 	// asked are the stretches sent to a worker that it has not yet taken
@@ -64,7 +65,7 @@ type stretchAck struct {
 
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
-		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, exitedSet: map[int]bool{},
+		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, granted: map[int]int64{}, exitedSet: map[int]bool{},
 		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
@@ -115,6 +116,7 @@ func (t *tracker) observe(e history.Event) {
 			t.acquires[e.Client] = a
 		}
 		if e.Kind == history.OK {
+			t.granted[e.Client] = inv.invoked
 			keys := t.holding[e.Client]
 			if keys == nil {
 				keys = map[string]*heldKey{}
@@ -255,7 +257,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), Granted: maps.Clone(t.granted), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -252,4 +253,41 @@ func (w *workerProc) kill(why string) {
 	w.mu.Unlock()
 	_ = w.signal(syscall.SIGCONT)
 	_ = w.signal(syscall.SIGKILL)
+}
+
+// groupMaps says whether a process of the worker's process group other than
+// the worker (its adapter, and what that started) has a file named lib in
+// its memory maps.
+func (w *workerProc) groupMaps(lib string) bool {
+	if lib == "" || lib == "." {
+		return false
+	}
+	pgid := w.cmd.Process.Pid
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pgid {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if m, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil && bytes.Contains(m, []byte("/"+lib)) {
+			return true
+		}
+	}
+	return false
 }
