@@ -5,14 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
-	"github.com/lockchaos/lockchaos/locks"
 )
 
 // PauseClient freezes a client's process with SIGSTOP, longer than the TTL,
@@ -283,134 +280,6 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	return f, nil
 }
 
-// rivalGranted watches the acquires of clients other than c that are in
-// flight in v until each has ended (an op timeout and a TTL at most), and
-// returns a client whose acquire was granted — the key found on the lock
-// nodes beside c's acquire may have been its — or -1. An acquire whose end
-// it did not see (the client had begun another first) counts as granted
-// when that client was granted it or a later one (View.Granted). see is
-// shown every view it waits through.
-func rivalGranted(ctx context.Context, env Env, v View, c int, see func(View)) int {
-	rivals := map[int]int64{}
-	for x, a := range v.Acquires {
-		if x != c && a.Outcome == "" {
-			rivals[x] = a.Invoked
-		}
-	}
-	if len(rivals) == 0 {
-		return -1
-	}
-	t := env.Topology().OpTimeout
-	if t == 0 {
-		t = env.TTL()
-	}
-	ctx, cancel := context.WithTimeout(ctx, t+env.TTL())
-	defer cancel()
-	granted := -1
-	_ = env.Await(ctx, func(v View) bool {
-		see(v)
-		for x, inv := range rivals {
-			switch a := v.Acquires[x]; {
-			case a.Invoked == inv && a.Outcome == history.OK,
-				a.Invoked != inv && v.Granted[x] >= inv: // granted, or one after it was
-				granted = x
-				return true
-			case a.Invoked != inv || a.Outcome != "" || v.Exited[x]:
-				delete(rivals, x) // refused (or ended unseen, and nothing granted since)
-			}
-		}
-		return len(rivals) == 0
-	})
-	if len(rivals) > 0 && granted < 0 {
-		for x := range rivals {
-			granted = x // not seen to end in time
-		}
-	}
-	return granted
-}
-
-// ownGrant asks the Redis lock nodes for key while client c's acquire acq
-// is in flight and nobody is known to hold or release it (at v), and
-// counts the nodes whose key is most likely c's grant, of found with a
-// key: the marks the key carries then (its value, or its hash's fields)
-// must be none of the other clients' tokens — of the acquires in flight at
-// v, once they ended (rivalGranted), and of every hold and release seen in
-// the fifth of the TTL after, inside the lease c's grant would have (a
-// client whose acquire the coordinator had not seen yet may have set the
-// key; on a quorum lock another client may win the other nodes meanwhile,
-// as it may). A lock whose tokens say nothing of their holder ("" or "1")
-// counts no node once another client held or released in that time.
-func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) (own, found int) {
-	nodes, prefix := env.LockNodes(), env.Topology().KeyPrefix
-	marks := make([][]string, len(nodes))
-	for i, n := range nodes {
-		client := cluster.RedisClient(n.Addr())
-		_, m, exists, err := cluster.KeyMarks(ctx, client, prefix+acq.Key)
-		client.Close()
-		if err == nil && exists {
-			marks[i], found = m, found+1
-		}
-	}
-	if found == 0 {
-		return 0, 0
-	}
-	others := map[string]int{} // token: the client seen with it
-	see := func(w View) {
-		for _, h := range w.Holders {
-			if h.Client != c {
-				others[h.Token] = h.Client
-			}
-		}
-		for x, r := range w.Releases {
-			if x != c && r.Invoked > acq.Invoked {
-				others[r.Token] = x
-			}
-		}
-	}
-	see(v)
-	rival := rivalGranted(ctx, env, v, c, see)
-	until := time.Now().Add(env.TTL() / 5)
-	for time.Now().Before(until) && ctx.Err() == nil {
-		see(snapshot(env))
-		time.Sleep(time.Millisecond)
-	}
-	see(snapshot(env))
-	if _, ok := others[""]; ok {
-		return 0, found // a token that names nobody: any key may be its
-	}
-	if _, ok := others["1"]; ok {
-		return 0, found
-	}
-	if rival >= 0 && !slices.Contains(slices.Collect(maps.Values(others)), rival) {
-		return 0, found // granted beside it, and its token never seen
-	}
-	for i, m := range marks {
-		mine := len(m) > 0
-		for _, mark := range m {
-			for t := range others {
-				if mark == locks.Mark(t, i, len(nodes)) {
-					mine = false
-				}
-			}
-		}
-		if mine {
-			own++
-		}
-	}
-	return own, found
-}
-
-// releasing says whether a client other than c has a release in flight in
-// v: its key may still be on the lock nodes although nobody holds it.
-func releasing(v View, c int) bool {
-	for x, r := range v.Releases {
-		if x != c && r.Outcome == "" {
-			return true
-		}
-	}
-	return false
-}
-
 // duringWait pauses the step's client while its acquire of the step's key
 // waits behind another client's hold (phase=wait).
 func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, step Step) (*Fault, error) {
@@ -460,55 +329,4 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		return nil
 	}
 	return f, nil
-}
-
-// awaitFreshHold waits, two holds and a TTL at most, until a client other
-// than c has held key for less than half a hold, and returns that hold;
-// false when none began in time, or every other client has exited (the
-// run is ending).
-func awaitFreshHold(ctx context.Context, env Env, c int, key string) (Holding, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 2*env.Hold()+env.TTL())
-	defer cancel()
-	var h Holding
-	found := false
-	_ = env.Await(ctx, func(v View) bool {
-		for _, x := range v.Holders {
-			if x.Client != c && x.Key == key && history.Now()-x.OK < int64(env.Hold()/2) {
-				h, found = x, true
-				return true
-			}
-		}
-		gone := 0
-		for x := range v.Exited {
-			if x != c {
-				gone++
-			}
-		}
-		return gone >= env.Topology().Clients-1
-	})
-	return h, found
-}
-
-// untilAcquired waits, a few TTLs at most, until client c's acquire
-// invoked at invoked has ended and any hold it began is over, and returns
-// how it ended ("" when that is not known: the wait ran out, or the
-// tracker saw a later acquire first).
-func untilAcquired(ctx context.Context, env Env, c int, invoked int64) history.Kind {
-	ctx, cancel := context.WithTimeout(ctx, 5*env.TTL()+2*env.Hold())
-	defer cancel()
-	var ended history.Kind
-	_ = env.Await(ctx, func(v View) bool {
-		a := v.Acquires[c]
-		if a.Invoked != invoked {
-			return true
-		}
-		ended = a.Outcome
-		for _, h := range v.Holders {
-			if h.Client == c {
-				return false
-			}
-		}
-		return ended != ""
-	})
-	return ended
 }
