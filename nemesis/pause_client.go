@@ -215,13 +215,12 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	// (the pause stopped the hold it began: phase=hold's fault, not this).
 	time.Sleep(20 * time.Millisecond)
 	if a := snapshot(env).Acquires[c]; a.Invoked != inFlight.Invoked || a.Outcome != "" {
-		f.Stopped, f.Duration = []int{c}, d
-		f.Heal = func(ctx context.Context) error {
-			err := errors.Join(unslow(ctx), proc.Resume(c))
-			f.Effect = &history.Effect{Note: fmt.Sprintf("client %d's acquire returned (%s) before the stop took effect: its hold, not its acquire, was paused", c, cmp.Or(string(a.Outcome), "a later acquire began"))}
-			return err
-		}
-		return f, nil
+		// Resumed at once: a pause of the hold would break any lease, and
+		// say nothing of a stale grant.
+		err := errors.Join(proc.Resume(c), unslow(ctx))
+		f.Heal = nil
+		f.Effect = &history.Effect{Note: fmt.Sprintf("client %d's acquire returned (%s) before the stop took effect: resumed at once (its hold, not its acquire, would have been paused)", c, cmp.Or(string(a.Outcome), "a later acquire began"))}
+		return f, err
 	}
 	// Whether the servers had granted the acquire while its client was
 	// stopped: on a Redis lock, the key exists on a lock node while nobody
