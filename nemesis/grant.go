@@ -2,8 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -137,16 +135,16 @@ func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) (own, fo
 	if found == 0 {
 		return 0, 0
 	}
-	others := map[string]int{} // token: the client seen with it
+	others, seen := map[string]bool{}, map[int]bool{} // their tokens, and the clients seen with one
 	see := func(w View) {
 		for _, h := range w.Holders {
 			if h.Client != c {
-				others[h.Token] = h.Client
+				others[h.Token], seen[h.Client] = true, true
 			}
 		}
 		for x, r := range w.Releases {
 			if x != c && r.Invoked > acq.Invoked {
-				others[r.Token] = x
+				others[r.Token], seen[x] = true, true
 			}
 		}
 	}
@@ -158,13 +156,10 @@ func ownGrant(ctx context.Context, env Env, v View, c int, acq Acquire) (own, fo
 		time.Sleep(time.Millisecond)
 	}
 	see(snapshot(env))
-	if _, ok := others[""]; ok {
+	if others[""] || others["1"] {
 		return 0, found // a token that names nobody: any key may be its
 	}
-	if _, ok := others["1"]; ok {
-		return 0, found
-	}
-	if rival >= 0 && !slices.Contains(slices.Collect(maps.Values(others)), rival) {
+	if rival >= 0 && !seen[rival] {
 		return 0, found // granted beside it, and its token never seen
 	}
 	for i, m := range marks {

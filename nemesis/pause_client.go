@@ -218,20 +218,17 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// Resumed at once: a pause of the hold would break any lease, and
 		// say nothing of a stale grant.
 		err := errors.Join(proc.Resume(c), unslow(ctx))
-		f.Heal = nil
+		f.Heal, f.Stopped = nil, []int{c} // its stall is the fault's
 		f.Effect = &history.Effect{Note: fmt.Sprintf("client %d's acquire returned (%s) before the stop took effect: resumed at once (its hold, not its acquire, would have been paused)", c, cmp.Or(string(a.Outcome), "a later acquire began"))}
 		return f, err
 	}
 	// Whether the servers had granted the acquire while its client was
-	// stopped: on a Redis lock, the key exists on a lock node while nobody
-	// else is known to hold it — one node is enough: a quorum lock's
-	// acquire that goes on after the resume holds a lease there that ran
-	// out while its client was stopped, which is what its validity check
-	// is for. (Another store's members are asked by a token the acquire
-	// has not returned yet: its outcome after the resume says it instead.)
-	// The key may instead be another client's, whose acquire's events the
-	// coordinator had not seen yet (ownGrant): then the key's owner is
-	// unknown.
+	// stopped: on a Redis lock, its key on a quorum of the lock nodes (one
+	// for a single-node lock) while nobody else is known to hold it, under
+	// no other client's token (ownGrant: the coordinator may not have seen
+	// another client's acquire yet). Another store's members are asked by
+	// a token the acquire has not returned yet: its outcome after the
+	// resume says it instead.
 	now := snapshot(env)
 	acq := now.Acquires[c]
 	grantedOn, found := -1, 0 // nodes with its key, and with a key

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/logtail"
+	"github.com/lockchaos/lockchaos/internal/procs"
 	"github.com/lockchaos/lockchaos/workload"
 )
 
@@ -262,27 +262,8 @@ func (w *workerProc) groupMaps(lib string) bool {
 	if lib == "" || lib == "." {
 		return false
 	}
-	pgid := w.cmd.Process.Pid
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == pgid {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+	for _, pid := range procs.Group(w.cmd.Process.Pid) {
+		if pid == w.cmd.Process.Pid {
 			continue
 		}
 		if m, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil && bytes.Contains(m, []byte("/"+lib)) {
