@@ -145,31 +145,43 @@ func awaitAimed(ctx context.Context, env Env, proc Processes, step Step, bound t
 // the key can take many holds when the lock is contended (a lock whose
 // every acquire waits for replicas takes a second a try, and four
 // clients' tries fall in step), and a run can end before it comes; the
-// next hold by anyone comes as soon as the lock allows.
-func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aimed, error) {
+// next hold by anyone comes as soon as the lock allows. A client other
+// than except (-1: none) is asked.
+func aimAny(ctx context.Context, env Env, step Step, bound time.Duration, except int) (*aimed, error) {
 	if bound == 0 {
 		return aimAt(ctx, env, step, 0)
 	}
+	r, err := armAll(ctx, env, step.Key, bound, except)
+	if err != nil {
+		return nil, err
+	}
+	return r.await(ctx, triggerWait(env), 0)
+}
+
+// armedAll are the clients asked to stay inside their next hold of a key
+// (aimAny's first half), each with when it said it would.
+type armedAll struct {
+	env   Env
+	proc  Processes
+	key   string
+	bound time.Duration
+	at    map[int]int64
+}
+
+// armAll asks every client still running but except (and those another
+// fault keeps inside) to stay inside its next hold of key, for bound.
+func armAll(ctx context.Context, env Env, key string, bound time.Duration, except int) (*armedAll, error) {
 	proc, err := processesOf(env)
 	if err != nil {
 		return nil, err
 	}
-	armed := map[int]int64{} // client → when it said it would stay inside
-	letGo := func(except int) error {
-		var errs []error
-		for c := range armed {
-			if c != except {
-				errs = append(errs, proc.Unstretch(c))
-			}
-		}
-		return errors.Join(errs...)
-	}
+	r := &armedAll{env: env, proc: proc, key: key, bound: bound, at: map[int]int64{}}
 	busy := snapshot(env).Stretched
 	for c := range env.Topology().Clients {
-		if _, ok := busy[c]; ok {
+		if _, ok := busy[c]; ok || c == except {
 			continue
 		}
-		at, err := proc.Stretch(ctx, c, step.Key, bound, 0, false)
+		at, err := proc.Stretch(ctx, c, key, bound, 0, false)
 		switch {
 		case errors.Is(err, ErrNoTarget) && ctx.Err() == nil:
 			// It has exited, or did not take the line in time (stopped):
@@ -177,20 +189,42 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 			_ = proc.Unstretch(c)
 			continue
 		case err != nil:
-			return nil, errors.Join(err, letGo(-1), proc.Unstretch(c))
+			return nil, errors.Join(err, r.letGo(-1), proc.Unstretch(c))
 		}
-		armed[c] = at
+		r.at[c] = at
 	}
-	if len(armed) == 0 {
-		return nil, fmt.Errorf("%w: no client could be asked to stay inside its hold of %s (exited, or kept by another fault)", ErrNoTarget, step.Key)
+	if len(r.at) == 0 {
+		return nil, fmt.Errorf("%w: no client could be asked to stay inside its hold of %s (exited, or kept by another fault)", ErrNoTarget, key)
 	}
-	wait := triggerWait(env)
+	return r, nil
+}
+
+// letGo withdraws the stretch of every armed client but except (none
+// armed: nothing).
+func (r *armedAll) letGo(except int) error {
+	if r == nil {
+		return nil
+	}
+	var errs []error
+	for c := range r.at {
+		if c != except {
+			errs = append(errs, r.proc.Unstretch(c))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// await waits, wait at most, for a hold of the key in force that an armed
+// client began after it said it would stay inside — with fresh > 0, one
+// that began less than fresh ago — and aims at it, letting the others go
+// (all of them when none came).
+func (r *armedAll) await(ctx context.Context, wait, fresh time.Duration) (*aimed, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var h Holding
-	err = env.Await(wctx, func(v View) bool {
+	err := r.env.Await(wctx, func(v View) bool {
 		for _, x := range v.Holders {
-			if at, ok := armed[x.Client]; ok && x.Key == step.Key && x.Invoked >= at {
+			if at, ok := r.at[x.Client]; ok && x.Key == r.key && x.Invoked >= at && (fresh == 0 || history.Now()-x.OK < fresh.Nanoseconds()) {
 				h = x
 				return true
 			}
@@ -198,14 +232,14 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration) (*aime
 		return false
 	})
 	if err != nil {
-		uerr := letGo(-1)
+		uerr := r.letGo(-1)
 		if ctx.Err() != nil {
 			return nil, errors.Join(ctx.Err(), uerr)
 		}
-		return nil, errors.Join(fmt.Errorf("%w: no client held %s within %v", ErrNoTarget, step.Key, wait), uerr)
+		return nil, errors.Join(fmt.Errorf("%w: no client held %s within %v", ErrNoTarget, r.key, wait), uerr)
 	}
-	a := &aimed{env: env, proc: proc, Holding: h, bound: bound, armed: armed[h.Client]}
-	if err := letGo(h.Client); err != nil {
+	a := &aimed{env: r.env, proc: r.proc, Holding: h, bound: r.bound, armed: r.at[h.Client]}
+	if err := r.letGo(h.Client); err != nil {
 		return nil, errors.Join(err, a.release())
 	}
 	return a, nil
@@ -226,7 +260,7 @@ func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, vot
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
-		a, err := aimAny(wctx, env, step, bound)
+		a, err := aimAny(wctx, env, step, bound, -1)
 		switch {
 		case err != nil && ctx.Err() == nil && wctx.Err() != nil:
 			return nil, nil, fmt.Errorf("%w: no client held %s with votes=%s within %v", ErrNoTarget, step.Key, votes, wait)

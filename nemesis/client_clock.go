@@ -19,8 +19,8 @@ import (
 // grant reaches it: a lock that measures on a monotonic clock finds the
 // lease gone and refuses, one that reads the wall clock (Date.now(),
 // System.currentTimeMillis(), time.time()) finds it valid and acts on it —
-// beside another client's hold, since the replies are let go early in one
-// (less than half a hold after its start), by construction.
+// beside another client's hold, by construction: the replies are let go
+// in one, kept inside until the acquire is answered.
 //
 // The step reaches a lock's own process, an adapter, which runs under the
 // clock shim (cluster/clockshim: gettimeofday, clock_gettime's realtime
@@ -35,11 +35,11 @@ import (
 // held past the lease and let go in another client's hold, the step was
 // larger than the time they were held, and the lock answered the acquire
 // (granted or refused, not timed out: the op timeout must outlast the
-// hold). The clock is set right again once the acquire and the hold it
+// hold) — a grant while that hold was still in force. The clock is set right again once the acquire and the hold it
 // began are over.
 type ClientClock struct {
 	By    time.Duration `opt:"by" default:"5ttl" margin:"0.1ttl..10ttl" help:"how far back the client's wall clock steps while its acquire is in flight"`
-	Delay time.Duration `opt:"delay" default:"1.5ttl" help:"how long the acquire's replies are held at least (past its lease: the lease runs out on the servers first); they go on in another client's hold"`
+	Delay time.Duration `opt:"delay" default:"1ttl" help:"how long the acquire's replies are held at least (its lease: the lease runs out on the servers first); they go on in the next hold of another client's, kept inside until the acquire is answered"`
 }
 
 func init() {
@@ -98,24 +98,44 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		return f, err
 	}
 	f.Start = g.start
-	if err := clock.Set(clock.Offset()-k.By, clock.Rate()); err != nil {
+	// The other clients are asked now to stay inside their next hold of
+	// the key: the first comes once the lease runs out on the servers,
+	// and the replies go on in it.
+	armed, err := armBeside(ctx, env, c, g.acq.Key)
+	if err != nil {
 		return nil, errors.Join(err, g.unhold(ctx))
+	}
+	if err := clock.Set(clock.Offset()-k.By, clock.Rate()); err != nil {
+		return nil, errors.Join(err, g.unhold(ctx), armed.letGo(-1))
 	}
 	f.Params["offset"] = clock.Offset().Round(time.Millisecond).String()
 	shim := clocks.ShimLoaded(c)
 	f.Duration = time.Until(timeOf(g.acq.Invoked).Add(k.Delay))
 	f.Heal = func(ctx context.Context) error {
-		other, inHold := awaitFreshHold(ctx, env, c, g.acq.Key)
+		// Another client's next hold, kept inside until the acquire is
+		// answered: the replies go on in it.
+		beside, err := armed.beside(ctx)
+		letGo := func() error {
+			if beside == nil {
+				return nil
+			}
+			return beside.release()
+		}
+		if err != nil {
+			return errors.Join(err, g.unhold(ctx), clock.Set(0, 1))
+		}
 		// An answer before the replies are let go was not held (the
 		// toxic's latency ran out: a fault far longer than planned).
 		a := snapshot(env).Acquires[c]
 		early := a.Invoked != g.acq.Invoked || a.Outcome != ""
 		if err := g.unhold(ctx); err != nil {
-			return errors.Join(err, clock.Set(0, 1))
+			return errors.Join(err, letGo(), clock.Set(0, 1))
 		}
 		let := history.Now()
-		ended := untilAcquired(ctx, env, c, g.acq.Invoked)
-		if err := clock.Set(0, 1); err != nil {
+		answer := untilAcquired(ctx, env, c, g.acq.Invoked)
+		ended := answer.Outcome
+		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
+		if err := errors.Join(letGo(), clock.Set(0, 1)); err != nil {
 			return err
 		}
 		held, lease := time.Duration(let-g.acq.Invoked), env.Lease()
@@ -141,11 +161,13 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 			note += ": the step was no larger than the time the replies were held, so even a wall clock saw the lease run out"
 		case ended != history.OK && ended != history.Fail:
 			note += ": the lock gave no answer in time (the op timeout must outlast the held replies)"
-		case !inHold:
-			note += ": the replies went on while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		case beside == nil:
+			note += ": the replies went on while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
+		case ended == history.OK && !inHold:
+			note += fmt.Sprintf(": it was answered only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
 		default:
 			landed = true
-			note += fmt.Sprintf("; they went on %s into client %d's hold", round(time.Duration(let-other.OK)), other.Client)
+			note += fmt.Sprintf("; they went on %s into client %d's hold, kept inside until the answer", round(time.Duration(let-beside.OK)), beside.Client)
 		}
 		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil
@@ -208,7 +230,7 @@ func (k *ClientClock) heldGrant(ctx context.Context, env Env, net Links, c int) 
 		if err := unhold(ctx); err != nil {
 			return nil, "", err
 		}
-		untilAcquired(ctx, env, c, invoked)
+		_ = untilAcquired(ctx, env, c, invoked)
 	}
 	return nil, fmt.Sprintf("client %d began no acquire the servers granted on a free lock within %v", c, triggerWait(env)), nil
 }

@@ -2,6 +2,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -13,53 +14,84 @@ import (
 // grant: shared by the faults that act while an acquire is on its way
 // (pause-client phase=acquire and phase=wait, client-clock).
 
-// awaitFreshHold waits, two holds and a TTL at most, until a client other
-// than c has held key for less than half a hold, and returns that hold;
-// false when none began in time, or every other client has exited (the
-// run is ending).
-func awaitFreshHold(ctx context.Context, env Env, c int, key string) (Holding, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 2*env.Hold()+env.TTL())
-	defer cancel()
-	var h Holding
-	found := false
-	_ = env.Await(ctx, func(v View) bool {
-		for _, x := range v.Holders {
-			if x.Client != c && x.Key == key && history.Now()-x.OK < int64(env.Hold()/2) {
-				h, found = x, true
-				return true
-			}
+// holdBeside waits, a few holds at most, for a client other than c to
+// begin a hold of key, and keeps it inside that hold (a stretch: its
+// worker lets go at its lease less a margin from its acquire, on its own)
+// until the caller lets it go (aimed.release): a stale grant c acts on
+// once woken, or once its replies go on, then overlaps that hold by
+// construction, however slowly the machine lets c get to it. Nil, with
+// no error, when no other client held key in time (or every other one is
+// kept by another fault, or has exited: the run is ending).
+func holdBeside(ctx context.Context, env Env, c int, key string) (*aimed, error) {
+	r, err := armBeside(ctx, env, c, key)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return r.beside(ctx)
+}
+
+// armBeside is holdBeside's first half, for a fault that knows early
+// that it will need the hold: the clients but c are asked now to stay
+// inside their next hold of key (nil when none could be).
+func armBeside(ctx context.Context, env Env, c int, key string) (*armedAll, error) {
+	r, err := armAll(ctx, env, key, stretchBound(env), c)
+	if err != nil && (errors.Is(err, ErrNoTarget) || ctx.Err() != nil) {
+		return nil, nil // none to ask, or the run is ending
+	}
+	return r, err
+}
+
+// beside is holdBeside's second half: a hold of an armed client in force
+// that began less than half its bound ago (one begun earlier would let
+// the stale grant go too near its end), or nil.
+func (r *armedAll) beside(ctx context.Context) (*aimed, error) {
+	if r == nil {
+		return nil, nil
+	}
+	env := r.env
+	a, err := r.await(ctx, max(2*(env.Hold()+env.TTL()), time.Second), r.bound/2)
+	if err != nil && (errors.Is(err, ErrNoTarget) || ctx.Err() != nil) {
+		return nil, nil // none came, or the run is ending
+	}
+	return a, err
+}
+
+// heldAt says whether hold h was still in force at history time at (a
+// time before v): still held in v, or released by a release invoked after
+// at with no grant to its client since.
+func heldAt(v View, h Holding, at int64) bool {
+	if at == 0 {
+		return false
+	}
+	for _, x := range v.Holders {
+		if x.Client == h.Client && x.Key == h.Key && x.OK == h.OK {
+			return true
 		}
-		gone := 0
-		for x := range v.Exited {
-			if x != c {
-				gone++
-			}
-		}
-		return gone >= env.Topology().Clients-1
-	})
-	return h, found
+	}
+	r := v.Releases[h.Client]
+	return v.Granted[h.Client] == h.Invoked && r.Key == h.Key && r.Invoked > at
 }
 
 // untilAcquired waits, a few TTLs at most, until client c's acquire
 // invoked at invoked has ended and any hold it began is over, and returns
-// how it ended ("" when that is not known: the wait ran out, or the
-// tracker saw a later acquire first).
-func untilAcquired(ctx context.Context, env Env, c int, invoked int64) history.Kind {
+// that acquire as it ended (Outcome "" when that is not known: the wait
+// ran out, or the tracker saw a later acquire first).
+func untilAcquired(ctx context.Context, env Env, c int, invoked int64) Acquire {
 	ctx, cancel := context.WithTimeout(ctx, 5*env.TTL()+2*env.Hold())
 	defer cancel()
-	var ended history.Kind
+	var ended Acquire
 	_ = env.Await(ctx, func(v View) bool {
 		a := v.Acquires[c]
 		if a.Invoked != invoked {
 			return true
 		}
-		ended = a.Outcome
+		ended = a
 		for _, h := range v.Holders {
 			if h.Client == c {
 				return false
 			}
 		}
-		return ended != ""
+		return a.Outcome != ""
 	})
 	return ended
 }

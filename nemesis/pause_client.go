@@ -25,9 +25,11 @@ import (
 //     stopped, and it reads it on resuming, long after the lease expired.
 //     Its own deadline fires in the same instant, so only a client whose
 //     operation timeout (--op-timeout) outlasts the pause takes the lock;
-//     the others give up — measure both. Past its lease it is woken early
-//     in another client's hold of the key, so the stale OK overlaps that
-//     hold by construction; it lands only then, and only when the grant
+//     the others give up — measure both. Past its lease it is woken in
+//     another client's next hold of the key, kept inside (up to its lease
+//     less a margin) until the acquire is answered, so the stale OK
+//     overlaps that hold by construction; it lands only then (a grant
+//     after that hold ended overlapped nobody), and only when the grant
 //     was its own (a key left by another client's release in flight, or
 //     granted to another acquire in flight beside it, is not). The fault's
 //     window lasts until the client finished the hold that the stale OK
@@ -35,8 +37,8 @@ import (
 //   - phase=wait: a client blocked in a blocking acquire (--wait), queued
 //     behind another client's hold, is paused past its lease. Its session
 //     (etcd, ZooKeeper) or lease expires while it sleeps, and the holder
-//     may let go meanwhile. It is woken early in another client's hold of
-//     the key (less than half a hold after its start): a lock that
+//     may let go meanwhile. It is woken in another client's next hold of
+//     the key, kept inside until the waiter is answered: a lock that
 //     re-checks its own lease after waiting refuses, one that does not
 //     (etcd#11456) hands it a lock it no longer has while that client
 //     holds it. The window lasts until that acquire, and the hold it may
@@ -237,19 +239,31 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 	}
 	f.Stopped, f.Duration = []int{c}, d
 	f.Heal = func(ctx context.Context) error {
-		// Its lease has run out: the client is woken early in another
-		// client's hold of the key, so a stale OK it acts on overlaps that
-		// hold by construction (woken between holds, it would hold alone
+		// Its lease has run out: the client is woken in another client's
+		// hold of the key, kept inside until the acquire is answered, so a
+		// stale OK it acts on overlaps that hold by construction (woken
+		// between holds, or let act after the hold, it would hold alone
 		// for a while and prove nothing).
-		other, inHold := awaitFreshHold(ctx, env, c, acq.Key)
-		if err := errors.Join(unslow(ctx), proc.Resume(c)); err != nil {
-			return err
+		beside, err := holdBeside(ctx, env, c, acq.Key)
+		letGo := func() error {
+			if beside == nil {
+				return nil
+			}
+			return beside.release()
+		}
+		if err := errors.Join(err, unslow(ctx), proc.Resume(c)); err != nil {
+			return errors.Join(err, letGo())
 		}
 		resumed := history.Now()
 		// The stale OK is acted on after the resume: the fault lasts
 		// until the client is done with that acquire and the hold it
 		// may have started, so the window covers the overlap it causes.
-		ended := untilAcquired(ctx, env, c, acq.Invoked)
+		answer := untilAcquired(ctx, env, c, acq.Invoked)
+		ended := answer.Outcome
+		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
+		if err := letGo(); err != nil {
+			return err
+		}
 		paused, lease := time.Duration(resumed-start), env.Lease()
 		granted := ended == history.OK || grantedOn >= max(quorum, 1)
 		note := fmt.Sprintf("client %d was stopped for %s with its acquire in flight (its lease is %s)", c, round(paused), lease)
@@ -262,15 +276,19 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		case ended != "":
 			note += fmt.Sprintf("; that acquire ended %s", ended)
 		}
+		landed := false
 		switch {
 		case !granted:
 			note += ": no grant was known to wait for it, so the pause tested nothing of a stale OK"
-		case !inHold:
-			note += ": it woke while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		case beside == nil:
+			note += ": it woke while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
+		case ended == history.OK && !inHold:
+			note += fmt.Sprintf(": it was granted only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
 		default:
-			note += fmt.Sprintf("; it woke %s into client %d's hold", round(time.Duration(resumed-other.OK)), other.Client)
+			landed = paused >= lease
+			note += fmt.Sprintf("; it woke %s into client %d's hold, kept inside until the answer", round(time.Duration(resumed-beside.OK)), beside.Client)
 		}
-		f.Effect = &history.Effect{Landed: paused >= lease && granted && inHold, Note: note}
+		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil
 	}
 	return f, nil
@@ -297,31 +315,46 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		Duration: d,
 	}
 	f.Heal = func(ctx context.Context) error {
-		// The waiter wakes early in another client's hold of the key: a
-		// lock that hands it the lock without asking whether its session
-		// survived (etcd#11456) then has two holders for most of that
-		// hold, by construction. Woken between two holds, it would hold
-		// alone for the instant before it learns its session is gone (a
-		// run of the test suite saw exactly that), and prove nothing.
-		other, inHold := awaitFreshHold(ctx, env, c, key)
-		if err := proc.Resume(c); err != nil {
-			return err
+		// The waiter wakes in another client's hold of the key, kept
+		// inside until the waiter's acquire is answered: a lock that hands
+		// it the lock without asking whether its session survived
+		// (etcd#11456) then has two holders, by construction. Woken
+		// between two holds, it would hold alone for the instant before it
+		// learns its session is gone (a run of the test suite saw exactly
+		// that), and prove nothing.
+		beside, err := holdBeside(ctx, env, c, key)
+		letGo := func() error {
+			if beside == nil {
+				return nil
+			}
+			return beside.release()
+		}
+		if err := errors.Join(err, proc.Resume(c)); err != nil {
+			return errors.Join(err, letGo())
 		}
 		resumed := history.Now()
 		// What the lock does on waking is the point: the window covers the
 		// acquire's answer and any hold it starts.
-		untilAcquired(ctx, env, c, waiting.Invoked)
+		answer := untilAcquired(ctx, env, c, waiting.Invoked)
+		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
+		if err := letGo(); err != nil {
+			return err
+		}
 		paused, lease := time.Duration(resumed-start), env.Lease()
 		note := fmt.Sprintf("client %d was stopped for %s while its blocking acquire of %s waited behind another client's hold (its lease is %s)", c, round(paused), key, lease)
+		landed := false
 		switch {
 		case paused < lease:
 			note += ": shorter than its lease, which could not run out meanwhile"
-		case !inHold:
-			note += ": it woke while no other client was seen to hold the key, so a stale grant had nobody to overlap"
+		case beside == nil:
+			note += ": it woke while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
+		case answer.Outcome == history.OK && !inHold:
+			note += fmt.Sprintf(": it was granted only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
 		default:
-			note += fmt.Sprintf("; it woke %s into client %d's hold", round(time.Duration(resumed-other.OK)), other.Client)
+			landed = true
+			note += fmt.Sprintf("; it woke %s into client %d's hold, kept inside until the answer", round(time.Duration(resumed-beside.OK)), beside.Client)
 		}
-		f.Effect = &history.Effect{Landed: paused >= lease && inHold, Note: note}
+		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil
 	}
 	return f, nil
