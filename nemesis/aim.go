@@ -161,11 +161,12 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration, except
 // armedAll are the clients asked to stay inside their next hold of a key
 // (aimAny's first half), each with when it said it would.
 type armedAll struct {
-	env   Env
-	proc  Processes
-	key   string
-	bound time.Duration
-	at    map[int]int64
+	env    Env
+	proc   Processes
+	key    string
+	bound  time.Duration
+	except int // the client not asked (-1: none)
+	at     map[int]int64
 }
 
 // armAll asks every client still running but except (and those another
@@ -175,7 +176,7 @@ func armAll(ctx context.Context, env Env, key string, bound time.Duration, excep
 	if err != nil {
 		return nil, err
 	}
-	r := &armedAll{env: env, proc: proc, key: key, bound: bound, at: map[int]int64{}}
+	r := &armedAll{env: env, proc: proc, key: key, bound: bound, except: except, at: map[int]int64{}}
 	busy := snapshot(env).Stretched
 	for c := range env.Topology().Clients {
 		if _, ok := busy[c]; ok || c == except {

@@ -164,10 +164,10 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		case beside == nil:
 			note += ": the replies went on while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
 		case ended == history.OK && !inHold:
-			note += fmt.Sprintf(": it was answered only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
+			note += fmt.Sprintf(": it was answered only after client %d's hold (%s) had ended, so a stale grant had nobody to overlap", beside.Client, beside.kept())
 		default:
 			landed = true
-			note += fmt.Sprintf("; they went on %s into client %d's hold, kept inside until the answer", round(time.Duration(let-beside.OK)), beside.Client)
+			note += fmt.Sprintf("; they went on %s into client %d's hold (%s)", round(time.Duration(let-beside.OK)), beside.Client, beside.kept())
 		}
 		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil

@@ -283,10 +283,10 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		case beside == nil:
 			note += ": it woke while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
 		case ended == history.OK && !inHold:
-			note += fmt.Sprintf(": it was granted only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
+			note += fmt.Sprintf(": it was granted only after client %d's hold (%s) had ended, so a stale grant had nobody to overlap", beside.Client, beside.kept())
 		default:
 			landed = paused >= lease
-			note += fmt.Sprintf("; it woke %s into client %d's hold, kept inside until the answer", round(time.Duration(resumed-beside.OK)), beside.Client)
+			note += fmt.Sprintf("; it woke %s into client %d's hold (%s)", round(time.Duration(resumed-beside.OK)), beside.Client, beside.kept())
 		}
 		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil
@@ -349,10 +349,10 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		case beside == nil:
 			note += ": it woke while no other client held the key (none began a hold in time), so a stale grant had nobody to overlap"
 		case answer.Outcome == history.OK && !inHold:
-			note += fmt.Sprintf(": it was granted only after client %d's hold, kept inside up to its lease less a margin, had ended, so a stale grant had nobody to overlap", beside.Client)
+			note += fmt.Sprintf(": it was granted only after client %d's hold (%s) had ended, so a stale grant had nobody to overlap", beside.Client, beside.kept())
 		default:
 			landed = true
-			note += fmt.Sprintf("; it woke %s into client %d's hold, kept inside until the answer", round(time.Duration(resumed-beside.OK)), beside.Client)
+			note += fmt.Sprintf("; it woke %s into client %d's hold (%s)", round(time.Duration(resumed-beside.OK)), beside.Client, beside.kept())
 		}
 		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil
