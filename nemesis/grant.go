@@ -19,7 +19,9 @@ import (
 // worker lets go at its lease less a margin from its acquire, on its own)
 // until the caller lets it go (aimed.release): a stale grant c acts on
 // once woken, or once its replies go on, then overlaps that hold by
-// construction, however slowly the machine lets c get to it. Nil, with
+// construction, however slowly the machine lets c get to it. A fresh hold
+// that no stretch reaches may come first (beside); the caller's heldAt
+// tells whether the grant came while it lasted. Nil, with
 // no error, when no other client held key in time (or every other one is
 // kept by another fault, or has exited: the run is ending).
 func holdBeside(ctx context.Context, env Env, c int, key string) (*aimed, error) {

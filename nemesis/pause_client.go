@@ -28,7 +28,8 @@ import (
 //     the others give up — measure both. Past its lease it is woken in
 //     another client's next hold of the key, kept inside (up to its lease
 //     less a margin) until the acquire is answered, so the stale OK
-//     overlaps that hold by construction; it lands only then (a grant
+//     overlaps that hold by construction (or, when it comes first, in a
+//     hold begun less than half a hold ago: holdBeside); it lands only then (a grant
 //     after that hold ended overlapped nobody), and only when the grant
 //     was its own (a key left by another client's release in flight, or
 //     granted to another acquire in flight beside it, is not). The fault's
@@ -37,8 +38,8 @@ import (
 //   - phase=wait: a client blocked in a blocking acquire (--wait), queued
 //     behind another client's hold, is paused past its lease. Its session
 //     (etcd, ZooKeeper) or lease expires while it sleeps, and the holder
-//     may let go meanwhile. It is woken in another client's next hold of
-//     the key, kept inside until the waiter is answered: a lock that
+//     may let go meanwhile. It is woken in another client's hold of the
+//     key, as in phase=acquire: a lock that
 //     re-checks its own lease after waiting refuses, one that does not
 //     (etcd#11456) hands it a lock it no longer has while that client
 //     holds it. The window lasts until that acquire, and the hold it may
