@@ -163,9 +163,16 @@ type Clock struct {
 	anchor time.Time
 }
 
-// NewClock writes a control file for the real clock at path.
+// NewClock writes a control file for the real clock at path. Its Path is
+// absolute: the process that reads it may run in another folder (an
+// adapter runs in its own), and a relative path there names no file — the
+// shim would keep the real clock, and a step would never reach it.
 func NewClock(path string) (*Clock, error) {
-	c := &Clock{path: path}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Clock{path: abs}
 	return c, c.Set(0, 1)
 }
 

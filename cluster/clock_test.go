@@ -223,3 +223,40 @@ func nodeUnderShim(t *testing.T, shim string) (*Clock, *redis.Client) {
 	t.Cleanup(func() { rdb.Close() })
 	return clock, rdb
 }
+
+// A clock made from a relative path (`make chaos` writes its runs under
+// results/) still reaches a process that runs in another folder, as an
+// adapter does in its own: the path the shim is given is absolute. Before
+// it was, such a process kept the real clock and a step never reached it.
+func TestAClockFromARelativePathReachesAProcessInAnotherFolder(t *testing.T) {
+	shim := shimForTest(t)
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("runs", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	clock, err := NewClock(filepath.Join("runs", "client-0.clock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(clock.Path()) {
+		t.Fatalf("clock path %q is not absolute", clock.Path())
+	}
+	const back = 1000 * time.Hour
+	if err := clock.Set(-back, 1); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("date", "+%s")
+	cmd.Dir = t.TempDir() // elsewhere
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+shim, ClockFileEnv+"="+clock.Path())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("date under the shim: %v", err)
+	}
+	var secs int64
+	if _, err := fmt.Sscan(strings.TrimSpace(string(out)), &secs); err != nil {
+		t.Fatalf("date said %q: %v", out, err)
+	}
+	if lag := time.Since(time.Unix(secs, 0)); lag < back-time.Hour || lag > back+time.Hour {
+		t.Errorf("a process in another folder reads a clock %v behind, want %v", lag.Round(time.Second), back)
+	}
+}
