@@ -152,7 +152,7 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		case early:
 			note += ": the acquire was answered before its replies were let go"
 		case !shim:
-			note += fmt.Sprintf(": the clock shim is not loaded in client %d's adapter (a launcher that cleared its environment, or a runtime that does not read the clock through the C library), so the step did not reach its lock", c)
+			note += fmt.Sprintf(": the clock shim is not loaded in client %d's adapter, or not pointed at its clock file (a launcher that cleared its environment, or a runtime that does not read the clock through the C library), so the step did not reach its lock", c)
 		case !granted:
 			note += ": no grant was known to wait for it"
 		case held < lease:

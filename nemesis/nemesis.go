@@ -150,8 +150,10 @@ type ClientClocks interface {
 	// or nil when it runs without the shim.
 	ClientClock(c int) *cluster.Clock
 	// ShimLoaded says whether a process of client c other than its worker
-	// (its adapter) has the clock shim mapped: a launcher that cleared its
-	// environment, or a static binary, leaves the step out of its reach.
+	// (its adapter) has the clock shim mapped and its environment names
+	// client c's clock file (by a path that leads there from the folder it
+	// runs in): a launcher that cleared its environment, a static binary,
+	// or a shim pointed at no file leaves the step out of its reach.
 	ShimLoaded(c int) bool
 }
 

@@ -72,13 +72,15 @@ func (e *env) ClientClock(c int) *cluster.Clock {
 }
 
 // ShimLoaded looks for the clock shim in the memory maps of the processes
-// of client c's process group other than its worker: its adapter's.
+// of client c's process group other than its worker (its adapter's), and
+// for client c's clock file in that process's environment.
 func (e *env) ShimLoaded(c int) bool {
 	w, err := e.worker(c)
-	if err != nil {
+	clock := e.ClientClock(c)
+	if err != nil || clock == nil {
 		return false
 	}
-	return w.groupMaps(filepath.Base(e.r.clientShim))
+	return w.shimActive(filepath.Base(e.r.clientShim), clock.Path())
 }
 
 func (e *env) Sentinels() []string {

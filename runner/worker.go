@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/internal/procs"
@@ -255,19 +256,43 @@ func (w *workerProc) kill(why string) {
 	_ = w.signal(syscall.SIGKILL)
 }
 
-// groupMaps says whether a process of the worker's process group other than
-// the worker (its adapter, and what that started) has a file named lib in
-// its memory maps.
-func (w *workerProc) groupMaps(lib string) bool {
-	if lib == "" || lib == "." {
+// shimActive says whether a process of the worker's process group other
+// than the worker itself (its adapter) has the clock shim lib mapped and
+// reads its clock from clockFile: its environment names that file, by a
+// path that leads there from the folder it runs in. A shim pointed at no
+// file keeps the real clock, and a step would never reach the lock.
+func (w *workerProc) shimActive(lib, clockFile string) bool {
+	if lib == "" || lib == "." || clockFile == "" {
 		return false
 	}
 	for _, pid := range procs.Group(w.cmd.Process.Pid) {
 		if pid == w.cmd.Process.Pid {
 			continue
 		}
-		if m, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid)); err == nil && bytes.Contains(m, []byte("/"+lib)) {
-			return true
+		m, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+		if err != nil || !bytes.Contains(m, []byte("/"+lib)) {
+			continue
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(environ, []byte{0}) {
+			path, ok := bytes.CutPrefix(kv, []byte(cluster.ClockFileEnv+"="))
+			if !ok {
+				continue
+			}
+			p := string(path)
+			if !filepath.IsAbs(p) {
+				cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+				if err != nil {
+					break
+				}
+				p = filepath.Join(cwd, p)
+			}
+			if filepath.Clean(p) == filepath.Clean(clockFile) {
+				return true
+			}
 		}
 	}
 	return false
