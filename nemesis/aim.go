@@ -155,7 +155,7 @@ func aimAny(ctx context.Context, env Env, step Step, bound time.Duration, except
 	if err != nil {
 		return nil, err
 	}
-	return r.await(ctx, triggerWait(env), 0)
+	return r.await(ctx, triggerWait(env))
 }
 
 // armedAll are the clients asked to stay inside their next hold of a key
@@ -216,16 +216,15 @@ func (r *armedAll) letGo(except int) error {
 }
 
 // await waits, wait at most, for a hold of the key in force that an armed
-// client began after it said it would stay inside — with fresh > 0, one
-// that began less than fresh ago — and aims at it, letting the others go
-// (all of them when none came).
-func (r *armedAll) await(ctx context.Context, wait, fresh time.Duration) (*aimed, error) {
+// client began after it said it would stay inside, and aims at it,
+// letting the others go (all of them when none came).
+func (r *armedAll) await(ctx context.Context, wait time.Duration) (*aimed, error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var h Holding
 	err := r.env.Await(wctx, func(v View) bool {
 		for _, x := range v.Holders {
-			if at, ok := r.at[x.Client]; ok && x.Key == r.key && x.Invoked >= at && (fresh == 0 || history.Now()-x.OK < fresh.Nanoseconds()) {
+			if at, ok := r.at[x.Client]; ok && x.Key == r.key && x.Invoked >= at {
 				h = x
 				return true
 			}
@@ -281,9 +280,10 @@ func aimHolder(ctx context.Context, env Env, step Step, bound time.Duration, vot
 // aim is the hold as the history records it.
 func (a *aimed) aim() *history.Aim { return &history.Aim{Client: a.Client, Key: a.Key, Since: a.OK} }
 
-// release lets the client go; calling it again does nothing.
+// release lets the client go; calling it again, or on no hold, does
+// nothing.
 func (a *aimed) release() error {
-	if a.released {
+	if a == nil || a.released {
 		return nil
 	}
 	a.released = true

@@ -115,12 +115,6 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		// Another client's next hold, kept inside until the acquire is
 		// answered: the replies go on in it.
 		beside, err := armed.beside(ctx)
-		letGo := func() error {
-			if beside == nil {
-				return nil
-			}
-			return beside.release()
-		}
 		if err != nil {
 			return errors.Join(err, g.unhold(ctx), clock.Set(0, 1))
 		}
@@ -129,13 +123,13 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		a := snapshot(env).Acquires[c]
 		early := a.Invoked != g.acq.Invoked || a.Outcome != ""
 		if err := g.unhold(ctx); err != nil {
-			return errors.Join(err, letGo(), clock.Set(0, 1))
+			return errors.Join(err, beside.release(), clock.Set(0, 1))
 		}
 		let := history.Now()
 		answer := untilAcquired(ctx, env, c, g.acq.Invoked)
 		ended := answer.Outcome
 		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
-		if err := errors.Join(letGo(), clock.Set(0, 1)); err != nil {
+		if err := errors.Join(beside.release(), clock.Set(0, 1)); err != nil {
 			return err
 		}
 		held, lease := time.Duration(let-g.acq.Invoked), env.Lease()

@@ -246,14 +246,8 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		// between holds, or let act after the hold, it would hold alone
 		// for a while and prove nothing).
 		beside, err := holdBeside(ctx, env, c, acq.Key)
-		letGo := func() error {
-			if beside == nil {
-				return nil
-			}
-			return beside.release()
-		}
 		if err := errors.Join(err, unslow(ctx), proc.Resume(c)); err != nil {
-			return errors.Join(err, letGo())
+			return errors.Join(err, beside.release())
 		}
 		resumed := history.Now()
 		// The stale OK is acted on after the resume: the fault lasts
@@ -262,7 +256,7 @@ func (p *PauseClient) duringAcquire(ctx context.Context, env Env, proc Processes
 		answer := untilAcquired(ctx, env, c, acq.Invoked)
 		ended := answer.Outcome
 		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
-		if err := letGo(); err != nil {
+		if err := beside.release(); err != nil {
 			return err
 		}
 		paused, lease := time.Duration(resumed-start), env.Lease()
@@ -324,21 +318,15 @@ func (p *PauseClient) duringWait(ctx context.Context, env Env, proc Processes, s
 		// learns its session is gone (a run of the test suite saw exactly
 		// that), and prove nothing.
 		beside, err := holdBeside(ctx, env, c, key)
-		letGo := func() error {
-			if beside == nil {
-				return nil
-			}
-			return beside.release()
-		}
 		if err := errors.Join(err, proc.Resume(c)); err != nil {
-			return errors.Join(err, letGo())
+			return errors.Join(err, beside.release())
 		}
 		resumed := history.Now()
 		// What the lock does on waking is the point: the window covers the
 		// acquire's answer and any hold it starts.
 		answer := untilAcquired(ctx, env, c, waiting.Invoked)
 		inHold := beside != nil && heldAt(snapshot(env), beside.Holding, answer.Done)
-		if err := letGo(); err != nil {
+		if err := beside.release(); err != nil {
 			return err
 		}
 		paused, lease := time.Duration(resumed-start), env.Lease()
