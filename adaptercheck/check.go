@@ -384,6 +384,29 @@ func (c *checker) run(ctx context.Context) {
 			}
 			return nil
 		})
+		c.step("an acquire cancelled before it runs is answered", func() error {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			l, err := c.l[0].Acquire(ctx, "check:j")
+			switch {
+			case errors.Is(err, context.Canceled) && strings.Contains(err.Error(), "cancelled"):
+				if l.Token == "" {
+					return nil // it says it took nothing
+				}
+			case err == nil:
+				// the call finished first: allowed
+			case errors.Is(err, locks.ErrNotAcquired):
+				return nil
+			default:
+				return fmt.Errorf("an acquire cancelled before it ran: want cancelled (or its usual answer), got %v", err)
+			}
+			// A grant, or a cancelled acquire that named what it may
+			// hold: a careful caller releases it.
+			if err := c.release(0, l); err != nil && !errors.Is(err, locks.ErrNotHeld) {
+				return fmt.Errorf("the release after a cancelled acquire: want released or not_held, got %v", err)
+			}
+			return nil
+		})
 	}
 	c.step("unknown (never granted) when its nodes are unreachable", func() error {
 		for _, n := range c.nodes {

@@ -473,7 +473,9 @@ func (a *adapter) call(ctx context.Context, req map[string]any, wait time.Durati
 		select {
 		case ans := <-ch:
 			if ans.Type == "cancelled" && cancelled {
-				return answer{}, fmt.Errorf("%w: the adapter cancelled its %s in flight", context.Canceled, req["type"])
+				// Its token, if it gave one: what the cancelled call
+				// may have taken, for the caller to give back.
+				return ans, fmt.Errorf("%w: the adapter cancelled its %s in flight", context.Canceled, req["type"])
 			}
 			return ans, nil
 		case <-done:
@@ -555,6 +557,11 @@ func (a *adapter) Acquire(ctx context.Context, key string) (Lease, error) {
 func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (Lease, error) {
 	ans, err := a.call(ctx, map[string]any{"type": "acquire", "key": key, "wait_ms": wait.Milliseconds()}, wait)
 	if err != nil {
+		if ans.Type == "cancelled" && ans.token() != "" {
+			// Cancelled, under a lease the adapter named: the caller may
+			// hold it, and releases it as a careful caller does.
+			return Lease{Key: key, Owner: a.cfg.Owner, Token: ans.token()}, err
+		}
 		return Lease{}, err
 	}
 	switch ans.Type {

@@ -21,7 +21,8 @@ const maxKeyFiles = 20000
 // and built name (a jar, a script, wherever they are), and the name, size
 // and time of every file under the adapter's folder (what a build or an
 // install there changes, and a module its script imports: for --lock-cmd,
-// the folder it runs in). The walk skips .git, the folder's results/
+// the folder it runs in), and of every folder outside it that its build
+// command names (buildsFrom). The walk skips .git, the folder's results/
 // (where runs started in it write theirs) and __pycache__ (what a Python
 // adapter writes as it runs). `adapter build` skips a build whose key it
 // recorded after building; `run --lock-file` checks an adapter once per
@@ -36,41 +37,54 @@ func (m *Manifest) BuildKey() (string, error) {
 		}
 		h.Write(b)
 	}
-	results := filepath.Join(m.Dir, "results")
 	n := 0
-	err := filepath.WalkDir(m.Dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "__pycache__" || p == results) {
-			return filepath.SkipDir
-		}
-		if n++; n > maxKeyFiles {
-			return fmt.Errorf("%s holds more than %d files, too many to tell one build from another", m.Dir, maxKeyFiles)
-		}
-		if d.IsDir() {
-			// Its entries are named below; its own time changes with
-			// results/ made beside them.
-			fmt.Fprintf(h, "%s\x00dir\x00", p)
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			// A link (a package manager's): where it points and what is there.
-			to, _ := os.Readlink(p)
-			fmt.Fprintf(h, "%s\x00", to)
-			if st, err := os.Stat(p); err == nil {
-				info = st
+	// walk names every file under root, but for the folders skip says to
+	// leave out.
+	walk := func(root string, skip func(p string, d fs.DirEntry) bool) error {
+		return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
 			}
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
-		return nil
-	})
-	if err != nil {
+			if d.IsDir() && (d.Name() == ".git" || d.Name() == "__pycache__" || skip(p, d)) {
+				return filepath.SkipDir
+			}
+			if n++; n > maxKeyFiles {
+				return fmt.Errorf("%s holds more than %d files, too many to tell one build from another", root, maxKeyFiles)
+			}
+			if d.IsDir() {
+				// Its entries are named below; its own time changes with
+				// results/ made beside them.
+				fmt.Fprintf(h, "%s\x00dir\x00", p)
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				// A link (a package manager's): where it points and what is there.
+				to, _ := os.Readlink(p)
+				fmt.Fprintf(h, "%s\x00", to)
+				if st, err := os.Stat(p); err == nil {
+					info = st
+				}
+			}
+			fmt.Fprintf(h, "%s\x00%d\x00%d\x00%v\x00", p, info.Size(), info.ModTime().UnixNano(), info.Mode())
+			return nil
+		})
+	}
+	results := filepath.Join(m.Dir, "results")
+	if err := walk(m.Dir, func(p string, _ fs.DirEntry) bool { return p == results }); err != nil {
 		return "", err
+	}
+	// A build that reads another folder (redisson-rlock-3.43.0's builds
+	// ../redisson-rlock/pom.xml at another version) is another build when
+	// that folder's sources change: its files too, less what builds
+	// write there (Maven's target/, npm's node_modules/).
+	for _, dir := range m.buildsFrom() {
+		if err := walk(dir, func(_ string, d fs.DirEntry) bool { return d.Name() == "target" || d.Name() == "node_modules" }); err != nil {
+			return "", err
+		}
 	}
 	for _, a := range append(append([]string(nil), m.Command...), m.Built) {
 		if a == "" {
@@ -95,6 +109,33 @@ func (m *Manifest) BuildKey() (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// buildsFrom lists the folders outside m's own that its build command
+// names (a file there: its folder).
+func (m *Manifest) buildsFrom() []string {
+	var dirs []string
+	for _, a := range m.Build {
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		p := a
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(m.Dir, p)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // a word that is no file here: a program, a goal
+		}
+		if !st.IsDir() {
+			p = filepath.Dir(p)
+		}
+		if rel, err := filepath.Rel(m.Dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue // inside its own folder, walked already
+		}
+		dirs = append(dirs, p)
+	}
+	return dirs
 }
 
 // Stamp records, in the user's cache directory's lockchaos/KIND/KEY, that

@@ -67,3 +67,40 @@ func TestCancelNeedsALockThatCancels(t *testing.T) {
 		{"cancel-client", nil, cancels, ""},
 	})
 }
+
+// An acquire cancelled while it waits behind another client's hold, its
+// language's way — Redisson's tryLock interrupted (Java), redis-semaphore's
+// acquire aborted through its AbortSignal (Node), a Go lock's context —
+// comes back cancelled, and leaves nothing held: no key stuck, and no two
+// holders. Redisson's answer names its thread's lease, and the careful
+// caller's unlock() after it is answered.
+func TestACancelledWaitingAcquireLeavesNothingHeld(t *testing.T) {
+	for _, lock := range []string{"redisson-rlock", "redis-semaphore-mutex", "token-lua"} {
+		t.Run(lock, func(t *testing.T) {
+			// Several faults: an acquire that found the key free is
+			// answered before the cancel, and that one did not land.
+			c := runtest.FaultConfig(t, lock, []string{"cancel-client"}, "cancel-client.op=acquire", "cancel-client.after=0.1ttl", "cancel-client.schedule=at=500ms,1500ms,2500ms")
+			c.Clients, c.Duration = 3, 4*time.Second
+			c.Wait = 5 * c.TTL
+			res, _ := runtest.RunFaults(t, &c)
+			runtest.Landed(t, res, "")
+			runtest.Verdict(t, res, checker.Safe)
+			if len(res.Liveness.DeadlockedKeys) > 0 {
+				t.Errorf("a key is deadlocked: %v", res.Liveness.DeadlockedKeys)
+			}
+			var e string
+			for _, f := range res.Faults {
+				if f.Landed {
+					e = f.Effect
+					break
+				}
+			}
+			if !strings.Contains(e, "came back cancelled") {
+				t.Errorf("the effect does not say the acquire came back cancelled: %s", e)
+			}
+			if lock == "redisson-rlock" && !strings.Contains(e, "the release of what it may have taken ended") {
+				t.Errorf("no release followed Redisson's cancelled acquire, whose answer names its lease: %s", e)
+			}
+		})
+	}
+}

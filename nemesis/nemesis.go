@@ -264,10 +264,12 @@ func (t Topology) OnRedis() bool { return t.Store == cluster.StoreRedis }
 type View struct {
 	Holders []Holding
 	// Acquires holds each client's latest acquire; Releases its latest
-	// release, and Cancelled its latest that a nemesis asked to cancel.
-	Acquires  map[int]Acquire
-	Releases  map[int]Release
-	Cancelled map[int]Release
+	// release, and Cancelled and CancelledAcquires its latest release and
+	// acquire that a nemesis asked to cancel.
+	Acquires          map[int]Acquire
+	Releases          map[int]Release
+	Cancelled         map[int]Release
+	CancelledAcquires map[int]Acquire
 	// Granted is the invoke of each client's latest acquire that was
 	// granted: an acquire invoked at or before it whose end a waiter did
 	// not see may have been that one.
@@ -303,6 +305,10 @@ type Acquire struct {
 	// adapter silent past its timeout, locks.NoAnswer): no refusal of the
 	// lock's, and the library may still be acquiring.
 	Unanswered bool
+	// Error is the error it ended with; Cancelled, that the client was
+	// asked to cancel it in flight (Canceller).
+	Error     string
+	Cancelled bool
 }
 
 // Release is one client's latest release: in flight (Outcome "") or done,

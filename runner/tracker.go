@@ -18,15 +18,16 @@ import (
 // who is in the middle of an acquire, which stretch each worker has taken.
 // It is only for aiming; the checker never reads it.
 type tracker struct {
-	mu        sync.Mutex
-	holding   map[int]map[string]*heldKey
-	acquiring map[int]inFlight
-	acquires  map[int]nemesis.Acquire // each client's latest
-	releases  map[int]nemesis.Release // each client's latest
-	cancelled map[int]nemesis.Release // each client's latest that a nemesis asked to cancel
-	granted   map[int]int64           // the invoke of each client's latest granted acquire
-	exitedSet map[int]bool
-	stretched map[int]stretchAck
+	mu           sync.Mutex
+	holding      map[int]map[string]*heldKey
+	acquiring    map[int]inFlight
+	acquires     map[int]nemesis.Acquire // each client's latest
+	releases     map[int]nemesis.Release // each client's latest
+	cancelled    map[int]nemesis.Release // each client's latest that a nemesis asked to cancel
+	cancelledAcq map[int]nemesis.Acquire // the same of its acquires
+	granted      map[int]int64           // the invoke of each client's latest granted acquire
+	exitedSet    map[int]bool
+	stretched    map[int]stretchAck
 	// asked are the stretches sent to a worker that it has not yet taken
 	// (one asked to rest first takes it only after the rest): already
 	// spoken for, as far as another fault's aim is concerned.
@@ -65,7 +66,7 @@ type stretchAck struct {
 
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
-		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, granted: map[int]int64{}, exitedSet: map[int]bool{},
+		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, cancelledAcq: map[int]nemesis.Acquire{}, granted: map[int]int64{}, exitedSet: map[int]bool{},
 		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
@@ -106,14 +107,21 @@ func (t *tracker) observe(e history.Event) {
 	case e.F == history.Acquire && e.Kind == history.Invoke:
 		t.stats.acquires++
 		t.acquiring[e.Client] = inFlight{since: now, invoked: e.Time}
-		t.acquires[e.Client] = nemesis.Acquire{Key: e.Key, Invoked: e.Time}
+		a := nemesis.Acquire{Key: e.Key, Invoked: e.Time, Cancelled: strings.HasPrefix(e.Message, workload.CancelAsked)}
+		t.acquires[e.Client] = a
+		if a.Cancelled {
+			t.cancelledAcq[e.Client] = a
+		}
 	case e.F == history.Acquire:
 		inv := t.acquiring[e.Client]
 		delete(t.acquiring, e.Client)
 		if a, ok := t.acquires[e.Client]; ok && a.Outcome == "" {
-			a.Done, a.Outcome = e.Time, e.Kind
+			a.Done, a.Outcome, a.Error = e.Time, e.Kind, e.Error
 			a.Unanswered = e.Kind == history.Info && strings.Contains(e.Error, locks.NoAnswer)
 			t.acquires[e.Client] = a
+			if a.Cancelled {
+				t.cancelledAcq[e.Client] = a
+			}
 		}
 		if e.Kind == history.OK {
 			t.granted[e.Client] = inv.invoked
@@ -257,7 +265,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), Granted: maps.Clone(t.granted), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), CancelledAcquires: maps.Clone(t.cancelledAcq), Granted: maps.Clone(t.granted), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
 	})
 }
 

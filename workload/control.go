@@ -22,6 +22,7 @@ import (
 //	stretch KEY MAX REST stop the same, and the first one to get there waits for a pause (SIGSTOP)
 //	unstretch                 let them go
 //	cancel release AFTER      cancel the next release in flight AFTER ns from its invoke
+//	cancel acquire AFTER      the same for the next acquire
 //	stop                      (or the end of input) finish the iteration and exit
 //
 // The worker answers on its events, in the history: it writes a Ready line
@@ -36,16 +37,18 @@ const (
 	CmdCancel    = "cancel"
 )
 
-// CancelCommand is the line that asks a worker to cancel its next release
-// in flight, after from its invoke (0: before its lock's call runs). The
-// release is recorded as info with an error that begins with
-// history.ErrCancelled, and the worker releases again at once, as a careful
-// caller of a release whose outcome it does not know.
+// CancelCommand is the line that asks a worker to cancel its next op
+// (history.Release or history.Acquire) in flight, after from its invoke (0:
+// before its lock's call runs). The op is recorded as info with an error
+// that begins with history.ErrCancelled, and the worker then does what a
+// careful caller of a call whose outcome it does not know does: it releases
+// again at once; after an acquire, it releases the lease the lock named
+// when it answered cancelled (an adapter's token), if it named one.
 func CancelCommand(op string, after time.Duration) string {
 	return fmt.Sprintf("%s %s %d", CmdCancel, op, after.Nanoseconds())
 }
 
-// CancelAsked begins the message of a release's invoke that a nemesis
+// CancelAsked begins the message of an op's invoke that a nemesis
 // asked to cancel (CancelCommand), followed by how long after the invoke.
 const CancelAsked = "to be cancelled after "
 
@@ -208,14 +211,18 @@ func (w *worker) control(in *bufio.Reader) bool {
 					w.emitLocked(history.Event{Kind: history.Stretch, Key: f[1], Message: "on"})
 				}
 				w.mu.Unlock()
-			case len(f) == 3 && f[0] == CmdCancel && f[1] == history.Release:
+			case len(f) == 3 && f[0] == CmdCancel && (f[1] == history.Release || f[1] == history.Acquire):
 				ns, perr := strconv.ParseInt(f[2], 10, 64)
 				if perr != nil || ns < 0 {
 					fmt.Fprintf(w.log, "worker %d: bad control line %q\n", w.cfg.Client, line)
 					continue
 				}
 				after := time.Duration(ns)
-				w.cancelNext.Store(&after)
+				if f[1] == history.Acquire {
+					w.cancelAcquire.Store(&after)
+				} else {
+					w.cancelNext.Store(&after)
+				}
 			case len(f) == 1 && f[0] == CmdUnstretch:
 				w.stretch.set("", 0, 0, false)
 				w.emit(history.Event{Kind: history.Stretch, Message: "off"})

@@ -89,7 +89,9 @@ type worker struct {
 	// cancelNext, when set, is a nemesis's request to cancel the next
 	// release in flight, so long after its invoke (control.go).
 	cancelNext atomic.Pointer[time.Duration]
-	log        io.Writer
+	// cancelAcquire is the same for the next acquire.
+	cancelAcquire atomic.Pointer[time.Duration]
+	log           io.Writer
 
 	// mu serialises every event: the main loop and the watchdog goroutines
 	// of a hold emit through it, and the state of the hold in progress
@@ -281,32 +283,46 @@ func (w *worker) run() {
 }
 
 // acquire is one acquire operation in the history; in blocking mode it
-// spans every retry until the lock is taken or the wait runs out.
+// spans every retry until the lock is taken or the wait runs out. A
+// nemesis's cancel (cancelAcquire) cuts the whole of it.
 func (w *worker) acquire(ctx context.Context, key string) (locks.Lease, int64, bool) {
-	invoked := w.emit(history.Event{Kind: history.Invoke, F: history.Acquire, Key: key})
+	invoke := history.Event{Kind: history.Invoke, F: history.Acquire, Key: key}
+	after := w.cancelAcquire.Swap(nil)
+	if after != nil {
+		invoke.Message = fmt.Sprintf("%s%v", CancelAsked, *after)
+	}
+	invoked := w.emit(invoke)
+	cctx, stop := cancellable(ctx, after)
+	defer stop()
 	if w.cfg.Wait > 0 && w.waiter != nil {
-		opCtx, cancel := context.WithTimeout(ctx, w.cfg.Wait+w.cfg.OpTimeout)
+		opCtx, cancel := context.WithTimeout(cctx, w.cfg.Wait+w.cfg.OpTimeout)
 		lease, err := w.waiter.AcquireWait(opCtx, key, w.cfg.Wait)
 		cancel()
-		lease, ok := w.acquired(key, lease, err)
+		lease, ok := w.acquired(ctx, cctx, key, lease, err)
 		return lease, invoked, ok
 	}
 	start := time.Now()
 	for {
-		opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
+		opCtx, cancel := context.WithTimeout(cctx, w.cfg.OpTimeout)
 		lease, err := w.locker.Acquire(opCtx, key)
 		cancel()
 		left := w.cfg.Wait - time.Since(start)
 		if !errors.Is(err, locks.ErrNotAcquired) || left <= 0 || w.stop.Load() {
-			lease, ok := w.acquired(key, lease, err)
+			lease, ok := w.acquired(ctx, cctx, key, lease, err)
 			return lease, invoked, ok
 		}
-		time.Sleep(min(left, w.jitter(w.cfg.Retry)))
+		select {
+		case <-time.After(min(left, w.jitter(w.cfg.Retry))):
+		case <-cctx.Done():
+			// Cancelled between two tries: the caller's own loop stops.
+			lease, ok := w.acquired(ctx, cctx, key, locks.Lease{}, context.Cause(cctx))
+			return lease, invoked, ok
+		}
 	}
 }
 
-// acquired records the answer to an acquire.
-func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease, bool) {
+// acquired records the answer to an acquire whose call ran under cctx.
+func (w *worker) acquired(ctx, cctx context.Context, key string, lease locks.Lease, err error) (locks.Lease, bool) {
 	switch {
 	case err == nil:
 		// The ok may wait for the next event: a granted acquire is always
@@ -319,6 +335,16 @@ func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease
 		// the lock, as it would have if killed just before the ok.
 		w.emitThen(history.Event{Kind: history.OK, F: history.Acquire, Key: key, Owner: lease.Owner, Token: lease.Token, Fence: lease.Fence})
 		return lease, true
+	case cancelledByNemesis(cctx) && !errors.Is(err, locks.ErrNotAcquired):
+		// (A refusal is the lock's answer: it finished first.) Its
+		// outcome is unknown. A careful caller gives back what it may
+		// have taken, when the lock says what that is (an adapter's
+		// cancelled answer with a token); else the lease is the lock's to
+		// end (it expires, or its session does).
+		w.emit(history.Event{Kind: history.Info, F: history.Acquire, Key: key, Error: history.ErrCancelled + ": " + err.Error()})
+		if lease.Token != "" {
+			w.release(ctx, lease, nil)
+		}
 	case errors.Is(err, locks.ErrNotAcquired):
 		e := history.Event{Kind: history.Fail, F: history.Acquire, Key: key, Error: "not-acquired"}
 		if err != locks.ErrNotAcquired {
@@ -329,6 +355,32 @@ func (w *worker) acquired(key string, lease locks.Lease, err error) (locks.Lease
 		w.emit(history.Event{Kind: history.Info, F: history.Acquire, Key: key, Error: err.Error()})
 	}
 	return locks.Lease{}, false
+}
+
+// cancellable is ctx for a lock's call that a nemesis asked to cancel
+// (after not nil): cut at once (after 0, before the call begins) or after
+// so long. stop ends its timer; ask cancelledByNemesis before it.
+func cancellable(ctx context.Context, after *time.Duration) (context.Context, func()) {
+	cctx, cancelCall := context.WithCancelCause(ctx)
+	var t *time.Timer
+	switch {
+	case after == nil:
+	case *after <= 0:
+		cancelCall(errCancelledByNemesis)
+	default:
+		t = time.AfterFunc(*after, func() { cancelCall(errCancelledByNemesis) })
+	}
+	return cctx, func() {
+		if t != nil {
+			t.Stop()
+		}
+		cancelCall(nil)
+	}
+}
+
+// cancelledByNemesis says whether a nemesis cut ctx (cancellable).
+func cancelledByNemesis(ctx context.Context) bool {
+	return context.Cause(ctx) == errCancelledByNemesis
 }
 
 // jitter spreads retries over [d/2, d] so waiting clients do not march in step.
@@ -623,22 +675,14 @@ func (w *worker) releaseThen(ctx context.Context, lease locks.Lease, h *heldLock
 	} else {
 		w.emit(invoke)
 	}
+	// A nemesis cancels this release in flight, the way a caller does:
+	// the lock's call gets a cancelled context (an adapter is sent a
+	// cancel request, and cancels it its language's way).
 	opCtx, cancel := context.WithTimeout(ctx, w.cfg.OpTimeout)
-	cctx, cancelCall := context.WithCancelCause(opCtx)
-	if after != nil {
-		// A nemesis cancels this release in flight, the way a caller
-		// does: the lock's call gets a cancelled context (an adapter is
-		// sent a cancel request, and cancels it its language's way).
-		if *after <= 0 {
-			cancelCall(errCancelledByNemesis) // before the call begins
-		} else {
-			t := time.AfterFunc(*after, func() { cancelCall(errCancelledByNemesis) })
-			defer t.Stop()
-		}
-	}
+	cctx, stop := cancellable(opCtx, after)
 	err := w.locker.Release(cctx, lease)
-	cancelled := err != nil && context.Cause(cctx) == errCancelledByNemesis
-	cancelCall(nil)
+	cancelled := err != nil && cancelledByNemesis(cctx)
+	stop()
 	cancel()
 	switch {
 	case cancelled:

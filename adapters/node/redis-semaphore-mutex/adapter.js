@@ -2,7 +2,10 @@
 // its Mutex on one node, or with the argument `redlock` its RedlockMutex over
 // every node lockchaos names, with ioredis clients. Both keep a grant alive
 // in the background (refreshInterval) and report a refresh that finds the
-// key gone through onLockLost, sent on as a lost event.
+// key gone through onLockLost, sent on as a lost event. Each request has an
+// AbortController, which a cancel request aborts: the library's acquire
+// takes its signal (it stops between attempts; an attempt in flight
+// finishes first), its release takes none.
 'use strict';
 const readline = require('readline');
 // ioredis 6.0.0, or with the option ioredis=5.11.1 the last 5.x, whose
@@ -15,6 +18,7 @@ const redlock = process.argv[2] === 'redlock';
 let clients = [];
 let settings = {};
 const held = new Map(); // token (the mutex's identifier) -> { mutex, key }
+const calls = new Map(); // request id -> its AbortController, while it runs
 
 function send(msg) { process.stdout.write(JSON.stringify(msg) + '\n'); }
 
@@ -58,7 +62,7 @@ function init(req) {
   return { type: 'init_ok' };
 }
 
-async function acquire(req) {
+async function acquire(req, signal) {
   const wait = req.wait_ms || 0;
   let mutex;
   const options = {
@@ -82,7 +86,7 @@ async function acquire(req) {
   mutex = redlock ? new RedlockMutex(clients, req.key, options) : new Mutex(clients[0], req.key, options);
   // A node's error rejects Mutex's acquire (unknown); RedlockMutex counts it
   // as a node that said no, and answers false (refused) without a quorum.
-  if (!(await mutex.tryAcquire())) return { type: 'refused' };
+  if (!(await mutex.tryAcquire(signal))) return { type: 'refused' };
   held.set(mutex.identifier, { mutex, key: req.key });
   return { type: 'granted', token: mutex.identifier };
 }
@@ -102,12 +106,20 @@ const handlers = { init, acquire, release };
 
 readline.createInterface({ input: process.stdin }).on('line', async (line) => {
   const req = JSON.parse(line);
+  if (req.type === 'cancel') {
+    calls.get(req.of)?.abort();
+    return;
+  }
   const h = handlers[req.type];
+  const ctl = new AbortController();
+  calls.set(req.id, ctl);
   let ans;
   try {
-    ans = h ? await h(req) : { type: 'error', error: `unknown request type ${req.type}` };
+    ans = h ? await h(req, ctl.signal) : { type: 'error', error: `unknown request type ${req.type}` };
   } catch (e) {
-    ans = { type: 'unknown', error: e.message };
+    // Aborted (the signal's reason, an AbortError): it took nothing.
+    ans = ctl.signal.aborted && (e === ctl.signal.reason || e?.name === 'AbortError') ? { type: 'cancelled' } : { type: 'unknown', error: e.message };
   }
+  calls.delete(req.id);
   send({ ...ans, in_reply_to: req.id });
 }).on('close', () => process.exit(0));

@@ -8,8 +8,12 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.redisson.Redisson;
 import org.redisson.RedissonRedLock;
@@ -30,7 +34,11 @@ import org.redisson.config.SubscriptionMode;
  * over every node given (the lock.yaml files beside this one's folder).
  * Every request is handled on the main thread, one at a time: a Redisson
  * lock belongs to the thread that took it, so acquire, re-entry and release
- * all come from this one.
+ * all come from this one. Another thread reads the requests, so that a
+ * cancel of the request in flight interrupts the main thread, as an
+ * application cancels a call (Thread.interrupt, or a Future's
+ * cancel(true)); a cancel of one not yet begun interrupts the thread as it
+ * begins it.
  */
 public final class Adapter {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -43,6 +51,12 @@ public final class Adapter {
     private static boolean leaseMode;
     private static long leaseMs;
     private static String kind = "rlock";
+    // The requests read, the one the main thread is running (-1: none),
+    // and the ones cancelled before it began them; guarded by CANCEL.
+    private static final BlockingQueue<JsonNode> REQUESTS = new LinkedBlockingQueue<>();
+    private static final Object CANCEL = new Object();
+    private static long running = -1;
+    private static final Set<Long> CANCELLED = new HashSet<>();
 
     public static void main(String[] args) throws Exception {
         if (args.length > 0) {
@@ -52,32 +66,115 @@ public final class Adapter {
             System.err.println("unknown lock " + kind + ": want rlock, fenced, fair, spin or redlock");
             System.exit(2);
         }
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        for (String line; (line = in.readLine()) != null; ) {
-            JsonNode req = JSON.readTree(line);
+        Thread main = Thread.currentThread();
+        Thread reader = new Thread(() -> read(main), "requests");
+        reader.setDaemon(true);
+        reader.start();
+        for (JsonNode req; !(req = REQUESTS.take()).isMissingNode(); ) {
+            long id = req.get("id").asLong();
+            synchronized (CANCEL) {
+                running = id;
+                if (CANCELLED.remove(id)) {
+                    main.interrupt();
+                }
+            }
             ObjectNode ans;
             try {
                 ans = handle(req);
             } catch (IllegalMonitorStateException e) {
                 ans = answer("not_held");
             } catch (Exception e) {
-                // Redisson wraps what went wrong ("Unexpected exception while
-                // processing command"): the innermost cause says what it was.
-                Throwable cause = e;
-                while (cause.getCause() != null && cause.getCause() != cause) {
-                    cause = cause.getCause();
-                }
-                String error = e.getClass().getSimpleName() + ": " + e.getMessage();
-                if (cause != e) {
-                    error += " (" + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ")";
-                }
-                ans = answer("unknown").put("error", error);
+                ans = interrupted(e) ? cancelled(req) : unknown(e);
             }
-            ans.put("in_reply_to", req.get("id").asLong());
+            synchronized (CANCEL) {
+                running = -1;
+                Thread.interrupted(); // a cancel that came as the call ended
+            }
+            ans.put("in_reply_to", id);
             System.out.println(JSON.writeValueAsString(ans));
             System.out.flush();
         }
         Runtime.getRuntime().halt(0); // standard input ended: leave at once
+    }
+
+    /** Reads the requests: a cancel interrupts the request it names. */
+    private static void read(Thread main) {
+        try {
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            for (String line; (line = in.readLine()) != null; ) {
+                JsonNode req = JSON.readTree(line);
+                if (!req.path("type").asText().equals("cancel")) {
+                    REQUESTS.add(req);
+                    continue;
+                }
+                long of = req.path("of").asLong();
+                synchronized (CANCEL) {
+                    if (running == of) {
+                        main.interrupt();
+                    } else {
+                        CANCELLED.add(of); // not begun yet (or answered: then never begun)
+                    }
+                }
+            }
+        } catch (Exception e) {
+            System.err.println("reading requests: " + e);
+        }
+        REQUESTS.add(com.fasterxml.jackson.databind.node.MissingNode.getInstance());
+    }
+
+    /** Whether the call ended because its thread was interrupted. */
+    private static boolean interrupted(Throwable e) {
+        for (Throwable c = e; c != null; c = c.getCause() == c ? null : c.getCause()) {
+            if (c instanceof InterruptedException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * An interrupted call's answer. An acquire names the lease it may have
+     * taken (a Redisson lock's owner is this thread, whatever became of
+     * the call), and keeps the lock, so that the release a careful caller
+     * makes next calls unlock() on it.
+     */
+    private static ObjectNode cancelled(JsonNode req) {
+        ObjectNode ans = answer("cancelled");
+        if (req.path("type").asText().equals("acquire")) {
+            String token = token();
+            String key = req.get("key").asText();
+            HELD.putIfAbsent(token + "\n" + key, lock(key));
+            GRANTS.merge(token + "\n" + key, 1, Integer::sum);
+            ans.put("token", token);
+        }
+        return ans;
+    }
+
+    private static ObjectNode unknown(Exception e) {
+        // Redisson wraps what went wrong ("Unexpected exception while
+        // processing command"): the innermost cause says what it was.
+        Throwable cause = e;
+        while (cause.getCause() != null && cause.getCause() != cause) {
+            cause = cause.getCause();
+        }
+        String error = e.getClass().getSimpleName() + ": " + e.getMessage();
+        if (cause != e) {
+            error += " (" + cause.getClass().getSimpleName() + ": " + cause.getMessage() + ")";
+        }
+        return answer("unknown").put("error", error);
+    }
+
+    /**
+     * The token is how Redis keeps this thread's lease: the field of the
+     * lock's hash, Redisson's id and this thread's
+     * (RedissonBaseLock.getLockName), so that lockchaos can ask a node
+     * whether it still has it. A RedLock's clients each have an id: one
+     * field per node, in the nodes' order, comma-separated
+     * (docs/protocol.md).
+     */
+    private static String token() {
+        long thread = Thread.currentThread().getId();
+        return String.join(",", CLIENTS.stream().map(c -> c.getId() + ":" + thread).toArray(String[]::new));
     }
 
     private static ObjectNode answer(String type) {
@@ -256,13 +353,7 @@ public final class Adapter {
         if (!ok) {
             return answer("refused");
         }
-        // The token is how Redis keeps this lease: the field of the lock's
-        // hash, Redisson's id and this thread's (RedissonBaseLock.getLockName),
-        // so that lockchaos can ask a node whether it still has it. A
-        // RedLock's clients each have an id: one field per node, in the
-        // nodes' order, comma-separated (docs/protocol.md).
-        long thread = Thread.currentThread().getId();
-        String token = String.join(",", CLIENTS.stream().map(c -> c.getId() + ":" + thread).toArray(String[]::new));
+        String token = token();
         HELD.put(token + "\n" + key, lock);
         GRANTS.merge(token + "\n" + key, 1, Integer::sum);
         ObjectNode ans = answer("granted").put("token", token);
@@ -277,11 +368,22 @@ public final class Adapter {
         if (lock == null) {
             return answer("not_held");
         }
-        if (GRANTS.merge(grant, -1, Integer::sum) == 0) {
+        try {
+            lock.unlock(); // IllegalMonitorStateException: not held by this thread any more
+        } catch (RuntimeException e) {
+            if (!interrupted(e)) {
+                drop(grant);
+            } // interrupted: the lease stays this thread's, for the release that follows
+            throw e;
+        }
+        drop(grant);
+        return answer("released");
+    }
+
+    private static void drop(String grant) {
+        if (GRANTS.merge(grant, -1, Integer::sum) <= 0) {
             HELD.remove(grant);
             GRANTS.remove(grant);
         }
-        lock.unlock(); // IllegalMonitorStateException: not held by this thread any more
-        return answer("released");
     }
 }
