@@ -932,13 +932,26 @@ func (n *pgNode) HoldsLease(ctx context.Context, key, token string) (bool, error
 	if len(f) < 2 {
 		return false, fmt.Errorf("postgres lease token %q: want KIND:PID[:KEY]", token)
 	}
-	pid, err := strconv.ParseInt(f[1], 10, 32)
-	if err != nil {
-		return false, fmt.Errorf("postgres lease token %q: %w", token, err)
-	}
 	var q string
 	var args []any
+	var pid int64
+	var err error
+	if f[0] == "shedlock" {
+		// ShedLock's row (adapters/java/shedlock-jdbc): the name's
+		// lock_until is still the one this grant wrote (UTC, whole
+		// milliseconds) and has not passed by the server's clock.
+		ms, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return false, fmt.Errorf("postgres lease token %q: %w", token, err)
+		}
+		q = `SELECT EXISTS (SELECT 1 FROM shedlock WHERE name = $1
+  AND lock_until = (to_timestamp($2::float8 / 1000) AT TIME ZONE 'UTC') AND lock_until > (now() AT TIME ZONE 'UTC'))`
+		args = []any{key, ms}
+	} else if pid, err = strconv.ParseInt(f[1], 10, 32); err != nil {
+		return false, fmt.Errorf("postgres lease token %q: %w", token, err)
+	}
 	switch {
+	case q != "":
 	case (f[0] == "advisory" || f[0] == "xact") && len(f) == 3:
 		k, err := strconv.ParseInt(f[2], 10, 64)
 		if err != nil {

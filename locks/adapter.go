@@ -374,6 +374,11 @@ func (a *adapter) deliver(id int64, ans answer) {
 	switch {
 	case ok:
 		ch <- ans
+	case late && ans.Type == "granted" && a.m.BlindRelease:
+		// Its release ends the key's lock whoever holds it now (the
+		// client's own next grant, or another's): the stale grant is left
+		// to run out on its own.
+		a.logf("a grant of %s (token %q) came after the acquire was given up on: left to its lease (blind_release: a release would end whoever's lock holds %s now)", key, ans.token(), key)
 	case late && ans.Type == "granted":
 		a.logf("a grant of %s (token %q) came after the acquire was given up on: releasing it", key, ans.token())
 		go func() {

@@ -43,6 +43,11 @@ type Manifest struct {
 	// cancel request), the way its language does it, and answers that
 	// request cancelled.
 	Cancel bool `yaml:"cancel"`
+	// BlindRelease: the library's release does not say whether the lease
+	// was still its own, so the adapter answers released whatever became
+	// of it (ShedLock's unlock() returns nothing, and ends the name's
+	// lock whoever holds it), never not_held.
+	BlindRelease bool `yaml:"blind_release"`
 	// KeyPrefix is what the library adds to a key (Spec.KeyPrefix).
 	KeyPrefix string `yaml:"key_prefix"`
 	// LeaseOption names a duration option that, when set, is the lease

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 )
 
@@ -37,15 +38,26 @@ import (
 // (granted or refused, not timed out: the op timeout must outlast the
 // hold) — a grant while that hold was still in force. The clock is set right again once the acquire and the hold it
 // began are over.
+//
+// direction=forward steps the clock the other way, as an NTP correction of
+// a slow clock does, while another client holds the key (kept inside):
+// a lock that judges on the client's clock whether the last holder's lease
+// has run out (ShedLock's JDBC provider: lock_until <= now, now by the
+// client) takes the key beside that holder; one whose lease the server
+// keeps (a Redis PX, a database's own now()) refuses. It landed when the
+// client's next acquire, begun after the step, was answered (granted or
+// refused) while that hold was in force. The clock is set right again as
+// soon as the acquire is answered.
 type ClientClock struct {
-	By    time.Duration `opt:"by" default:"5ttl" margin:"0.1ttl..10ttl" help:"how far back the client's wall clock steps while its acquire is in flight"`
-	Delay time.Duration `opt:"delay" default:"1ttl" help:"how long the acquire's replies are held at least (its lease: the lease runs out on the servers first); they go on in the next hold of another client's, kept inside until the acquire is answered"`
+	By        time.Duration `opt:"by" default:"5ttl" margin:"0.1ttl..10ttl" help:"how far the client's wall clock steps"`
+	Direction string        `opt:"direction" default:"back" oneof:"back,forward" help:"back: while the client's acquire is in flight, its replies held past the lease; forward: while another client holds the key, before the client's next acquire"`
+	Delay     time.Duration `opt:"delay" default:"1ttl" help:"direction=back: how long the acquire's replies are held at least (its lease: the lease runs out on the servers first); they go on in the next hold of another client's, kept inside until the acquire is answered"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "client-clock",
-		Description: "step a client's wall clock back (clock shim in its adapter) while its acquire's replies are held past the lease: a validity measured on the wall clock says the lease still lives",
+		Description: "step a client's wall clock (clock shim in its adapter): back while its acquire's replies are held past the lease (a validity measured on the wall clock says the lease still lives), or forward while another client holds the key (a lease judged on the client's clock has run out)",
 		Action:      history.ActionClock,
 		New:         func() Nemesis { return new(ClientClock) },
 		ClientClock: true,
@@ -83,6 +95,9 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 	clock := clocks.ClientClock(c)
 	if clock == nil {
 		return nil, fmt.Errorf("client-clock: client %d's lock runs without the clock shim", c)
+	}
+	if k.Direction == "forward" {
+		return k.forward(ctx, env, step, clock, clocks.ShimLoaded(c))
 	}
 	f := &Fault{
 		Target:  fmt.Sprintf("clock of client %d back by %v (acquire in flight)", c, k.By),
@@ -162,6 +177,61 @@ func (k *ClientClock) Inject(ctx context.Context, env Env, step Step) (*Fault, e
 		default:
 			landed = true
 			note += fmt.Sprintf("; they went on %s into client %d's hold (%s)", round(time.Duration(let-beside.OK)), beside.Client, beside.kept())
+		}
+		f.Effect = &history.Effect{Landed: landed, Note: note}
+		return nil
+	}
+	return f, nil
+}
+
+// forward steps client step.Client's clock forward while another client
+// holds step.Key, kept inside, and follows the client's next acquire.
+func (k *ClientClock) forward(ctx context.Context, env Env, step Step, clock *cluster.Clock, shim bool) (*Fault, error) {
+	c := step.Client
+	f := &Fault{
+		Target:  fmt.Sprintf("clock of client %d forward by %v (another client's hold)", c, k.By),
+		Params:  map[string]string{"by": k.By.String(), "direction": "forward", "variant": "shim"},
+		Clients: []int{c},
+	}
+	beside, err := holdBeside(ctx, env, c, step.Key)
+	if err != nil || beside == nil {
+		f.Start, f.Effect = history.Now(), &history.Effect{Note: fmt.Sprintf("no client but %d held %s in time", c, step.Key)}
+		return f, err
+	}
+	if err := clock.Set(clock.Offset()+k.By, clock.Rate()); err != nil {
+		return nil, errors.Join(err, beside.release())
+	}
+	f.Start = history.Now()
+	f.Params["offset"] = clock.Offset().Round(time.Millisecond).String()
+	f.Heal = func(ctx context.Context) error {
+		// The client's next acquire, begun after the step.
+		var a Acquire
+		wctx, cancel := context.WithTimeout(ctx, 2*(env.TTL()+env.Hold())+env.Topology().OpTimeout+time.Second)
+		_ = env.Await(wctx, func(v View) bool {
+			a = v.Acquires[c]
+			return (a.Invoked > f.Start && a.Outcome != "") || v.Exited[c]
+		})
+		cancel()
+		inHold := a.Outcome != "" && heldAt(snapshot(env), beside.Holding, a.Done)
+		if err := errors.Join(beside.release(), clock.Set(0, 1)); err != nil {
+			return err
+		}
+		note := fmt.Sprintf("client %d's clock stepped forward %s while client %d held %s (%s)", c, k.By, beside.Client, beside.Key, beside.kept())
+		landed := false
+		switch {
+		case !shim:
+			note += fmt.Sprintf(": the clock shim is not loaded in client %d's adapter, or not pointed at its clock file, so the step did not reach its lock", c)
+		case a.Invoked <= f.Start || a.Outcome == "":
+			note += ": the client's next acquire did not come back in time"
+		case a.Key != beside.Key:
+			note += fmt.Sprintf(": the client's next acquire was of %s", a.Key)
+		case a.Outcome != history.OK && a.Outcome != history.Fail:
+			note += fmt.Sprintf("; its next acquire ended %s%s, no answer of the lock's", a.Outcome, errorNote(a.Error))
+		case !inHold:
+			note += fmt.Sprintf("; its next acquire ended %s only after that hold had ended", a.Outcome)
+		default:
+			landed = true
+			note += fmt.Sprintf("; its next acquire, in that hold, ended %s", map[history.Kind]string{history.OK: "granted", history.Fail: "refused"}[a.Outcome])
 		}
 		f.Effect = &history.Effect{Landed: landed, Note: note}
 		return nil

@@ -59,3 +59,29 @@ func TestAClientClockStepBreaksAValidityMeasuredOnTheWallClock(t *testing.T) {
 	t.Run("node-redlock", func(t *testing.T) { clientClock(t, "node-redlock", checker.Violation) })
 	t.Run("pottery-redlock", func(t *testing.T) { clientClock(t, "pottery-redlock", checker.Safe) })
 }
+
+// A lease judged on the client's clock (ShedLock's JDBC provider: the
+// name's lock_until <= now, now by the client) has run out for a client
+// whose clock steps forward past it: it takes the name beside the holder,
+// kept inside, by construction. A lease the server keeps (redis-py's
+// Lock: SET NX PX) does not care: the stepped client is refused.
+func TestAClientClockSteppedForwardBreaksALeaseJudgedOnTheClientsClock(t *testing.T) {
+	for _, tc := range []struct {
+		lock, answer string
+		want         checker.Verdict
+	}{{"shedlock-jdbc", "ended granted", checker.Violation}, {"redis-py-lock", "ended refused", checker.Safe}} {
+		t.Run(tc.lock, func(t *testing.T) {
+			c := runtest.FaultConfig(t, tc.lock, []string{"client-clock"}, "client-clock.direction=forward")
+			c.TTL, c.Hold = time.Second, 200*time.Millisecond
+			c.OpTimeout, c.Duration = 3*time.Second, 6*time.Second
+			res, _ := runtest.RunFaults(t, &c)
+			runtest.Verdict(t, res, tc.want)
+			runtest.Landed(t, res, "")
+			for _, f := range res.Faults {
+				if f.Landed && !strings.Contains(f.Effect, "stepped forward") || f.Landed && !strings.Contains(f.Effect, tc.answer) {
+					t.Errorf("fault %d's effect does not say the clock stepped forward and the acquire %s: %s", f.ID, tc.answer, f.Effect)
+				}
+			}
+		})
+	}
+}
