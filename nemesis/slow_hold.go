@@ -50,7 +50,9 @@ func (s *SlowHold) Inject(ctx context.Context, env Env, step Step) (*Fault, erro
 	f.Heal = func(context.Context) error {
 		err := a.release()
 		lease := env.Lease()
-		f.Effect = &history.Effect{Landed: by >= lease,
+		// A hold no longer than the lease ends as the lease does:
+		// nothing outlived it.
+		f.Effect = &history.Effect{Landed: by > lease,
 			Note: fmt.Sprintf("client %d stayed in its critical section on %s for %s after its acquire, its lease is %s", a.Client, a.Key, by, lease)}
 		return err
 	}
