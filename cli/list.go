@@ -92,12 +92,12 @@ func listShort(w io.Writer) {
 	}
 }
 
-// wrap writes names after lead, as many to a line as fit 100 columns, the
+// wrap writes names after lead, as many to a line as fit 120 columns, the
 // lines after the first indented as far as lead.
 func wrap(w io.Writer, lead string, names []string) {
 	line := lead
 	for i, n := range names {
-		if i > 0 && len(line)+1+len(n) > 100 {
+		if i > 0 && len(line)+1+len(n) > 120 {
 			fmt.Fprintln(w, strings.TrimRight(line, " "))
 			line = strings.Repeat(" ", len(lead))
 		} else if i > 0 {

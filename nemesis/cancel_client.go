@@ -212,10 +212,3 @@ func (c *CancelClient) cameBack(ctx context.Context, env Env, f *Fault, cl int, 
 	}
 	return false
 }
-
-func errorNote(e string) string {
-	if e == "" {
-		return ""
-	}
-	return " (" + e + ")"
-}

@@ -264,3 +264,12 @@ func releasing(v View, c int) bool {
 	}
 	return false
 }
+
+// errorNote is an operation's error for a fault's note: " (error)", or
+// nothing.
+func errorNote(e string) string {
+	if e == "" {
+		return ""
+	}
+	return " (" + e + ")"
+}

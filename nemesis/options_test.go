@@ -38,7 +38,7 @@ func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
 		"ack-loss":          {history.ActionNetwork, "duration=3ttl links=client"},
 		"starve-client":     {history.ActionPause, "off=0.5ttl on=10ms duration=3ttl"},
 		"cancel-client":     {history.ActionCancel, "op=release after=0s"},
-		"client-clock":      {history.ActionClock, "by=5ttl delay=1ttl"},
+		"client-clock":      {history.ActionClock, "by=5ttl direction=back delay=1ttl"},
 	}
 	seen := map[string]bool{}
 	for _, s := range nemesis.All() {
