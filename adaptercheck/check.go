@@ -63,7 +63,7 @@ func Check(ctx context.Context, m *locks.Manifest, scratch string, w io.Writer) 
 	// cluster.LeaseHolder for the others).
 	store, err := cluster.LookupStore(m.Store)
 	if err != nil {
-		return nil, err
+		return nil, m.StoreError(err)
 	}
 	e, err := store.Start(ctx, be, cluster.EnsembleSpec{Members: m.Nodes})
 	if err != nil {
@@ -80,6 +80,9 @@ func Check(ctx context.Context, m *locks.Manifest, scratch string, w io.Writer) 
 		}
 	}
 	c := &checker{m: m, nodes: nodes, direct: direct, w: w}
+	if store.AdapterInit != nil {
+		c.storeInit = store.AdapterInit(addrs)
+	}
 	for i := range 2 {
 		l, err := c.client(ctx, i, addrs, scratch)
 		if err != nil {
@@ -99,10 +102,12 @@ type checker struct {
 	m      *locks.Manifest
 	nodes  []cluster.Node
 	direct []*redis.Client
-	l      []locks.Locker
-	lease  time.Duration
-	w      io.Writer
-	steps  []Step
+	// storeInit: what the init carries for the store (cluster.Store's AdapterInit).
+	storeInit map[string]any
+	l         []locks.Locker
+	lease     time.Duration
+	w         io.Writer
+	steps     []Step
 }
 
 func (c *checker) client(ctx context.Context, i int, addrs []string, scratch string) (locks.Locker, error) {
@@ -112,7 +117,7 @@ func (c *checker) client(ctx context.Context, i int, addrs []string, scratch str
 		return nil, err
 	}
 	l, err := spec.New(locks.Config{
-		Addrs: addrs, OpTimeout: OpTimeout, TTL: TTL, Owner: fmt.Sprintf("check-client-%d", i), Options: opts,
+		Addrs: addrs, StoreInit: c.storeInit, OpTimeout: OpTimeout, TTL: TTL, Owner: fmt.Sprintf("check-client-%d", i), Options: opts,
 		Rand: rand.New(rand.NewPCG(1, uint64(i))), Client: i, Seed: 1,
 		LogPath: filepath.Join(scratch, fmt.Sprintf("client-%d.adapter.log", i)),
 	})

@@ -131,7 +131,7 @@ func inProcess(ctx context.Context, m *locks.Manifest) (inProcessResult, error) 
 	var addrs []string
 	st, err := cluster.LookupStore(m.Store)
 	if err != nil {
-		return r, err
+		return r, m.StoreError(err)
 	}
 	e, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: max(m.Nodes, 1)})
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"github.com/lockchaos/lockchaos/internal/suggest"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/settings"
+	// The stores in folders of their own register themselves.
+	_ "github.com/lockchaos/lockchaos/stores"
 
 	"github.com/lockchaos/lockchaos/adaptercheck"
 	"github.com/lockchaos/lockchaos/checker"

@@ -48,7 +48,14 @@ func init() {
 		NoClock:     "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
 		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",
 		Primary:     true,
-		Start:       startPostgres,
+		AdapterInit: func(addrs []string) map[string]any {
+			if len(addrs) == 0 {
+				return nil
+			}
+			host, port, _ := strings.Cut(addrs[0], ":")
+			return map[string]any{"dsn": fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, PostgresUser)}
+		},
+		Start: startPostgres,
 	})
 }
 

@@ -44,6 +44,11 @@ type Store struct {
 	// through the clock shim) cannot reach what this store's locks depend
 	// on; "" for Redis, whose wall clock decides a key's expiry.
 	NoClock string
+	// AdapterInit adds to an adapter's init message (docs/protocol.md)
+	// what a client of this store needs beyond the lock nodes' addresses,
+	// given them as this client reaches them (PostgreSQL's dsn, ZooKeeper's
+	// connect string); nil for nothing more.
+	AdapterInit func(addrs []string) map[string]any
 	// Start starts one ensemble of the store on backend: its members on
 	// free loopback ports, each in its own scratch directory (mkScratch),
 	// proved to be the server it started before Start returns. On the local

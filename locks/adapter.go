@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,15 +209,8 @@ func (a *adapter) Start(ctx context.Context) error {
 		"ttl_ms": a.cfg.TTL.Milliseconds(), "op_timeout_ms": a.cfg.OpTimeout.Milliseconds(),
 		"seed": a.cfg.Seed, "options": nonNilMap(a.opts),
 	}
-	switch a.m.Store {
-	case "postgres":
-		if len(a.cfg.Addrs) > 0 {
-			if host, port, err := net.SplitHostPort(a.cfg.Addrs[0]); err == nil {
-				init["dsn"] = fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, pgUser)
-			}
-		}
-	case "zookeeper":
-		init["connect"] = strings.Join(a.cfg.Addrs, ",")
+	for k, v := range a.cfg.StoreInit {
+		init[k] = v
 	}
 	if s := a.cfg.Sentinels; s != nil {
 		init["sentinels"], init["sentinel_masters"], init["nat"] = s.Addrs, s.Masters, s.NAT

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 )
 
@@ -318,7 +319,11 @@ func TestCuratorWithoutRetriesRecursesInItsProtectedNodeCleanUp(t *testing.T) {
 func curatorClient(t *testing.T, spec locks.Spec, addrs []string, owner, retries, logPath string) locks.Locker {
 	t.Helper()
 	opts := decode(t, spec, map[string]string{"retries": retries}, time.Second)
-	l, err := spec.New(locks.Config{Addrs: addrs, TTL: time.Second, OpTimeout: time.Second, Owner: owner, Options: opts, LogPath: logPath})
+	store, err := cluster.LookupStore(spec.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.New(locks.Config{Addrs: addrs, StoreInit: store.AdapterInit(addrs), TTL: time.Second, OpTimeout: time.Second, Owner: owner, Options: opts, LogPath: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}

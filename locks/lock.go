@@ -141,6 +141,9 @@ type Config struct {
 	// Sentinels, in a Redis run with sentinels, lets the client follow a
 	// failover by itself; nil otherwise.
 	Sentinels *Sentinels
+	// StoreInit is what an adapter's init message carries for the lock's
+	// store beyond the addresses (cluster.Store's AdapterInit).
+	StoreInit map[string]any
 	// OpTimeout bounds every request to the store (--op-timeout): a cut
 	// link must give an indeterminate outcome, never a hang.
 	OpTimeout time.Duration

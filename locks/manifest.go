@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -81,7 +82,9 @@ type Manifest struct {
 	// File is the manifest's path, Dir its folder (absolute): command,
 	// build and built are relative to Dir.
 	File string `yaml:"-"`
-	Dir  string `yaml:"-"`
+	// storeLine is the line of the store field, for StoreError.
+	storeLine int
+	Dir       string `yaml:"-"`
 }
 
 // Capabilities are the manifest's fields that an option's value may
@@ -174,13 +177,16 @@ func (m *Manifest) check(file string, lines map[string]int) error {
 	if len(m.Command) == 0 {
 		bad("command", "want the command that starts the adapter, as a list")
 	}
-	switch m.Store {
-	case "":
+	// Whether lockchaos knows the store is asked where the lock runs
+	// (cluster.LookupStore, whose error StoreError puts on this line): the
+	// stores are registered above this package.
+	switch {
+	case m.Store == "":
 		m.Store = "redis"
-	case "redis", "etcd", "zookeeper", "postgres":
-	default:
-		bad("store", "%q: want redis, etcd, zookeeper or postgres%s", m.Store, suggest.Hint(m.Store, []string{"redis", "etcd", "zookeeper", "postgres"}, "%s"))
+	case !storeName.MatchString(m.Store):
+		bad("store", "%q: want a store's name (lockchaos list stores), in lowercase letters, digits and '-'", m.Store)
 	}
+	m.storeLine = lines["store"]
 	if m.Nodes == 0 {
 		m.Nodes = 1
 	}
@@ -425,4 +431,14 @@ func GivenFile(name string) string {
 func RegisterManifest(m *Manifest) (Spec, error) {
 	s := m.Spec()
 	return s, register(s)
+}
+
+// storeName is what a store's name looks like (cluster.RegisterStore's).
+var storeName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// StoreError says err, why the manifest's store cannot be had
+// (cluster.LookupStore's error, which names the stores lockchaos knows),
+// of the manifest's store field and its line.
+func (m *Manifest) StoreError(err error) error {
+	return &yamlfile.FieldError{File: m.File, Line: m.storeLine, Field: "store", Msg: err.Error()}
 }

@@ -109,6 +109,7 @@ type resolved struct {
 	// lockNodes is how many lock nodes the clients talk to: --nodes (or
 	// the lock's default), but one for a store that serves from a primary.
 	lockNodes int
+	store     cluster.Store
 }
 
 // Validate checks cfg as Run would, without starting anything: names,
@@ -151,6 +152,9 @@ func resolve(cfg settings.Run) (resolved, error) {
 	}
 	store, err := cluster.LookupStore(spec.Store)
 	if err != nil {
+		if spec.Adapter != nil {
+			err = spec.Adapter.StoreError(err)
+		}
 		return rs, settings.UsageError{Err: fmt.Errorf("lock %s: %w", spec.Name, err)}
 	}
 	if err := cfg.CheckStore(spec); err != nil {
@@ -158,6 +162,7 @@ func resolve(cfg settings.Run) (resolved, error) {
 	}
 	nodes = store.LockNodes(nodes)
 	rs.lockNodes = nodes
+	rs.store = store
 	seen := map[string]bool{}
 	for _, name := range cfg.Nemeses {
 		if seen[name] {
@@ -304,6 +309,9 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		wc := workload.Config{
 			Workload: r.cfg.Workload, Client: c, Owner: fmt.Sprintf("client-%d-%x-%x", c, r.cfg.Seed, r.nonce), Lock: rs.lock.Name, Options: r.cfg.LockOptions,
 			LockAddrs: addrs[c], ResourceAddr: resource.Addr(), Seed: r.cfg.Seed, Adapter: rs.lock.Adapter,
+		}
+		if init := rs.store.AdapterInit; init != nil && rs.lock.Adapter != nil {
+			wc.StoreInit = init(addrs[c])
 		}
 		if c < len(r.sentinelViews) {
 			wc.Sentinels = r.sentinelViews[c]

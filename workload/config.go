@@ -55,6 +55,9 @@ type Config struct {
 	// Sentinels, in a Redis run with sentinels, are this client's way to
 	// find the primaries itself (locks.Sentinels).
 	Sentinels *locks.Sentinels `json:"sentinels,omitempty"`
+	// StoreInit is what an adapter's init carries for the lock's store
+	// (locks.Config.StoreInit).
+	StoreInit map[string]any `json:"store_init,omitempty"`
 	// ResourceAddr is the resource node, reached directly: no fault touches it.
 	ResourceAddr string `json:"resource_addr"`
 	Seed         int64  `json:"seed"`

@@ -131,6 +131,7 @@ func newWorker(cfg Config, out *os.File) (*worker, error) {
 		Nodes:     w.nodes,
 		Addrs:     cfg.LockAddrs,
 		Sentinels: cfg.Sentinels,
+		StoreInit: cfg.StoreInit,
 		OpTimeout: cfg.OpTimeout,
 		TTL:       cfg.TTL,
 		Owner:     cfg.Owner,
