@@ -31,6 +31,7 @@ func init() {
 		Fenced:      "etcd-mutex-fenced",
 		NoClock:     "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
 		Description: "an etcd cluster (raft): every member serves clients; the leader is killed to fail over",
+		FailsOver:   true,
 		Start:       startEtcd,
 	})
 }

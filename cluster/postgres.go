@@ -55,7 +55,8 @@ func init() {
 			host, port, _ := strings.Cut(addrs[0], ":")
 			return map[string]any{"dsn": fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, PostgresUser)}
 		},
-		Start: startPostgres,
+		FailsOver: true,
+		Start:     startPostgres,
 	})
 }
 

@@ -31,6 +31,11 @@ type Store struct {
 	// member (etcd, ZooKeeper) or every lock node (Redis). It decides how
 	// many lock nodes a run has.
 	Primary bool
+	// FailsOver: the members elect a leader or promote a standby by the
+	// store's own protocol, and Start returns an Elected that the failover
+	// nemesis asks to fail over (etcd, ZooKeeper, PostgreSQL). Redis fails
+	// over by its replicas and sentinels instead.
+	FailsOver bool
 	// References are the locks an audit runs beside a lock of this store:
 	// the plain lock everyone starts from, and a fenced lock whose token
 	// comes from a consensus store (Kleppmann: a fence must come from

@@ -51,6 +51,7 @@ func init() {
 		Fenced:      "zk-lock-fenced",
 		NoClock:     "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",
 		AdapterInit: func(addrs []string) map[string]any { return map[string]any{"connect": strings.Join(addrs, ",")} },
+		FailsOver:   true,
 		Start:       startZooKeeper,
 	})
 }

@@ -42,6 +42,9 @@ func init() {
 // one too.
 func (f *Failover) Applies(t Topology) error {
 	if !t.OnRedis() {
+		if s, err := cluster.LookupStore(t.Store); err == nil && !s.FailsOver {
+			return fmt.Errorf("failover asks the store's ensemble to elect another leader or promote a standby, and %s's does neither", t.Store)
+		}
 		return f.onNode.Applies(t) // the store's ensemble fails over its own way
 	}
 	if t.Replicas < 1 {

@@ -1,6 +1,8 @@
 package nemesis_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +145,20 @@ func appliesToEveryRun(t *testing.T, name string) {
 	if _, ok := nemesis.MustBuild(t, name, nil).(nemesis.Applier); ok {
 		t.Errorf("%s applies to every run, yet is an Applier", name)
 	}
+}
+
+// A store whose ensemble neither elects a leader nor promotes a standby
+// (a store in a folder of its own: one server per lock node) has no
+// failover to cause: the failover nemesis does not apply, before anything
+// runs, instead of failing the run.
+func TestFailoverDoesNotApplyToAStoreThatDoesNotFailOver(t *testing.T) {
+	cluster.RegisterStore(cluster.Store{Name: "single-servers", Start: func(context.Context, cluster.Backend, cluster.EnsembleSpec) (cluster.Ensemble, error) {
+		return nil, errors.New("never started")
+	}})
+	single := nemesis.Topology{Store: "single-servers", LockNodes: 1, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local"}}
+	elected := nemesis.Topology{Store: "etcd", LockNodes: 3, Workload: workload.Workload{Clients: 4}, Topology: cluster.Topology{Backend: "local"}}
+	applies(t, []appliesCase{
+		{"failover", nil, single, "single-servers's does neither"},
+		{"failover", nil, elected, ""},
+	})
 }
