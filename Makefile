@@ -35,26 +35,20 @@ $(SHIM): cluster/clockshim/clockshim.c
 	$(CC) -O2 -fPIC -shared -Wall -Wextra -o $@ $<
 
 # setup installs, as root with apt-get, the Debian packages that are missing:
-# redis-server and redis-tools, redis-sentinel (failover-sentinel), gcc (the
-# clock shim, make shim), etcd-server, zookeeper and postgresql (the locks
-# of those stores: lockchaos starts its own servers on free ports, so the
+# every store's servers, as the store declares them (`lockchaos list
+# --packages`: redis-server, redis-sentinel, etcd-server, zookeeper,
+# postgresql…; lockchaos starts its own servers on free ports, so the
 # services the packages start by themselves are stopped and disabled when
-# setup installed them), chromium (the HTML report's browser test), and tmux,
-# zsh and fish (the shell completion's test types into a real bash, zsh and
-# fish).
+# setup installed them), gcc (the clock shim, make shim), chromium (the HTML
+# report's browser test), and tmux, zsh and fish (the shell completion's test
+# types into a real bash, zsh and fish). It builds lockchaos first, to ask it.
 # Otherwise (not root, or no apt-get) it prints the one command that installs
 # them and fails, until they are there; with everything installed it needs no
 # root. Without chromium only that test fails, and setup goes on.
 setup:
-	@need=""; want=""; \
-	command -v redis-server >/dev/null 2>&1 || need="$$need redis-server"; \
-	command -v redis-cli >/dev/null 2>&1 || need="$$need redis-tools"; \
-	command -v redis-sentinel >/dev/null 2>&1 || need="$$need redis-sentinel"; \
+	@$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockchaos
+	@need="$$(./$(BIN) list --packages --missing)"; need="$${need:+ $$need}"; services="$$(./$(BIN) list --services --missing)"; want=""; \
 	command -v $(firstword $(CC)) >/dev/null 2>&1 || need="$$need gcc"; \
-	command -v etcd >/dev/null 2>&1 || need="$$need etcd-server"; \
-	test -f /usr/share/java/zookeeper.jar || need="$$need zookeeper"; \
-	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need="$$need postgresql"; \
-	test -x /usr/sbin/pgbouncer || need="$$need pgbouncer"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
 	command -v java >/dev/null 2>&1 || want="$$want default-jdk-headless"; \
 	command -v mvn >/dev/null 2>&1 || want="$$want maven"; \
@@ -69,9 +63,7 @@ setup:
 	    echo "installing$$need$$want (Debian packages)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need $$want >/dev/null; \
 	    if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
-	      for svc in etcd zookeeper postgresql pgbouncer; do \
-	        case "$$need" in *$$svc*) systemctl disable --now $$svc >/dev/null 2>&1 || true;; esac; \
-	      done; \
+	      for svc in $$services; do systemctl disable --now $$svc >/dev/null 2>&1 || true; done; \
 	    fi; \
 	  else \
 	    if [ "$$(id -u)" = 0 ]; then sudo=""; else sudo="sudo "; fi; \
@@ -114,7 +106,7 @@ image: build
 # lockchaos/postgres:local.
 store-images:
 	docker/build-image.sh $(REDIS_IMAGE)
-	for s in etcd zookeeper postgres; do docker/build-image.sh --store $$s || exit 1; done
+	for s in etcd zookeeper postgres $$(ls stores/*/image.sh 2>/dev/null | cut -d/ -f2); do docker/build-image.sh --store $$s || exit 1; done
 
 vet:
 	$(GO) vet ./...

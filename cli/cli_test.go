@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,6 +91,29 @@ func TestListFitsAScreenAndNamesEverything(t *testing.T) {
 	_, stderr, code := lockchaos(t, "list", "zookeper")
 	if code != ExitUsage || !strings.Contains(stderr, "(did you mean zookeeper?)") {
 		t.Errorf("list zookeper: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// list --packages names every store's Debian packages (what make setup,
+// .ci/run and the CI templates install), --missing those of the stores not
+// installed: on a PATH without the servers, Redis's and etcd's.
+func TestListPackagesSaysWhatToInstall(t *testing.T) {
+	out, _, code := lockchaos(t, "list", "--packages")
+	for _, p := range []string{"redis-server", "redis-sentinel", "etcd-server", "zookeeper", "postgresql"} {
+		if code != 0 || !slices.Contains(strings.Fields(out), p) {
+			t.Errorf("list --packages: exit %d, %q lacks %s", code, out, p)
+		}
+	}
+	cmd := exec.Command(bin, "list", "--packages", "--missing")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	b, err := cmd.Output()
+	if err != nil || !strings.Contains(string(b), "redis-server redis-tools redis-sentinel") || !strings.Contains(string(b), "etcd-server") {
+		t.Errorf("list --packages --missing without the servers on PATH: %v, %q", err, b)
+	}
+	cmd = exec.Command(bin, "list", "--services", "--missing")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir())
+	if b, err := cmd.Output(); err != nil || !slices.Contains(strings.Fields(string(b)), "etcd") {
+		t.Errorf("list --services --missing without the servers on PATH: %v, %q", err, b)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 )
 
 const listUsage = `Usage: lockchaos list [--markdown|--schema] [locks|nemeses|stores|scenarios|NAME]
+       lockchaos list --packages|--services [--missing]
 
 Says what this build has. Without an argument: every lock (by store),
 nemesis, store and built-in scenario by name, on one screen.
@@ -27,14 +28,38 @@ nemesis, store and built-in scenario by name, on one screen.
                    built-in scenario's file
 --markdown writes the reference of every option (docs/OPTIONS.md), --schema
 the JSON Schema of a scenario file (docs/scenario.schema.json).
+--packages writes the Debian packages of every store's servers on one line,
+for apt-get install (make setup, .ci/run and the CI templates install
+these); --services the services those packages start, which lockchaos does
+not need (it starts its own servers); --missing: of the stores not
+installed on this machine only.
 `
 
 func cmdList(args []string) int {
 	fs := newFlags("list")
 	markdown := fs.Bool("markdown", false, "write the reference as Markdown (docs/OPTIONS.md is this output)")
 	schema := fs.Bool("schema", false, "write the JSON Schema of a scenario file (docs/scenario.schema.json is this output)")
+	packages := fs.Bool("packages", false, "write the Debian packages of every store's servers, on one line")
+	services := fs.Bool("services", false, "write the services the stores' packages start, on one line")
+	missing := fs.Bool("missing", false, "with --packages or --services: of the stores not installed here only")
 	if code, ok := parse(fs, listUsage, args); !ok {
 		return code
+	}
+	if *packages || *services {
+		var out []string
+		for _, name := range cluster.StoreNames() {
+			st, _ := cluster.LookupStore(name)
+			if *missing && st.Missing() == nil {
+				continue
+			}
+			if *packages {
+				out = append(out, st.Packages...)
+			} else {
+				out = append(out, st.Services...)
+			}
+		}
+		fmt.Println(strings.Join(out, " "))
+		return 0
 	}
 	if *schema {
 		b, err := scenarios.Schema()
@@ -156,7 +181,7 @@ func listOne(w io.Writer, arg string) int {
 		return 0
 	}
 	if st, err := cluster.LookupStore(arg); err == nil {
-		fmt.Fprintf(w, "store %s: %s\n  install: %s\n", st.Name, st.Description, st.Install)
+		fmt.Fprintf(w, "store %s: %s\n  install: %s\n", st.Name, st.Description, st.Install())
 		return 0
 	}
 	if data, err := scenarios.File(arg); err == nil {

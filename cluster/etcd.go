@@ -26,7 +26,9 @@ const StoreEtcd = "etcd"
 func init() {
 	RegisterStore(Store{
 		Name:        StoreEtcd,
-		Install:     "apt-get install -y etcd-server",
+		Packages:    []string{"etcd-server"},
+		Installed:   onPath("etcd"),
+		Services:    []string{"etcd"},
 		References:  []string{"etcd-mutex", "etcd-mutex-fenced"},
 		Fenced:      "etcd-mutex-fenced",
 		NoClock:     "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",

@@ -252,7 +252,7 @@ func TestEtcdStartSaysWhatItNeeds(t *testing.T) {
 	}
 	t.Setenv("PATH", t.TempDir())
 	_, err = s.Start(context.Background(), &Local{}, EnsembleSpec{Members: 3})
-	if err == nil || !strings.Contains(err.Error(), s.Install) {
+	if err == nil || !strings.Contains(err.Error(), s.Install()) {
 		t.Errorf("missing etcd: %v", err)
 	}
 }

@@ -44,15 +44,24 @@ type pooledNode struct {
 
 func (p pooledNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.b.port) }
 
+// pgBouncerBin finds PgBouncer: on PATH, or where Debian installs it
+// (/usr/sbin, on no user's PATH but root's).
+func pgBouncerBin() (string, error) {
+	if bin, err := exec.LookPath("pgbouncer"); err == nil {
+		return bin, nil
+	}
+	if _, err := os.Stat("/usr/sbin/pgbouncer"); err != nil {
+		return "", fmt.Errorf("--pooler pgbouncer: pgbouncer not found: install it with `%s` (Debian/Ubuntu)", pgbouncerInstall)
+	}
+	return "/usr/sbin/pgbouncer", nil
+}
+
 // startPgBouncer starts PgBouncer in front of member n, as the user
 // PostgreSQL runs as (PgBouncer refuses root too).
 func startPgBouncer(ctx context.Context, n *pgNode) (*pgBouncer, error) {
-	bin, err := exec.LookPath("pgbouncer")
+	bin, err := pgBouncerBin()
 	if err != nil {
-		if _, statErr := os.Stat("/usr/sbin/pgbouncer"); statErr != nil {
-			return nil, fmt.Errorf("--pooler pgbouncer: pgbouncer not found: install it with `%s` (Debian/Ubuntu)", pgbouncerInstall)
-		}
-		bin = "/usr/sbin/pgbouncer"
+		return nil, err
 	}
 	dir, err := mkScratch("pgbouncer-" + n.name)
 	if err != nil {

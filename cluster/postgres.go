@@ -42,8 +42,14 @@ var pgBinGlob = "/usr/lib/postgresql/*/bin"
 
 func init() {
 	RegisterStore(Store{
-		Name:        StorePostgres,
-		Install:     postgresInstall,
+		Name:     StorePostgres,
+		Packages: []string{"postgresql", "pgbouncer"},
+		Installed: func() bool {
+			_, err := pgBinDir()
+			_, perr := pgBouncerBin()
+			return err == nil && perr == nil
+		},
+		Services:    []string{"postgresql", "pgbouncer"},
 		References:  []string{"pg-advisory", "etcd-mutex-fenced"},
 		NoClock:     "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
 		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",

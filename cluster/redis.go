@@ -25,7 +25,8 @@ func init() {
 	RegisterStore(Store{
 		Name:        StoreRedis,
 		Description: "Redis: one node, replicas with Sentinel, or five masters for Redlock (the lock says which)",
-		Install:     "apt-get install -y redis-server redis-sentinel",
+		Packages:    []string{"redis-server", "redis-tools", "redis-sentinel"},
+		Installed:   onPath("redis-server", "redis-cli", "redis-sentinel"),
 		References:  []string{"token-lua", "etcd-mutex-fenced"},
 		Fenced:      "fenced",
 		Start:       startRedis,

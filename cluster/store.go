@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -23,9 +24,17 @@ import (
 type Store struct {
 	Name        string
 	Description string
-	// Install says how to get the store's servers (the Debian packages);
-	// Start's errors for a missing server quote it.
-	Install string
+	// Packages are the Debian packages of the store's servers (and of
+	// the tools its Start uses); Installed says whether they are
+	// installed on this machine. make setup, .ci/run, the CI templates
+	// and the images install what `lockchaos list stores --packages`
+	// lists, and Start's errors for a missing server quote Install.
+	Packages  []string
+	Installed func() bool
+	// Services are the system services its packages start on install;
+	// make setup stops those it installed (lockchaos starts its own
+	// servers, on free ports).
+	Services []string
 	// Primary: clients talk to one member, the primary, and the others
 	// stand by to take over (PostgreSQL); otherwise clients talk to every
 	// member (etcd, ZooKeeper) or every lock node (Redis). It decides how
@@ -143,6 +152,29 @@ func asNodes[T Node](ms []T) []Node {
 // (etcd's key, ZooKeeper's node path, PostgreSQL's backend pid).
 type LeaseHolder interface {
 	HoldsLease(ctx context.Context, key, token string) (bool, error)
+}
+
+// Install is the command that installs the store's servers.
+func (s Store) Install() string { return "apt-get install -y " + strings.Join(s.Packages, " ") }
+
+// Missing are the store's packages when they are not installed here.
+func (s Store) Missing() []string {
+	if s.Installed == nil || s.Installed() {
+		return nil
+	}
+	return s.Packages
+}
+
+// onPath says whether every one of names is a program on PATH.
+func onPath(names ...string) func() bool {
+	return func() bool {
+		for _, n := range names {
+			if _, err := exec.LookPath(n); err != nil {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // LockNodes is how many of an ensemble of members serve clients: the run's

@@ -34,7 +34,7 @@ const (
 	ZKMaxSession = 10 * time.Minute
 )
 
-// zkInstall is the Debian package of the server and the jars it needs.
+// zkInstall installs the server and the jars it needs.
 const zkInstall = "apt-get install -y zookeeper"
 
 // zkJars are the server and a logging backend: zookeeper.jar's manifest
@@ -46,7 +46,12 @@ func init() {
 	RegisterStore(Store{
 		Name:        StoreZooKeeper,
 		Description: "Apache ZooKeeper: an ensemble of servers (3 by default), each a JVM; failover kills the leader",
-		Install:     zkInstall,
+		Packages:    []string{"zookeeper"},
+		Installed: func() bool {
+			_, err := os.Stat(zkJars[0])
+			return err == nil
+		},
+		Services:    []string{"zookeeper"},
 		References:  []string{"zk-lock", "zk-lock-fenced"},
 		Fenced:      "zk-lock-fenced",
 		NoClock:     "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",

@@ -123,7 +123,13 @@ postgres)
   check=("$bin/postgres" --version)
   ;;
 *)
-  die "unknown store '$store': redis (no --store), etcd, zookeeper or postgres"
+  # A store in a folder of its own says how its server goes into an image:
+  # stores/NAME/image.sh, sourced here, sets version, cmd and check as the
+  # cases above do, with with_libs, copy_tree, elfs and add_shell.
+  recipe="$(dirname "$0")/../stores/$store/image.sh"
+  [ -f "$recipe" ] || die "unknown store '$store': redis (no --store), etcd, zookeeper, postgres, or a store whose folder has an image.sh (stores/$store/image.sh is missing)"
+  # shellcheck source=/dev/null
+  . "$recipe"
   ;;
 esac
 

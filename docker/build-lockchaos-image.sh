@@ -34,7 +34,8 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers: run 'make setup' a
 # tools the toolchains' scripts call. The JDK is the one javac is from.
 javac=$(command -v javac) || die "no JDK (javac): apt-get install -y default-jdk-headless (or 'make setup' as root)"
 jdk=$(dpkg-query -S "$(readlink -f "$javac")" 2>/dev/null | cut -d: -f1) || die "javac ($javac) is from no Debian package"
-roots="$jdk redis-server redis-sentinel redis-tools etcd-server zookeeper postgresql maven nodejs npm python3 python3-pip perl
+stores=$("$exe" list --packages) || die "$exe list --packages failed"
+roots="$jdk $stores maven nodejs npm python3 python3-pip perl
   ca-certificates ca-certificates-java tini bash dash coreutils debianutils findutils grep sed tar gzip libc-bin tzdata"
 
 # closure PKG...: PKG and every installed package they depend on (Depends
@@ -79,7 +80,7 @@ closure() {
         }
       }'
 }
-pkgs=$(closure $roots) || die "not installed:${pkgs#missing}: apt-get install -y redis-server redis-sentinel redis-tools etcd-server zookeeper postgresql default-jdk-headless maven nodejs npm python3 python3-pip tini (or 'make setup' as root)"
+pkgs=$(closure $roots) || die "not installed:${pkgs#missing}: apt-get install -y $stores default-jdk-headless maven nodejs npm python3 python3-pip tini (or 'make setup' as root)"
 
 root=$(mktemp -d /tmp/lockchaos-image-XXXXXX)
 base=$tag-adapters-build

@@ -65,7 +65,9 @@ if docker image inspect "$image" >/dev/null 2>&1; then
 else
   ./build-image.sh "$image"
 fi
-for store in etcd zookeeper postgres; do
+# The stores in folders of their own (stores/NAME) that say how to make
+# their image (stores/NAME/image.sh), beside the first three.
+for store in etcd zookeeper postgres $(cd .. && ls stores/*/image.sh 2>/dev/null | cut -d/ -f2); do
   if docker image inspect "lockchaos/$store:local" >/dev/null 2>&1; then
     echo "image lockchaos/$store:local is present"
   else

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lockchaos/lockchaos/cluster"
 )
 
 // setupNeeds is the Debian packages make setup installs because make test
@@ -22,10 +24,10 @@ func setupNeeds(t *testing.T) []string {
 	for _, m := range regexp.MustCompile(`need="\$\$need ([a-z0-9.+-]+)"`).FindAllStringSubmatch(string(b), -1) {
 		need = append(need, m[1])
 	}
-	if len(need) < 5 {
-		t.Fatalf("make setup's need list %v: the Makefile changed shape", need)
+	if len(need) < 1 || !strings.Contains(string(b), "list --packages --missing") {
+		t.Fatalf("make setup's need list %v, and the stores' packages from lockchaos list --packages: the Makefile changed shape", need)
 	}
-	return need
+	return append(need, storePackages()...)
 }
 
 // Every CI example the repository ships, before it runs the matrix or an
@@ -82,6 +84,11 @@ func TestCIExamplesInstallWhatMakeSetupInstalls(t *testing.T) {
 				if _, pkgs, ok := strings.Cut(l, "apt-get install"); ok {
 					for _, p := range strings.Fields(pkgs) {
 						installed[p] = true
+					}
+					if strings.Contains(pkgs, "lockchaos list --packages") {
+						for _, p := range storePackages() {
+							installed[p] = true
+						}
 					}
 				}
 			}
@@ -160,4 +167,15 @@ three:
 	if _, err := LoadGitLab(ci, nil); err == nil || !strings.Contains(err.Error(), "servics") {
 		t.Errorf("a key the runner does not know: %v, want it refused", err)
 	}
+}
+
+// storePackages are every store's Debian packages (cluster.Store's
+// Packages), what lockchaos list --packages writes.
+func storePackages() []string {
+	var out []string
+	for _, name := range cluster.StoreNames() {
+		s, _ := cluster.LookupStore(name)
+		out = append(out, s.Packages...)
+	}
+	return out
 }
