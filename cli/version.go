@@ -5,19 +5,17 @@ import (
 	"io"
 	"runtime/debug"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 )
 
 // versionModules are the modules whose versions decide what a run tests:
-// the lock libraries, the stores' clients, the checker and the proxy.
+// the lock libraries, the checker and the proxy; the stores' clients are
+// each store's (cluster.Store's Modules).
 var versionModules = []string{
 	"github.com/go-redsync/redsync/v4",
 	"github.com/bsm/redislock",
-	"github.com/redis/go-redis/v9",
-	"go.etcd.io/etcd/client/v3",
-	"github.com/go-zookeeper/zk",
-	"github.com/jackc/pgx/v5",
 	"github.com/anishathalye/porcupine",
 	"github.com/Shopify/toxiproxy/v2",
 	"github.com/testcontainers/testcontainers-go",
@@ -41,7 +39,12 @@ func cmdVersion(w io.Writer) int {
 		}
 		deps[d.Path] = v
 	}
-	for _, m := range versionModules {
+	mods := versionModules
+	for _, name := range cluster.StoreNames() {
+		st, _ := cluster.LookupStore(name)
+		mods = append(mods, st.Modules...)
+	}
+	for _, m := range mods {
 		if v, ok := deps[m]; ok {
 			fmt.Fprintf(w, "  %-45s %s\n", m, v)
 		}

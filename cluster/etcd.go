@@ -29,6 +29,7 @@ func init() {
 		Packages:    []string{"etcd-server"},
 		Installed:   onPath("etcd"),
 		Services:    []string{"etcd"},
+		Modules:     []string{"go.etcd.io/etcd/client/v3"},
 		References:  []string{"etcd-mutex", "etcd-mutex-fenced"},
 		Fenced:      "etcd-mutex-fenced",
 		NoClock:     "etcd is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",

@@ -50,6 +50,7 @@ func init() {
 			return err == nil && perr == nil
 		},
 		Services:    []string{"postgresql", "pgbouncer"},
+		Modules:     []string{"github.com/jackc/pgx/v5"},
 		References:  []string{"pg-advisory", "etcd-mutex-fenced"},
 		NoClock:     "PostgreSQL's advisory and row locks have no expiry: no clock of the server decides whether a lock is held",
 		Description: "PostgreSQL: a primary and an asynchronous streaming standby; failover promotes the standby",

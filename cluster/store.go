@@ -35,6 +35,9 @@ type Store struct {
 	// make setup stops those it installed (lockchaos starts its own
 	// servers, on free ports).
 	Services []string
+	// Modules are the Go modules its locks talk to it with (its client
+	// library), whose versions lockchaos version prints.
+	Modules []string
 	// Primary: clients talk to one member, the primary, and the others
 	// stand by to take over (PostgreSQL); otherwise clients talk to every
 	// member (etcd, ZooKeeper) or every lock node (Redis). It decides how

@@ -52,6 +52,7 @@ func init() {
 			return err == nil
 		},
 		Services:    []string{"zookeeper"},
+		Modules:     []string{"github.com/go-zookeeper/zk"},
 		References:  []string{"zk-lock", "zk-lock-fenced"},
 		Fenced:      "zk-lock-fenced",
 		NoClock:     "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",

@@ -8,3 +8,7 @@
 // The first four stores (redis, etcd, zookeeper, postgres) are still files
 // of package cluster and locks.
 package stores
+
+import (
+	_ "github.com/lockchaos/lockchaos/stores/mariadb"
+)

@@ -1,0 +1,143 @@
+// Package mariadb is the MariaDB store: one mariadbd per lock node, each a
+// child of the coordinator on a free port, and its lock, GET_LOCK
+// (get_lock.go). It is the first store in a folder of its own: everything
+// lockchaos knows of MariaDB is here.
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/lockchaos/lockchaos/cluster"
+)
+
+// Name is the store's name (a lock's Store).
+const Name = "mariadb"
+
+// User is the account the locks log in as: the servers run with
+// --skip-grant-tables, so any user name is let in without a password.
+const User = "root"
+
+func init() {
+	cluster.RegisterStore(cluster.Store{
+		Name:        Name,
+		Description: "MariaDB: one mariadbd per lock node (no replica); its named locks live in the server's memory",
+		Packages:    []string{"mariadb-server"},
+		Installed:   func() bool { _, err := serverBin(); return err == nil },
+		Services:    []string{"mariadb"},
+		Modules:     []string{"github.com/go-sql-driver/mysql"},
+		References:  []string{"mariadb-get-lock", "etcd-mutex-fenced"},
+		NoClock:     "GET_LOCK has no expiry: no clock of the server decides whether a lock is held",
+		AdapterInit: func(addrs []string) map[string]any { return map[string]any{"user": User} },
+		Start:       start,
+	})
+}
+
+// serverBin finds mariadbd: Debian puts it in /usr/sbin, on no user's
+// PATH but root's.
+func serverBin() (string, error) {
+	if bin, err := exec.LookPath("mariadbd"); err == nil {
+		return bin, nil
+	}
+	if _, err := os.Stat("/usr/sbin/mariadbd"); err == nil {
+		return "/usr/sbin/mariadbd", nil
+	}
+	return "", errors.New("mariadbd not found in PATH or /usr/sbin: install it with `apt-get install -y mariadb-server` (Debian/Ubuntu), or run `make setup` as root")
+}
+
+// start starts one mariadbd per lock node.
+func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSpec) (cluster.Ensemble, error) {
+	bin, err := serverBin()
+	if err != nil {
+		return nil, err
+	}
+	return cluster.StartServers(ctx, backend, spec.Members, cluster.ServerSpec{
+		Store: Name, Name: "mdb",
+		Command: func(dir string, port int) *exec.Cmd {
+			return exec.Command(bin, args(dir, port)...)
+		},
+		Ready:      ready,
+		HoldsLease: holdsLease,
+	})
+}
+
+// args are mariadbd's flags: no option file, its data in dir, no
+// accounts (--skip-grant-tables), and a small InnoDB, which GET_LOCK does
+// not use. The server refuses to run as root unless told to.
+func args(dir string, port int) []string {
+	data := filepath.Join(dir, "data")
+	os.MkdirAll(data, 0o755)
+	a := []string{
+		"--no-defaults",
+		"--datadir=" + data,
+		"--socket=" + filepath.Join(dir, "mariadb.sock"),
+		"--pid-file=" + filepath.Join(dir, "mariadb.pid"),
+		"--port=" + strconv.Itoa(port),
+		"--bind-address=127.0.0.1",
+		"--skip-grant-tables",
+		"--skip-log-bin",
+		"--innodb-buffer-pool-size=8M",
+		"--innodb-log-file-size=4M",
+	}
+	if os.Geteuid() == 0 {
+		a = append(a, "--user=root")
+	}
+	return a
+}
+
+// DSN is go-sql-driver's data source name for the server at addr, every
+// request bounded by timeout (0: none).
+func DSN(addr string, timeout time.Duration) string {
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr = User, "tcp", addr
+	c.Timeout, c.ReadTimeout, c.WriteTimeout = timeout, timeout, timeout
+	return c.FormatDSN()
+}
+
+// query runs one query on a fresh connection to addr and scans its one
+// row into dest.
+func query(ctx context.Context, addr, q string, args []any, dest ...any) error {
+	db, err := sql.Open("mysql", DSN(addr, 2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.QueryRowContext(ctx, q, args...).Scan(dest...)
+}
+
+// ready: the server on addr answers, and keeps its data in dir (ours, not
+// another run's on the same port).
+func ready(ctx context.Context, addr, dir string) error {
+	var datadir string
+	if err := query(ctx, addr, "SELECT @@datadir", nil, &datadir); err != nil {
+		return err
+	}
+	if strings.TrimSuffix(datadir, "/") != filepath.Join(dir, "data") {
+		return fmt.Errorf("another server answers on %s (its data is in %s)", addr, datadir)
+	}
+	return nil
+}
+
+// holdsLease: the server's named lock key is held by the session the
+// lease's token names, the one that holds the token's own named lock
+// (IS_USED_LOCK answers each one's holder by connection id).
+func holdsLease(ctx context.Context, addr, key, token string) (bool, error) {
+	session, err := tokenSession(token)
+	if err != nil {
+		return false, err
+	}
+	var same sql.NullBool
+	if err := query(ctx, addr, "SELECT IS_USED_LOCK(?) = IS_USED_LOCK(?)", []any{key, session}, &same); err != nil {
+		return false, err
+	}
+	return same.Valid && same.Bool, nil
+}
