@@ -23,12 +23,13 @@ func TestReadmeLockTableNamesTheLinkedVersions(t *testing.T) {
 	}
 	// How the table names each library, and its module.
 	modules := map[string]string{
-		"go-redis":           "github.com/redis/go-redis/v9",
-		"go-redsync/redsync": "github.com/go-redsync/redsync/v4",
-		"bsm/redislock":      "github.com/bsm/redislock",
-		"etcd client/v3":     "go.etcd.io/etcd/client/v3",
-		"go-zookeeper/zk":    "github.com/go-zookeeper/zk",
-		"pgx":                "github.com/jackc/pgx/v5",
+		"go-redis":            "github.com/redis/go-redis/v9",
+		"go-redsync/redsync":  "github.com/go-redsync/redsync/v4",
+		"bsm/redislock":       "github.com/bsm/redislock",
+		"etcd client/v3":      "go.etcd.io/etcd/client/v3",
+		"go-zookeeper/zk":     "github.com/go-zookeeper/zk",
+		"pgx":                 "github.com/jackc/pgx/v5",
+		"go-sql-driver/mysql": "github.com/go-sql-driver/mysql",
 	}
 	text := string(readme)
 	start := strings.Index(text, "| name | language, library, version |")
