@@ -11,4 +11,5 @@ package stores
 
 import (
 	_ "github.com/lockchaos/lockchaos/stores/mariadb"
+	_ "github.com/lockchaos/lockchaos/stores/nats"
 )
