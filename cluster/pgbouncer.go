@@ -47,13 +47,11 @@ func (p pooledNode) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.b.port)
 // pgBouncerBin finds PgBouncer: on PATH, or where Debian installs it
 // (/usr/sbin, on no user's PATH but root's).
 func pgBouncerBin() (string, error) {
-	if bin, err := exec.LookPath("pgbouncer"); err == nil {
-		return bin, nil
+	bin, err := ServerBin("pgbouncer", "pgbouncer")
+	if err != nil {
+		return "", fmt.Errorf("--pooler pgbouncer: %w", err)
 	}
-	if _, err := os.Stat("/usr/sbin/pgbouncer"); err != nil {
-		return "", fmt.Errorf("--pooler pgbouncer: pgbouncer not found: install it with `%s` (Debian/Ubuntu)", pgbouncerInstall)
-	}
-	return "/usr/sbin/pgbouncer", nil
+	return bin, nil
 }
 
 // startPgBouncer starts PgBouncer in front of member n, as the user

@@ -148,6 +148,19 @@ func (s *Server) Stop() error {
 	return os.RemoveAll(s.dir)
 }
 
+// ServerBin finds a store's server program: on PATH, or in /usr/sbin,
+// where Debian installs servers (on no user's PATH but root's). The error
+// says to install pkg.
+func ServerBin(program, pkg string) (string, error) {
+	if bin, err := exec.LookPath(program); err == nil {
+		return bin, nil
+	}
+	if st, err := os.Stat("/usr/sbin/" + program); err == nil && st.Mode()&0o111 != 0 {
+		return "/usr/sbin/" + program, nil
+	}
+	return "", fmt.Errorf("%s not found in PATH or /usr/sbin: install it with `apt-get install -y %s` (Debian/Ubuntu), or run `make setup` as root", program, pkg)
+}
+
 // Servers is an ensemble of members that all serve clients and elect
 // nothing (each lock node one server): what StartServers starts.
 type Servers []*Server

@@ -7,7 +7,6 @@ package mariadb
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,17 +41,8 @@ func init() {
 	})
 }
 
-// serverBin finds mariadbd: Debian puts it in /usr/sbin, on no user's
-// PATH but root's.
-func serverBin() (string, error) {
-	if bin, err := exec.LookPath("mariadbd"); err == nil {
-		return bin, nil
-	}
-	if _, err := os.Stat("/usr/sbin/mariadbd"); err == nil {
-		return "/usr/sbin/mariadbd", nil
-	}
-	return "", errors.New("mariadbd not found in PATH or /usr/sbin: install it with `apt-get install -y mariadb-server` (Debian/Ubuntu), or run `make setup` as root")
-}
+// serverBin finds mariadbd.
+func serverBin() (string, error) { return cluster.ServerBin("mariadbd", "mariadb-server") }
 
 // start starts one mariadbd per lock node.
 func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSpec) (cluster.Ensemble, error) {

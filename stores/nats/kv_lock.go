@@ -71,36 +71,38 @@ func (l *KVLock) drop() {
 	l.nc, l.kv = nil, nil
 }
 
-// opCtx bounds one request by OpTimeout.
-func (l *KVLock) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if l.cfg.OpTimeout <= 0 {
-		return context.WithCancel(ctx)
+// do runs one request on the bucket, one at a time, bounded by OpTimeout.
+func (l *KVLock) do(ctx context.Context, f func(context.Context, jetstream.KeyValue) error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.OpTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.cfg.OpTimeout)
+		defer cancel()
 	}
-	return context.WithTimeout(ctx, l.cfg.OpTimeout)
+	kv, err := l.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	return f(ctx, kv)
 }
 
 // revision is a lease's Data: the revision its token is at.
 type revision uint64
 
 func (l *KVLock) Acquire(ctx context.Context, key string) (locks.Lease, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ctx, cancel := l.opCtx(ctx)
-	defer cancel()
-	kv, err := l.bucket(ctx)
-	if err != nil {
-		return locks.Lease{}, err
-	}
-	l.grants++
-	token := l.cfg.Owner + "#" + strconv.Itoa(l.grants)
-	rev, err := kv.Create(ctx, kvKey(key), []byte(token))
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return locks.Lease{}, locks.ErrNotAcquired
-	}
-	if err != nil {
-		return locks.Lease{}, err
-	}
-	return locks.Lease{Key: key, Owner: l.cfg.Owner, Token: token, Data: revision(rev)}, nil
+	var lease locks.Lease
+	err := l.do(ctx, func(ctx context.Context, kv jetstream.KeyValue) error {
+		l.grants++
+		token := l.cfg.Owner + "#" + strconv.Itoa(l.grants)
+		rev, err := kv.Create(ctx, kvKey(key), []byte(token))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return locks.ErrNotAcquired
+		}
+		lease = locks.Lease{Key: key, Owner: l.cfg.Owner, Token: token, Data: revision(rev)}
+		return err
+	})
+	return lease, err
 }
 
 // wrongRevision: the key is at another revision than the lease's: another
@@ -111,41 +113,29 @@ func wrongRevision(err error) bool {
 }
 
 func (l *KVLock) Release(ctx context.Context, lease locks.Lease) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ctx, cancel := l.opCtx(ctx)
-	defer cancel()
-	kv, err := l.bucket(ctx)
-	if err != nil {
+	return l.do(ctx, func(ctx context.Context, kv jetstream.KeyValue) error {
+		err := kv.Delete(ctx, kvKey(lease.Key), jetstream.LastRevision(uint64(lease.Data.(revision))))
+		if wrongRevision(err) {
+			return locks.ErrNotHeld
+		}
 		return err
-	}
-	err = kv.Delete(ctx, kvKey(lease.Key), jetstream.LastRevision(uint64(lease.Data.(revision))))
-	if wrongRevision(err) {
-		return locks.ErrNotHeld
-	}
-	return err
+	})
 }
 
 // Renew updates the key at the lease's revision with the same token,
 // which restarts its age: a lease of the TTL again.
 func (l *KVLock) Renew(ctx context.Context, lease locks.Lease) (locks.Lease, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ctx, cancel := l.opCtx(ctx)
-	defer cancel()
-	kv, err := l.bucket(ctx)
-	if err != nil {
-		return lease, err
-	}
-	rev, err := kv.Update(ctx, kvKey(lease.Key), []byte(lease.Token), uint64(lease.Data.(revision)))
-	if wrongRevision(err) {
-		return lease, locks.ErrNotHeld
-	}
-	if err != nil {
-		return lease, err
-	}
-	lease.Data = revision(rev)
-	return lease, nil
+	err := l.do(ctx, func(ctx context.Context, kv jetstream.KeyValue) error {
+		rev, err := kv.Update(ctx, kvKey(lease.Key), []byte(lease.Token), uint64(lease.Data.(revision)))
+		if wrongRevision(err) {
+			return locks.ErrNotHeld
+		}
+		if err == nil {
+			lease.Data = revision(rev)
+		}
+		return err
+	})
+	return lease, err
 }
 
 func (l *KVLock) Close() error {

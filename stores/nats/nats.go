@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -38,17 +37,8 @@ func init() {
 	})
 }
 
-// serverBin finds nats-server: Debian puts it in /usr/sbin, on no user's
-// PATH but root's.
-func serverBin() (string, error) {
-	if bin, err := exec.LookPath("nats-server"); err == nil {
-		return bin, nil
-	}
-	if _, err := os.Stat("/usr/sbin/nats-server"); err == nil {
-		return "/usr/sbin/nats-server", nil
-	}
-	return "", errors.New("nats-server not found in PATH or /usr/sbin: install it with `apt-get install -y nats-server` (Debian/Ubuntu), or run `make setup` as root")
-}
+// serverBin finds nats-server.
+func serverBin() (string, error) { return cluster.ServerBin("nats-server", "nats-server") }
 
 // start starts one nats-server with JetStream per lock node, each named
 // after its directory, which Ready checks.
