@@ -15,7 +15,6 @@ import (
 // transaction mode between the clients and each PostgreSQL member.
 const PoolerPgBouncer = "pgbouncer"
 
-const pgbouncerInstall = "apt-get install -y pgbouncer"
 
 // pgBouncer is PgBouncer in front of one PostgreSQL member, as a
 // connection pooler is run in production: pool_mode = transaction, so a
