@@ -15,7 +15,6 @@ import (
 // transaction mode between the clients and each PostgreSQL member.
 const PoolerPgBouncer = "pgbouncer"
 
-
 // pgBouncer is PgBouncer in front of one PostgreSQL member, as a
 // connection pooler is run in production: pool_mode = transaction, so a
 // server connection serves a client for one transaction at a time, and one
