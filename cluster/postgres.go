@@ -962,6 +962,14 @@ func (n *pgNode) HoldsLease(ctx context.Context, key, token string) (bool, error
 		q = `SELECT EXISTS (SELECT 1 FROM shedlock WHERE name = $1
   AND lock_until = (to_timestamp($2::float8 / 1000) AT TIME ZONE 'UTC') AND lock_until > (now() AT TIME ZONE 'UTC'))`
 		args = []any{key, ms}
+	} else if f[0] == "int_lock" && len(f) == 3 {
+		// Spring Integration's JdbcLockRegistry
+		// (adapters/java/spring-jdbc-lock-registry): the key's row
+		// (LOCK_KEY, a UUID of the key) is still this client's, and its
+		// EXPIRED_AFTER (UTC) has not passed by the server's clock.
+		q = `SELECT EXISTS (SELECT 1 FROM int_lock WHERE lock_key = $1 AND client_id = $2
+  AND expired_after >= (now() AT TIME ZONE 'UTC'))`
+		args = []any{f[1], f[2]}
 	} else if pid, err = strconv.ParseInt(f[1], 10, 32); err != nil {
 		return false, fmt.Errorf("postgres lease token %q: %w", token, err)
 	}
