@@ -153,6 +153,11 @@ func (e Expectation) Assess(res checker.Result, faulty bool) (Status, string) {
 //     landed and the leases they hit survived; when a lease was lost and
 //     only no second client came for it in time, or only faults aimed at
 //     no lease landed, the run is no evidence.
+//   - A resource expected fenced or damaged that stayed intact, when all
+//     else was as expected, is no evidence: no operation of a holder whose
+//     lease had passed came after another holder's (the stale holder did
+//     not write in the other's time, or nobody else wrote), so neither the
+//     fence nor its absence was put to the test.
 func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, why string) {
 	ev := res.Evidence
 	overlaps := res.Mutex.OverlapCount
@@ -220,6 +225,12 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 		rest.Liveness = ""
 		if ok, _ := rest.Met(res); ok {
 			return false, true, "liveness is " + checker.StalledSentence(res.Liveness)
+		}
+	}
+	if rest := e; (e.Resource == checker.ResourceFenced || e.Resource == checker.ResourceDamaged) && res.Resource.State == checker.ResourceIntact {
+		rest.Resource = ""
+		if ok, _ := rest.Met(res); ok {
+			return false, true, fmt.Sprintf("the resource stayed intact, expected %s: no stale holder's operation came after another holder's, so the fence was not put to the test (%s)", e.Resource, res.Resource.Summary)
 		}
 	}
 	ok, diffs := e.Met(res)
