@@ -7,50 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/stores/storetest"
 )
-
-// start starts one real mariadbd for a test, stopped when it ends.
-func startServer(t *testing.T) *cluster.Server {
-	t.Helper()
-	if _, err := serverBin(); err != nil {
-		t.Skip(err)
-	}
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := start(context.Background(), local, cluster.EnsembleSpec{Members: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := e.(cluster.Servers)[0]
-	t.Cleanup(func() { s.Stop() })
-	return s
-}
-
-func client(t *testing.T, addr, owner string) locks.Locker {
-	t.Helper()
-	spec, err := locks.Lookup("mariadb-get-lock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.New(locks.Config{Addrs: []string{addr}, OpTimeout: 2 * time.Second, TTL: time.Second, Owner: owner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.(interface{ Close() error }).Close() })
-	return l
-}
 
 // GET_LOCK against a real server: one holder at a time; the server says
 // which session holds a key, by the lease's token; a release frees it, and
 // so does the end of the holder's connection.
 func TestGetLockExcludesAndTheServerNamesItsHolder(t *testing.T) {
-	s := startServer(t)
+	s := storetest.Server(t, Name)
 	ctx := context.Background()
-	a, b := client(t, s.Addr(), "client-a"), client(t, s.Addr(), "client-b")
+	a, b := storetest.Client(t, "mariadb-get-lock", s.Addr(), "client-a", time.Second), storetest.Client(t, "mariadb-get-lock", s.Addr(), "client-b", time.Second)
 	la, err := a.Acquire(ctx, "lock:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,9 +60,9 @@ func TestGetLockExcludesAndTheServerNamesItsHolder(t *testing.T) {
 // from the start again: the session that took the key after the restart
 // may have the old holder's id, and must not be taken for it.
 func TestARestartedServerDoesNotNameTheOldHolder(t *testing.T) {
-	s := startServer(t)
+	s := storetest.Server(t, Name)
 	ctx := context.Background()
-	a := client(t, s.Addr(), "client-a")
+	a := storetest.Client(t, "mariadb-get-lock", s.Addr(), "client-a", time.Second)
 	la, err := a.Acquire(ctx, "lock:0")
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +74,7 @@ func TestARestartedServerDoesNotNameTheOldHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The first connection after the restart gets the id a's had, or close.
-	c := client(t, s.Addr(), "client-c")
+	c := storetest.Client(t, "mariadb-get-lock", s.Addr(), "client-c", time.Second)
 	lc, err := c.Acquire(ctx, "lock:0")
 	if err != nil {
 		t.Fatalf("c after the restart: %v (the server forgot a's lock)", err)

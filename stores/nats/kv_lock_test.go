@@ -7,50 +7,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/stores/storetest"
 )
-
-func startServer(t *testing.T) *cluster.Server {
-	t.Helper()
-	if _, err := serverBin(); err != nil {
-		t.Skip(err)
-	}
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := start(context.Background(), local, cluster.EnsembleSpec{Members: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := e.(cluster.Servers)[0]
-	t.Cleanup(func() { s.Stop() })
-	return s
-}
-
-func client(t *testing.T, addr, owner string, ttl time.Duration) locks.Locker {
-	t.Helper()
-	spec, err := locks.Lookup("nats-kv-lock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.New(locks.Config{Addrs: []string{addr}, OpTimeout: 2 * time.Second, TTL: ttl, Owner: owner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.(interface{ Close() error }).Close() })
-	return l
-}
 
 // Against a real nats-server: one holder at a time; the key's value is the
 // lease's token; the server expires it after the bucket's TTL; a release
 // that comes after the next holder's grant deletes nothing of it.
 func TestKVLockExcludesExpiresAndReleasesOnlyItsOwn(t *testing.T) {
-	s := startServer(t)
+	s := storetest.Server(t, Name)
 	ctx := context.Background()
 	ttl := 500 * time.Millisecond
-	a, b := client(t, s.Addr(), "client-a", ttl), client(t, s.Addr(), "client-b", ttl)
+	a, b := storetest.Client(t, "nats-kv-lock", s.Addr(), "client-a", ttl), storetest.Client(t, "nats-kv-lock", s.Addr(), "client-b", ttl)
 	la, err := a.Acquire(ctx, "lock:0")
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +71,9 @@ func TestKVLockExcludesExpiresAndReleasesOnlyItsOwn(t *testing.T) {
 // JetStream keeps the key in its file store: a server killed and
 // restarted still holds the lease.
 func TestKVLockSurvivesARestartOfTheServer(t *testing.T) {
-	s := startServer(t)
+	s := storetest.Server(t, Name)
 	ctx := context.Background()
-	a := client(t, s.Addr(), "client-a", 30*time.Second)
+	a := storetest.Client(t, "nats-kv-lock", s.Addr(), "client-a", 30*time.Second)
 	la, err := a.Acquire(ctx, "lock:0")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +87,7 @@ func TestKVLockSurvivesARestartOfTheServer(t *testing.T) {
 	if held, err := s.HoldsLease(ctx, "lock:0", la.Token); err != nil || !held {
 		t.Errorf("after the restart: held %v, %v", held, err)
 	}
-	b := client(t, s.Addr(), "client-b", 30*time.Second)
+	b := storetest.Client(t, "nats-kv-lock", s.Addr(), "client-b", 30*time.Second)
 	if _, err := b.Acquire(ctx, "lock:0"); !errors.Is(err, locks.ErrNotAcquired) {
 		t.Errorf("b after the restart: %v, want ErrNotAcquired", err)
 	}
