@@ -27,6 +27,7 @@ func init() {
 		Description: "Redis: one node, replicas with Sentinel, or five masters for Redlock (the lock says which)",
 		Packages:    []string{"redis-server", "redis-tools", "redis-sentinel"},
 		Installed:   onPath("redis-server", "redis-cli", "redis-sentinel"),
+		Services:    []string{"redis-server"},
 		Modules:     []string{"github.com/redis/go-redis/v9"},
 		References:  []string{"token-lua", "etcd-mutex-fenced"},
 		Fenced:      "fenced",
