@@ -30,6 +30,7 @@ func init() {
 		Description: "NATS with JetStream: one nats-server per lock node (no cluster); its locks are keys of a key-value bucket whose age limit is the lease",
 		Packages:    []string{"nats-server"},
 		Installed:   func() bool { _, err := serverBin(); return err == nil },
+		Services:    []string{"nats-server"},
 		Modules:     []string{"github.com/nats-io/nats.go"},
 		References:  []string{"nats-kv-lock", "etcd-mutex-fenced"},
 		NoClock:     "nats-server is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
