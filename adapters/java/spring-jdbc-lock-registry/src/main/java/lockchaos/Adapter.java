@@ -117,6 +117,12 @@ public final class Adapter {
         pool.setConnectionTimeout(Math.max(timeout, 250));
         pool.setValidationTimeout(250);
         pool.setInitializationFailTimeout(-1); // an unreachable server is no reason to refuse init
+        // PostgreSQL's own default, said outright: HikariCP otherwise asks
+        // the first connection, and when that one is closed under it (a
+        // busy machine, 2026-11-29) it keeps "-1" as the level, and every
+        // later connection fails to set up ("Transaction isolation level
+        // -1 not supported"): a client that can never connect.
+        pool.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
         DataSource db = new Bounded(new HikariDataSource(pool));
         createTable(db, timeout);
         // The repository as a Spring context would make it: its own
