@@ -60,7 +60,7 @@ func init() {
 				return nil
 			}
 			host, port, _ := strings.Cut(addrs[0], ":")
-			return map[string]any{"dsn": fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, PostgresUser)}
+			return map[string]any{"dsn": pgDSN(host, port)}
 		},
 		FailsOver: true,
 		Start:     startPostgres,
@@ -471,8 +471,13 @@ func (n *pgNode) conninfo() string { return pgConninfo(n.port) }
 
 // pgConninfo is how the coordinator connects to a server (or its pooler)
 // on a loopback port.
-func pgConninfo(port int) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable", port, PostgresUser)
+func pgConninfo(port int) string { return pgDSN("127.0.0.1", strconv.Itoa(port)) }
+
+// pgDSN is the libpq connection string of the server at host:port, as
+// PostgresUser to the postgres database: the members' own, and the one an
+// adapter's init carries (AdapterInit).
+func pgDSN(host, port string) string {
+	return fmt.Sprintf("host=%s port=%s user=%s dbname=postgres sslmode=disable", host, port, PostgresUser)
 }
 
 func (n *pgNode) logTail() string { return logTail(n.Log()) }

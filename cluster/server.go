@@ -17,7 +17,7 @@ import (
 // 127.0.0.1 and keeps its files in one directory.
 type ServerSpec struct {
 	// Store is the store's name: on the docker backend the member runs in
-	// a container of its image (StoreImage), built by its stores/NAME/store.sh.
+	// a container of its image (StoreImage), built by its stores/NAME/image.sh.
 	Store string
 	// Name is the member's name in the run ("mc0").
 	Name string

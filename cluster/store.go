@@ -27,7 +27,7 @@ type Store struct {
 	// Packages are the Debian packages of the store's servers (and of
 	// the tools its Start uses); Installed says whether they are
 	// installed on this machine. make setup, .ci/run, the CI templates
-	// and the images install what `lockchaos list stores --packages`
+	// and the images install what `lockchaos list --packages`
 	// lists, and Start's errors for a missing server quote Install.
 	Packages  []string
 	Installed func() bool
