@@ -297,22 +297,32 @@ func Run(ctx context.Context, spec Spec, cells []compare.Cell, o Options) (Audit
 			broken = append(broken, i)
 		}
 	}
+	// A shrink runs the lock's runs one after another: it weighs what one
+	// of them does (settings.Run.Weight).
+	weight := 1
+	for _, c := range cells {
+		if c.Lock == spec.Lock {
+			weight = c.Config.Weight()
+			break
+		}
+	}
 	shrinkBudget := spec.ShrinkBudget
 	if spec.Budget > 0 && len(broken) > 0 {
 		left := time.Until(start.Add(spec.Budget))
-		waves := (len(broken) + spec.Parallel - 1) / max(spec.Parallel, 1)
+		at := max(spec.Parallel/weight, 1)
+		waves := (len(broken) + at - 1) / at
 		if per := left / time.Duration(waves); per < shrinkBudget {
 			shrinkBudget = max(per, 0)
 			a.LeftOut = append(a.LeftOut, fmt.Sprintf("each shrink had %v of its %v (the --budget's rest): a witness may be less than minimal", shrinkBudget.Round(time.Second), spec.ShrinkBudget))
 		}
 	}
 	next := 0
-	grid.Pool(ctx, spec.Parallel, func() (int, bool) {
+	grid.Pool(ctx, spec.Parallel, func() (int, int, bool) {
 		if next >= len(broken) || shrinkBudget <= 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		next++
-		return broken[next-1], true
+		return broken[next-1], weight, true
 	}, func(i int) {
 		c := &a.Classes[i]
 		c.Witness = witness(ctx, c, cmp, spec, shrinkBudget, o, progress)

@@ -89,7 +89,7 @@ func cmdAudit(args []string) int {
 	fs.IntVar(&spec.Seeds, "seeds", audit.DefaultSeeds, "seeds per fault at most")
 	fs.Int64Var(&spec.FirstSeed, "seed", 1, "first seed")
 	fs.IntVar(&spec.MinSeeds, "min-seeds", 3, "seeds a fault that broke the lock runs before it stops")
-	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, "runs (and shrinks) at once")
+	fs.IntVar(&spec.Parallel, "parallel", DefaultParallel, parallelHelp+" (shrinks too)")
 	fs.IntVar(&spec.ShrinkTries, "shrink-tries", audit.DefaultShrinkTries, "runs of each shrink candidate")
 	var spans settings.Spans
 	spans.DurationVar(fs, &spec.Budget, "budget", 0, "bound on the whole audit (0: none): the runs get 70 %, the shrinks the rest, and audit.md says what was left out")

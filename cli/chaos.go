@@ -16,10 +16,15 @@ import (
 	"github.com/lockchaos/lockchaos/settings"
 )
 
-// DefaultParallel is how many runs `chaos` performs at once. Runs mostly
-// sleep (holds, think times, faults), so a few fit on two cores without
-// stretching the timings the verdicts depend on.
-const DefaultParallel = 4
+// DefaultParallel is how many runs `chaos`, `compare` and `audit` perform
+// at once. Runs mostly sleep (holds, think times, faults), so eight fit on
+// two cores without stretching the timings the verdicts depend on; a run
+// that starts JVMs or containers counts as two (settings.Run.Weight), so
+// four of those go at once.
+const DefaultParallel = 8
+
+// parallelHelp is the help of --parallel.
+const parallelHelp = "runs at once; a run that starts JVMs (a Java adapter, ZooKeeper) or containers counts as two"
 
 // DefaultBaseline is the committed summary that `chaos` compares with.
 const DefaultBaseline = "results/baseline/summary.json"
@@ -60,7 +65,7 @@ func cmdChaos(args []string) int {
 	quick := fs.Bool("quick", false, "run each catalogue scenario's short version and leave out the grid (unless --grid)")
 	grid := fs.Bool("grid", true, "run the lock × fault grid too (under --quick only when given)")
 	pattern := fs.String("scenarios", "", "only the cells whose names match `GLOB[,GLOB...]` (grid cells are LOCK+NEMESIS); a GLOB ending in .yaml loads those scenario files instead of the catalogue")
-	parallel := fs.Int("parallel", DefaultParallel, "runs at once")
+	parallel := fs.Int("parallel", DefaultParallel, parallelHelp)
 	junit := fs.String("junit", "", "also write JUnit XML (one test case per cell) to `FILE`")
 	out := fs.String("out", "", "output directory (default results/<time>)")
 	allowInconclusive := fs.Bool("allow-inconclusive", false, "do not fail the matrix on inconclusive cells")

@@ -61,6 +61,10 @@ type Store struct {
 	// through the clock shim) cannot reach what this store's locks depend
 	// on; "" for Redis, whose wall clock decides a key's expiry.
 	NoClock string
+	// JVM: the store's servers are Java processes (ZooKeeper), whose start
+	// and warm-up keep a core busy: a run of it takes two of a grid's
+	// --parallel slots (settings.Run.Weight).
+	JVM bool
 	// AdapterInit adds to an adapter's init message (docs/protocol.md)
 	// what a client of this store needs beyond the lock nodes' addresses,
 	// given them as this client reaches them (PostgreSQL's dsn, ZooKeeper's

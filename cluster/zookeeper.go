@@ -58,6 +58,7 @@ func init() {
 		NoClock:     "ZooKeeper expires sessions on the JVM's monotonic clock (System.nanoTime), which the clock shim leaves alone (it moves the wall clock only)",
 		AdapterInit: func(addrs []string) map[string]any { return map[string]any{"connect": strings.Join(addrs, ",")} },
 		FailsOver:   true,
+		JVM:         true,
 		Start:       startZooKeeper,
 	})
 }

@@ -85,7 +85,8 @@ type Options struct {
 // job is one seed of one cell.
 type job struct{ cell, seed int }
 
-// Execute runs the cells' seeds, Parallel at a time, seed by seed across
+// Execute runs the cells' seeds, Parallel at a time (by weight,
+// settings.Run.Weight), seed by seed across
 // the cells so that every cell advances together, and stops a cell early
 // once it has violated and run MinSeeds seeds (when EarlyStop is set). A
 // run that was no evidence either way runs again with the same seed, up
@@ -117,7 +118,11 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 		skipped int // jobs left out by early stops
 		next    int
 	)
-	grid.Pool(ctx, spec.Parallel, func() (int, bool) {
+	weight := make([]int, len(cells))
+	for i, c := range cells {
+		weight[i] = c.Config.Weight()
+	}
+	grid.Pool(ctx, spec.Parallel, func() (int, int, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		for next < len(jobs) {
@@ -126,9 +131,9 @@ func Execute(ctx context.Context, spec Spec, cells []Cell, opts Options) Compari
 				skipped++
 				continue
 			}
-			return next - 1, true
+			return next - 1, weight[jobs[next-1].cell], true
 		}
-		return 0, false
+		return 0, 0, false
 	}, func(ji int) {
 		j := jobs[ji]
 		c := cells[j.cell]

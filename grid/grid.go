@@ -23,30 +23,58 @@ import (
 // machine's speed, not the lock. Every attempt's folder is kept.
 const MaxAttempts = 3
 
-// Pool calls do for each job that take hands out, parallel at a time,
-// until take has none left or ctx ends; it returns when every do has.
-// take is called under Pool's lock, so it may read and write the caller's
-// state without one of its own.
-func Pool(ctx context.Context, parallel int, take func() (int, bool), do func(int)) {
+// Pool calls do for each job that take hands out, until take has none left
+// or ctx ends, with jobs going at once as long as their weights add up to
+// at most budget (a job's weight is clamped to 1..budget, so a heavy one
+// still runs, alone); it returns when every do has. Jobs start in take's
+// order: one that does not fit waits for room, and those after it wait
+// too. take is called under Pool's lock, so it may read and write the
+// caller's state without one of its own.
+func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool), do func(int)) {
+	budget = max(budget, 1)
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		mu   sync.Mutex
+		room = sync.NewCond(&mu)
+		wg   sync.WaitGroup
+		used int
 	)
-	for w := 0; w < max(parallel, 1); w++ {
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		room.Broadcast()
+		mu.Unlock()
+	})
+	defer stop()
+	mu.Lock()
+	for {
+		for used >= budget && ctx.Err() == nil {
+			room.Wait()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		j, w, ok := take()
+		if !ok {
+			break
+		}
+		w = min(max(w, 1), budget)
+		for used+w > budget && ctx.Err() == nil {
+			room.Wait()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		used += w
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				j, ok := take()
-				mu.Unlock()
-				if !ok {
-					return
-				}
-				do(j)
-			}
+			do(j)
+			mu.Lock()
+			used -= w
+			room.Broadcast()
+			mu.Unlock()
 		}()
 	}
+	mu.Unlock()
 	wg.Wait()
 }
 

@@ -15,12 +15,12 @@ func TestPoolRunsEveryJobOnceAndStopsWhenCancelled(t *testing.T) {
 	var mu sync.Mutex
 	var got []int
 	next := 0
-	Pool(context.Background(), 3, func() (int, bool) {
+	Pool(context.Background(), 3, func() (int, int, bool) {
 		if next == 10 {
-			return 0, false
+			return 0, 0, false
 		}
 		next++
-		return next - 1, true
+		return next - 1, 1, true
 	}, func(j int) {
 		mu.Lock()
 		got = append(got, j)
@@ -33,13 +33,75 @@ func TestPoolRunsEveryJobOnceAndStopsWhenCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := 0
-	Pool(ctx, 1, func() (int, bool) { return 0, true }, func(int) {
+	Pool(ctx, 1, func() (int, int, bool) { return 0, 1, true }, func(int) {
 		if ran++; ran == 2 {
 			cancel()
 		}
 	})
 	if ran != 2 {
 		t.Errorf("%d jobs ran, want 2: none after the cancel", ran)
+	}
+}
+
+// The jobs going at once never weigh more than the budget; a job heavier
+// than the whole budget still runs, alone; and light jobs fill the room a
+// heavy one leaves.
+func TestPoolKeepsTheWeightOfTheJobsAtOnceWithinItsBudget(t *testing.T) {
+	weights := []int{2, 1, 1, 2, 9, 1, 1, 1, 1, 2, 2, 1}
+	var (
+		mu         sync.Mutex
+		now, most  int
+		alone      bool
+		ran        []int
+		next       int
+		overBudget []int
+	)
+	full := sync.NewCond(&mu)
+	release := make(chan struct{})
+	go func() {
+		// The first three (2+1+1) fill the budget before any ends.
+		mu.Lock()
+		for now < 4 {
+			full.Wait()
+		}
+		mu.Unlock()
+		for range len(weights) {
+			release <- struct{}{}
+		}
+	}()
+	Pool(context.Background(), 4, func() (int, int, bool) {
+		if next == len(weights) {
+			return 0, 0, false
+		}
+		next++
+		return next - 1, weights[next-1], true
+	}, func(j int) {
+		w := min(weights[j], 4)
+		mu.Lock()
+		now += w
+		most = max(most, now)
+		if now > 4 {
+			overBudget = append(overBudget, j)
+		}
+		if weights[j] == 9 {
+			alone = now == 4
+		}
+		full.Broadcast()
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		now -= w
+		ran = append(ran, j)
+		mu.Unlock()
+	})
+	if len(ran) != len(weights) {
+		t.Errorf("ran %d jobs, want %d", len(ran), len(weights))
+	}
+	if len(overBudget) > 0 || most != 4 {
+		t.Errorf("the jobs at once weighed up to %d (over the budget 4 when %v started), want 4 at most and reached", most, overBudget)
+	}
+	if !alone {
+		t.Error("the job heavier than the budget ran beside others")
 	}
 }
 

@@ -346,7 +346,8 @@ type ExecOptions struct {
 	Out string
 	// Force lets the runs replace those of an earlier matrix in Out.
 	Force bool
-	// Parallel is how many runs go at once (runs mostly sleep).
+	// Parallel is how many runs go at once (runs mostly sleep), a run
+	// counted by its settings.Run.Weight.
 	Parallel int
 	// AllowInconclusive keeps inconclusive cells from failing the matrix.
 	AllowInconclusive bool
@@ -365,7 +366,7 @@ type ExecOptions struct {
 	Matrix []Cell
 }
 
-// Execute runs the cells that can run, Parallel at a time, and compares each
+// Execute runs the cells that can run, Parallel at a time (by weight), and compares each
 // verdict with its expectation. Cancelling ctx stops the runs in progress in
 // order and leaves the rest not run.
 func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
@@ -393,15 +394,19 @@ func Execute(ctx context.Context, cells []Cell, opts ExecOptions) Summary {
 		todo = append(todo, i)
 	}
 	todo = runOrder(cells, todo)
+	weight := make([]int, len(cells))
+	for _, i := range todo {
+		weight[i] = cells[i].Config.Weight()
+	}
 
 	var mu sync.Mutex // results, done and tally
 	done, tally, next := 0, map[Status]int{}, 0
-	grid.Pool(ctx, opts.Parallel, func() (int, bool) {
+	grid.Pool(ctx, opts.Parallel, func() (int, int, bool) {
 		if next == len(todo) {
-			return 0, false
+			return 0, 0, false
 		}
 		next++
-		return todo[next-1], true
+		return todo[next-1], weight[todo[next-1]], true
 	}, func(i int) {
 		c := cells[i]
 		began := time.Now()

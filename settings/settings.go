@@ -335,6 +335,22 @@ func (c Run) LockSpec() (locks.Spec, error) {
 	return s, err
 }
 
+// Weight is how many of a grid's --parallel slots the run takes (grid.Pool):
+// two when it starts Java virtual machines — a Java adapter's clients, or
+// a store whose servers are JVMs — or runs on containers, whose start-up
+// and warm-up keep a core busy; one otherwise, since a run mostly sleeps
+// (holds, think times, faults). A lock it cannot find counts two.
+func (c Run) Weight() int {
+	spec, err := c.LockSpec()
+	if err != nil || orLocal(c.Backend) != "local" || spec.Adapter != nil && spec.Adapter.Language == "java" {
+		return 2
+	}
+	if st, err := cluster.LookupStore(spec.Store); err != nil || st.JVM {
+		return 2
+	}
+	return 1
+}
+
 // CheckStore refuses, for a lock of a store other than Redis, the
 // settings that shape Redis servers only: replicas, sentinels and
 // persistence; and the pooler for a lock not on PostgreSQL. Each store has its own replication and durability, which

@@ -190,3 +190,24 @@ func TestTheSettingsDeclareTheirFileSection(t *testing.T) {
 		}
 	}
 }
+
+// A run that starts JVMs or containers takes two of a grid's slots; a run
+// of a Go lock on local servers, one.
+func TestARunThatStartsJVMsOrContainersWeighsTwo(t *testing.T) {
+	for _, c := range []struct {
+		run  Run
+		want int
+	}{
+		{Run{Lock: "token-lua"}, 1},
+		{Run{Lock: "etcd-mutex"}, 1},
+		{Run{Lock: "token-lua", Topology: cluster.Topology{Backend: "docker"}}, 2},
+		{Run{Lock: "zk-lock"}, 2},        // ZooKeeper's servers are JVMs
+		{Run{Lock: "redisson-rlock"}, 2}, // a Java adapter: a JVM per client
+		{Run{Lock: "node-redlock"}, 1},   // Node starts in a blink
+		{Run{Lock: "no-such-lock"}, 2},   // unknown: the heavier guess
+	} {
+		if got := c.run.Weight(); got != c.want {
+			t.Errorf("%s on %q weighs %d, want %d", c.run.Lock, c.run.Backend, got, c.want)
+		}
+	}
+}
