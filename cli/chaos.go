@@ -18,13 +18,15 @@ import (
 
 // DefaultParallel is how many runs `chaos`, `compare` and `audit` perform
 // at once. Runs mostly sleep (holds, think times, faults), so eight fit on
-// two cores without stretching the timings the verdicts depend on; a run
-// that starts JVMs or containers counts as two (settings.Run.Weight), so
-// four of those go at once.
+// two idle cores without stretching the timings the verdicts depend on; a
+// run that starts JVMs or containers counts as two (settings.Run.Weight),
+// so four of those go at once; and while the machine's CPUs are busy,
+// half as many (grid.Pool): the four at a time the grid's timings were
+// measured at beside CPU hogs.
 const DefaultParallel = 8
 
 // parallelHelp is the help of --parallel.
-const parallelHelp = "runs at once; a run that starts JVMs (a Java adapter, ZooKeeper) or containers counts as two"
+const parallelHelp = "runs at once (half as many while the machine's CPUs are busy); a run that starts JVMs (a Java adapter, ZooKeeper) or containers counts as two"
 
 // DefaultBaseline is the committed summary that `chaos` compares with.
 const DefaultBaseline = "results/baseline/summary.json"

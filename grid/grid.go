@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 )
@@ -25,11 +26,12 @@ const MaxAttempts = 3
 
 // Pool calls do for each job that take hands out, until take has none left
 // or ctx ends, with jobs going at once as long as their weights add up to
-// at most budget (a job's weight is clamped to 1..budget, so a heavy one
-// still runs, alone); it returns when every do has. Jobs start in take's
-// order: one that does not fit waits for room, and those after it wait
-// too. take is called under Pool's lock, so it may read and write the
-// caller's state without one of its own.
+// at most budget — or, while the machine is busy (machineBusy), to half of
+// it (a job's weight is clamped to 1..budget, and one job always may run,
+// so a heavy one still runs, alone). It returns when every do has. Jobs
+// start in take's order: one that does not fit waits for room, and those
+// after it wait too. take is called under Pool's lock, so it may read and
+// write the caller's state without one of its own.
 func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool), do func(int)) {
 	budget = max(budget, 1)
 	var (
@@ -44,9 +46,34 @@ func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool
 		mu.Unlock()
 	})
 	defer stop()
+	// While it waits on a busy machine, look again now and then.
+	tick, done := time.NewTicker(500*time.Millisecond), make(chan struct{})
+	defer close(done)
+	defer tick.Stop()
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				mu.Lock()
+				room.Broadcast()
+				mu.Unlock()
+			}
+		}
+	}()
+	fits := func(w int) bool {
+		if used == 0 {
+			return true
+		}
+		if used+w > budget {
+			return false
+		}
+		return used+w <= max(budget/2, 1) || !machineBusy()
+	}
 	mu.Lock()
 	for {
-		for used >= budget && ctx.Err() == nil {
+		for !fits(1) && ctx.Err() == nil {
 			room.Wait()
 		}
 		if ctx.Err() != nil {
@@ -57,7 +84,7 @@ func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool
 			break
 		}
 		w = min(max(w, 1), budget)
-		for used+w > budget && ctx.Err() == nil {
+		for !fits(w) && ctx.Err() == nil {
 			room.Wait()
 		}
 		if ctx.Err() != nil {

@@ -3,10 +3,12 @@ package grid
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 )
@@ -134,5 +136,95 @@ func TestASeedRunsAgainInFoldersOfItsOwnWhileItIsNoEvidence(t *testing.T) {
 	}
 	if n := s.Attempts(context.Background(), func(Attempt) bool { return false }); n != 1 {
 		t.Errorf("evidence at once took %d attempts", n)
+	}
+}
+
+// On a busy machine the jobs at once weigh half the budget at most; once
+// it is idle again, the whole budget.
+func TestPoolUsesHalfItsBudgetWhileTheMachineIsBusy(t *testing.T) {
+	defer func(f func() bool) { machineBusy = f }(machineBusy)
+	var (
+		mu        sync.Mutex
+		busy      = true
+		now, most int
+		mostIdle  int
+		ran, next int
+	)
+	machineBusy = func() bool { mu.Lock(); defer mu.Unlock(); return busy }
+	release := make(chan struct{})
+	Pool(context.Background(), 8, func() (int, int, bool) {
+		if next == 16 {
+			return 0, 0, false
+		}
+		next++
+		return next - 1, 1, true
+	}, func(j int) {
+		mu.Lock()
+		now++
+		if busy {
+			most = max(most, now)
+		} else {
+			mostIdle = max(mostIdle, now)
+		}
+		first := j == 0
+		mu.Unlock()
+		if first {
+			// The others start meanwhile, as many as a busy machine takes;
+			// then the machine is idle.
+			for {
+				mu.Lock()
+				n := now
+				mu.Unlock()
+				if n == 4 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			busy = false
+			mu.Unlock()
+			close(release)
+		}
+		<-release
+		// On the idle machine, a job ends only once more than half the
+		// budget went at once (or, were Pool wrong, after 10 s).
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			n := mostIdle
+			mu.Unlock()
+			if n > 4 || j >= 12 {
+				break
+			}
+		}
+		mu.Lock()
+		now--
+		ran++
+		mu.Unlock()
+	})
+	if ran != 16 {
+		t.Errorf("%d jobs ran, want 16", ran)
+	}
+	if most > 4 {
+		t.Errorf("%d jobs went at once on a busy machine, want 4 (half of 8) at most", most)
+	}
+	if mostIdle <= 4 {
+		t.Errorf("at most %d jobs went at once on an idle machine, want more than half of 8", mostIdle)
+	}
+}
+
+func TestCPUTimesReadsTheCPULineOfProcStat(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "stat")
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  100 5 50 800 20 1 2 3 40 4\ncpu0 50 2 25 400 10 0 1 1 20 2\nintr 12345\n"
+	if err := os.WriteFile(f, []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	total, idle, ok := cpuTimes(f)
+	if !ok || total != 981 || idle != 820 {
+		t.Errorf("cpuTimes = %d, %d, %v; want 981 in all (guest time left out: user holds it), 820 idle (idle and iowait)", total, idle, ok)
+	}
+	if _, _, ok := cpuTimes(filepath.Join(t.TempDir(), "none")); ok {
+		t.Error("a missing /proc/stat read as ok")
 	}
 }
