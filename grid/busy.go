@@ -10,11 +10,12 @@ import (
 )
 
 // BusyIdle is the share of the machine's CPU time below which Pool counts
-// the machine busy: then it starts runs only up to half its budget. Runs
-// mostly sleep, so twice as many fit on idle cores; on cores that other
-// work keeps busy (a CI runner's neighbours, ../shared/tools/under-load's
-// hogs), a run's own timings are what the verdicts depend on, and the
-// half budget is what they were measured at beside hogs.
+// the machine busy: then it starts runs only while fewer than half its
+// budget go. Runs mostly sleep, so twice as many fit on idle cores; on
+// cores that other work keeps busy (a CI runner's neighbours,
+// ../shared/tools/under-load's hogs), a run's own timings are what the
+// verdicts depend on, and half the budget (four runs, whatever they
+// start) is what they were measured at beside hogs.
 const BusyIdle = 0.25
 
 // machineBusy says whether the CPUs were mostly busy over the last second

@@ -26,19 +26,21 @@ const MaxAttempts = 3
 
 // Pool calls do for each job that take hands out, until take has none left
 // or ctx ends, with jobs going at once as long as their weights add up to
-// at most budget — or, while the machine is busy (machineBusy), to half of
-// it (a job's weight is clamped to 1..budget, and one job always may run,
-// so a heavy one still runs, alone). It returns when every do has. Jobs
-// start in take's order: one that does not fit waits for room, and those
-// after it wait too. take is called under Pool's lock, so it may read and
-// write the caller's state without one of its own.
+// at most budget, and — while the machine is busy (machineBusy) — as long
+// as they are at most half of budget in number, whatever they weigh (a
+// job's weight is clamped to 1..budget, and one job always may run, so a
+// heavy one still runs, alone). It returns when every do has. Jobs start
+// in take's order: one that does not fit waits for room, and those after
+// it wait too. take is called under Pool's lock, so it may read and write
+// the caller's state without one of its own.
 func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool), do func(int)) {
 	budget = max(budget, 1)
 	var (
 		mu   sync.Mutex
 		room = sync.NewCond(&mu)
 		wg   sync.WaitGroup
-		used int
+		// used is what the jobs going weigh, going how many they are.
+		used, going int
 	)
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
@@ -63,13 +65,13 @@ func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool
 		}
 	}()
 	fits := func(w int) bool {
-		if used == 0 {
+		if going == 0 {
 			return true
 		}
 		if used+w > budget {
 			return false
 		}
-		return used+w <= max(budget/2, 1) || !machineBusy()
+		return going < max(budget/2, 1) || !machineBusy()
 	}
 	mu.Lock()
 	for {
@@ -91,12 +93,14 @@ func Pool(ctx context.Context, budget int, take func() (job, weight int, ok bool
 			break
 		}
 		used += w
+		going++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			do(j)
 			mu.Lock()
 			used -= w
+			going--
 			room.Broadcast()
 			mu.Unlock()
 		}()
