@@ -146,10 +146,24 @@ func TestSlowReplyReadsTheLeaseLeftOnTheNode(t *testing.T) {
 			if len(measured) == 0 {
 				t.Fatalf("no fault read the lease left on the node: %+v", res.Faults)
 			}
+			landed := 0
 			for _, f := range measured {
-				if f.Landed != tc.landed {
-					t.Errorf("fault %d landed %v, want %v: %s", f.ID, f.Landed, tc.landed, f.Effect)
+				switch {
+				case f.Landed && !tc.landed:
+					t.Errorf("fault %d landed, want not: %s", f.ID, f.Effect)
+				case f.Landed:
+					landed++
+				case tc.landed && !strings.Contains(f.Effect, "less than its"):
+					// A fault that found the lease short yet did not land
+					// (the run ended, or the holder's stretch did, before
+					// another client came: nothing shown either way) is no
+					// evidence; one that found the lease long enough is
+					// wrong.
+					t.Errorf("fault %d found the lease long enough, want short: %s", f.ID, f.Effect)
 				}
+			}
+			if tc.landed && landed == 0 {
+				t.Errorf("no fault landed: %+v", measured)
 			}
 			if tc.landed {
 				runtest.Verdict(t, res, checker.Violation)
