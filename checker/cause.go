@@ -151,7 +151,11 @@ func freesKeys(a history.Action) bool {
 // stalled is how long the harness stalled client c's side of an overlap
 // from from: c's own process until to, the coordinator and the lock's
 // servers until until (while its acquire was in flight), except while a
-// fault stopped c on purpose; and the longest stall that counted.
+// fault stopped c on purpose; and the longest stall that counted. A wait
+// the kernel counted on the run queue (queued) counts whole even inside
+// such a fault: a stopped process is not on the run queue, so the wait
+// fell in a moment the fault let it run (a starved client's short runs)
+// and the machine took that moment away.
 func stalled(stalls []stall, spans []faultSpan, c int, from, to, until int64) (int64, stall) {
 	var parts [][2]int64
 	var worst stall
@@ -168,8 +172,10 @@ func stalled(stalls []stall, spans []faultSpan, c int, from, to, until int64) (i
 		if lo >= hi {
 			continue
 		}
-		for _, cut := range stoppedDuring(spans, c, lo, hi) {
-			lo, hi = trim(lo, hi, cut)
+		if !x.queued {
+			for _, cut := range stoppedDuring(spans, c, lo, hi) {
+				lo, hi = trim(lo, hi, cut)
+			}
 		}
 		if lo >= hi {
 			continue

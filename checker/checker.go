@@ -146,11 +146,13 @@ func evidence(faults []FaultWindow, byCause map[string]int, byLanded int) Eviden
 // harness, and only what it lasted beyond the fault counts, when that is
 // as long as the shortest stall a watcher reports (minStallNs): the few
 // instants between the fault's SIGCONT and its recorded end are not one.
+// A wait the kernel counted on the run queue is the machine's wherever it
+// falls (stalled).
 func stallStats(stalls []stall, spans []faultSpan) StallStats {
 	s := StallStats{Worst: -1}
 	for _, x := range stalls {
 		lo, hi := x.start, x.end
-		if x.client >= 0 {
+		if x.client >= 0 && !x.queued {
 			cuts := stoppedDuring(spans, x.client, lo, hi)
 			for _, cut := range cuts {
 				lo, hi = trim(lo, hi, cut)

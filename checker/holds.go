@@ -117,6 +117,9 @@ type stall struct {
 	start, end int64
 	why        string // "" for a process that could not run
 	node       string // a lock node's server that waited for a CPU
+	// queued: the kernel counted it on the run queue (history's Queued): a
+	// fault that stopped the process did not make it, wherever it falls.
+	queued bool
 	// key is the key of the client's acquire or release in flight when
 	// it ran again, invoked at since ("": none, or an acquire that was
 	// refused in the end: it held nothing and kept nobody out): a stall
@@ -317,7 +320,7 @@ func (rp *replayer) add(e history.Event) {
 		return
 	case history.Stall:
 		if e.StallNs > 0 && !rp.live {
-			s := stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time, node: e.Node}
+			s := stall{client: e.Client, start: e.Time - e.StallNs, end: e.Time, node: e.Node, queued: e.Queued}
 			if e.Node != "" {
 				s.client = history.NoClient
 				s.why = fmt.Sprintf("lock node %s was ready to run but waited %s for a CPU", e.Node, Millis(float64(e.StallNs)/1e6))

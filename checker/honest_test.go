@@ -332,3 +332,37 @@ func TestLivenessDiscountsMeasuredStalls(t *testing.T) {
 		t.Errorf("a client's stall in an acquire refused, then another: stuck %+v, stalled %+v", r.Liveness.Stuck, r.Liveness.Stalled)
 	}
 }
+
+// A wait the kernel counted on the run queue is the machine's even inside
+// a fault that stops and starts the client (starve-client's short runs): a
+// stopped process is not on the run queue. Beside CPU hogs a starved
+// holder's renewal waited there past its lease: that overlap is a stall of
+// the harness, not the fault's. The same stall timed by the client's own
+// timer (it includes the stops) is the fault's.
+func TestRunQueueWaitInsideAStopIsTheMachines(t *testing.T) {
+	starved := func(queued bool) Result {
+		f := &history.Fault{ID: 1, Name: "starve-client", Action: history.ActionPause, Clients: []int{0}, Stopped: []int{0}}
+		h := new(hist).asked("starve-client")
+		h.add(history.Event{Time: ms(100), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+		h.hold(0, k0, 10, 1300).hold(1, k0, 1100, 1200)
+		h.add(history.Event{Time: ms(1250), Kind: history.Stall, Client: 0, StallNs: ms(350), Queued: queued,
+			Message: "its adapter process was ready to run but waited for a CPU"})
+		h.add(history.Event{Time: ms(1600), Kind: history.FaultEnd, Client: history.NoClient, Fault: f})
+		h.ttl(1000)
+		return Check(h.exit(0, 2000, true).exit(1, 2000, true).end(2010).events, Options{})
+	}
+	r := starved(true)
+	if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 || r.Mutex.Overlaps[0].Cause != CauseStall {
+		t.Fatalf("queued: %s %+v: %s", r.Verdict, r.Mutex.Overlaps, r.Summary)
+	}
+	if r.Stalls.Count != 1 || r.Stalls.MaxMs != 350 || r.Stalls.Worst != 0 {
+		t.Errorf("queued: stalls %+v, want client 0's 350 ms", r.Stalls)
+	}
+	r = starved(false)
+	if r.Verdict != Violation || len(r.Mutex.Overlaps) != 1 || r.Mutex.Overlaps[0].Cause != CauseFault {
+		t.Fatalf("self-timed: %s %+v: %s", r.Verdict, r.Mutex.Overlaps, r.Summary)
+	}
+	if r.Stalls.Count != 0 {
+		t.Errorf("self-timed: stalls %+v, want none (the fault's)", r.Stalls)
+	}
+}

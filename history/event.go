@@ -106,6 +106,11 @@ type Event struct {
 	PTTL []int64 `json:"pttl,omitempty"`
 	// StallNs, on a Stall: how late the process ran, in nanoseconds.
 	StallNs int64 `json:"stall_ns,omitempty"`
+	// Queued, on a Stall: the kernel counted it as a wait on the CPU's run
+	// queue (ready to run, not running). A process a fault stopped is not
+	// on the run queue, so such a wait is the machine's even while a fault
+	// stops and starts that process.
+	Queued bool `json:"queued,omitempty"`
 	// Node, on a Stall of a server (Client -1): the lock node that waited
 	// StallNs on the CPU's run queue, ready to run but not running.
 	Node string `json:"node,omitempty"`
@@ -307,6 +312,9 @@ func (e *Event) AppendJSON(b []byte) []byte {
 		b = append(b, `,"stall_ns":`...)
 		b = strconv.AppendInt(b, e.StallNs, 10)
 	}
+	if e.Queued {
+		b = append(b, `,"queued":true`...)
+	}
 	if e.Node != "" {
 		b = append(b, `,"node":`...)
 		b = appendString(b, e.Node)
@@ -417,10 +425,14 @@ func decodeFlat(b []byte, e *Event) bool {
 			default:
 				return false
 			}
-			if key != "expected" {
+			switch key {
+			case "expected":
+				e.Expected = v
+			case "queued":
+				e.Queued = v
+			default:
 				return false
 			}
-			e.Expected = v
 		default:
 			j := i
 			if j < len(b) && b[j] == '-' {

@@ -17,7 +17,7 @@ func genEvent(t *rapid.T) Event {
 		Time: num.Draw(t, "time"), Kind: Kind(str.Draw(t, "kind")), Client: rapid.IntRange(-1, 300).Draw(t, "client"),
 		F: str.Draw(t, "f"), Key: str.Draw(t, "key"), Fence: num.Draw(t, "fence"), Owner: str.Draw(t, "owner"),
 		Token: str.Draw(t, "token"), Error: str.Draw(t, "error"), Message: str.Draw(t, "message"), Node: str.Draw(t, "node"),
-		Expected: rapid.Bool().Draw(t, "expected"), StallNs: num.Draw(t, "stall"), WorkloadNs: num.Draw(t, "workload"),
+		Expected: rapid.Bool().Draw(t, "expected"), Queued: rapid.Bool().Draw(t, "queued"), StallNs: num.Draw(t, "stall"), WorkloadNs: num.Draw(t, "workload"),
 	}
 	if rapid.Bool().Draw(t, "hasValue") {
 		e.Value = Int64(num.Draw(t, "value"))

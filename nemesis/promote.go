@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -145,9 +146,21 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 	check := liveKeyChecker(env, cutNodes)
 	defer check.close()
 	p.params["cut-while-free"] = "no"
-	// Every hold shorter than the TTL ends within one, so one TTL normally
-	// shows a free moment; after that, cut anyway.
+	// The lock may be free for only a millisecond or two between a release
+	// and the next acquire, too short for a busy machine to see it: after
+	// a moment of looking, every client is asked to rest once it has done
+	// what it is doing, which makes the lock fall free, and let go again
+	// once replication is cut. Every hold shorter than the TTL ends within
+	// one, so one TTL normally shows a free moment; after that, cut
+	// anyway.
+	unhush := func() {}
+	defer func() { unhush() }()
+	hushAt := time.Now().Add(min(env.TTL()/4, time.Second))
 	for deadline := time.Now().Add(env.TTL()); ; {
+		if time.Now().After(hushAt) {
+			unhush, hushAt = hush(ctx, env, step.Key), time.Now().Add(100*365*24*time.Hour)
+			p.params["hushed"] = "yes"
+		}
 		// The release's DEL must have reached the replicas before the cut.
 		if len(env.Holders()) == 0 && check.live(ctx) == 0 {
 			if err := cut(); err != nil {
@@ -177,6 +190,8 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
+	unhush()
+	unhush = func() {}
 	a, held, err := aimHolder(ctx, env, step, stretchBound(env), fo.votes)
 	switch {
 	case err != nil && errors.Is(err, ErrNoTarget):
@@ -208,6 +223,39 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 	}
 	p.params["replica-offsets"] = strings.Join(lag, ",")
 	return p, nil
+}
+
+// hush asks every client to hold nothing and acquire nothing once it has
+// finished what it is doing (a stretch's rest, workload/control.go), so
+// that the lock falls free; the func it returns lets them go again, at
+// once. Without the Processes capability it asks nothing.
+func hush(ctx context.Context, env Env, key string) (unhush func()) {
+	proc, err := processesOf(env)
+	if err != nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	clients := env.Topology().Clients
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A rest longer than any preparation: unhush ends it. The
+			// stretch after it keeps no hold (bound 1 ns), and never
+			// begins. An exited client has nothing to hold.
+			_, _ = proc.Stretch(ctx, c, key, time.Nanosecond, 100*env.TTL(), false)
+		}()
+	}
+	return func() {
+		// Every rest was asked for (each Stretch sent its line before it
+		// returned) before any is withdrawn.
+		cancel()
+		wg.Wait()
+		for c := range clients {
+			_ = proc.Unstretch(c)
+		}
+	}
 }
 
 // keyChecker asks replicas, over connections of its own, how many live

@@ -91,10 +91,10 @@ func watchRunQueue(targets []runTarget, threshold time.Duration, done <-chan str
 			}
 			if worst >= threshold.Nanoseconds() {
 				if w.target.client >= 0 {
-					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: w.target.client, StallNs: worst,
+					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: w.target.client, StallNs: worst, Queued: true,
 						Message: "its adapter process was ready to run but waited for a CPU"})
 				} else {
-					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: history.NoClient, Node: w.name, StallNs: worst})
+					emit(history.Event{Time: history.Now(), Kind: history.Stall, Client: history.NoClient, Node: w.name, StallNs: worst, Queued: true})
 				}
 			}
 		}

@@ -88,7 +88,7 @@ func (t *tracker) observe(e history.Event) {
 			}
 		}
 	case e.Kind == history.Stall:
-		if !t.wasStopped(e.Client, e.Time-e.StallNs, e.Time) {
+		if e.Queued || !t.wasStopped(e.Client, e.Time-e.StallNs, e.Time) {
 			t.stats.stalls++
 		}
 	case e.Kind == history.Stretch && (e.Message == workload.StretchHolding || e.Message == workload.StretchStopping):
