@@ -107,10 +107,10 @@ func listShort(w io.Writer) {
 		wrap(w, fmt.Sprintf("  %-10s ", store+":"), names)
 	}
 	ns := append([]string{"none"}, nemesis.Names()...)
-	fmt.Fprintf(w, "\nNemeses (%d; --nemesis NAME[,NAME...]; lockchaos list nemeses):\n", len(ns)-1)
+	fmt.Fprintf(w, "Nemeses (%d; --nemesis NAME[,NAME...]; lockchaos list nemeses):\n", len(ns)-1)
 	wrap(w, "  ", ns)
 	sc := scenarios.CatalogueNames()
-	fmt.Fprintf(w, "\nBuilt-in scenarios (%d; --scenario NAME; lockchaos list scenarios: what each shows):\n", len(sc))
+	fmt.Fprintf(w, "Built-in scenarios (%d; --scenario NAME; lockchaos list scenarios: what each shows):\n", len(sc))
 	wrap(w, "  ", sc)
 	for _, e := range locks.ShippedErrors() {
 		fmt.Fprintf(w, "\n(an adapter could not be read: %s)\n", e)

@@ -32,7 +32,7 @@ type Failover struct {
 func init() {
 	Register(Spec{
 		Name:        "failover",
-		Description: "Redis: cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas); etcd, ZooKeeper: kill the leader; PostgreSQL: promote the standby",
+		Description: "Redis: cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas); etcd, ZooKeeper: kill the leader; PostgreSQL, MariaDB: promote the standby",
 		Action:      history.ActionFailover,
 		New:         func() Nemesis { return new(Failover) },
 	})

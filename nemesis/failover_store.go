@@ -21,7 +21,8 @@ type Stores interface {
 // over its own way (cluster.Elected.FailOver) while the step's client
 // holds its key and is kept inside its critical section — etcd's or
 // ZooKeeper's leader is killed and the others elect a new one;
-// PostgreSQL's standby is promoted. Every client link of a lock node whose
+// PostgreSQL's standby, MariaDB's replica is promoted (a store with a
+// primary: cluster.Store.Primary). Every client link of a lock node whose
 // serving member changed is pointed at the new one, which closes the
 // clients' connections, as a moved virtual IP would. Then it asks the
 // members that serve now whether the lease survived: a consensus store
@@ -77,7 +78,11 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	// In the store's own words: a consensus store's leader is killed and
 	// another elected; PostgreSQL's standby is promoted over its primary.
 	fault.Target = fmt.Sprintf("%s: leader %s killed, %s elected", store, members[from].Name(), members[to].Name())
-	if store == cluster.StorePostgres {
+	primary := false
+	if s, err := cluster.LookupStore(store); err == nil {
+		primary = s.Primary
+	}
+	if primary {
 		fault.Target = fmt.Sprintf("%s: standby %s promoted over primary %s", store, members[to].Name(), members[from].Name())
 	}
 	if heal != nil {
@@ -95,7 +100,7 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	}
 	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, env, after, a.Holding), quorum: quorum(env)}
 	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
-	if store == cluster.StorePostgres {
+	if primary {
 		what = fmt.Sprintf("%s was the primary after %s was failed over", members[to].Name(), members[from].Name())
 	}
 	// The failover began while the lease lived; how long the election

@@ -13,11 +13,12 @@ import (
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
 	"github.com/lockchaos/lockchaos/settings"
+	_ "github.com/lockchaos/lockchaos/stores" // the stores in folders of their own (MariaDB, NATS)
 )
 
 // storeServers are the command names of the stores' server processes, to
 // find any a run left behind (a ZooKeeper server is a JVM).
-var storeServers = []string{"etcd", "java", "postgres"}
+var storeServers = []string{"etcd", "java", "postgres", "mariadbd"}
 
 func storeChildren() []string {
 	var out []string
@@ -171,7 +172,7 @@ func TestStoreRunsRefuseWhatOnlyRedisHas(t *testing.T) {
 // writes the old primary's directory here, and it starts again in a new
 // container.
 func TestEveryStoreFailsOverTwice(t *testing.T) {
-	for _, name := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory", "pg-advisory/docker"} {
+	for _, name := range []string{"token-lua", "etcd-mutex", "zk-lock", "pg-advisory", "pg-advisory/docker", "mariadb-get-lock", "mariadb-get-lock/docker"} {
 		t.Run(name, func(t *testing.T) {
 			lock, backend, _ := strings.Cut(name, "/")
 			c := storeConfig(t, lock, "failover")

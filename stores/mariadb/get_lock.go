@@ -42,7 +42,7 @@ func init() {
 	locks.Register(locks.Spec{
 		Name:        "mariadb-get-lock",
 		Description: "MariaDB's named lock: GET_LOCK(key, 0) on the client's own connection, release with RELEASE_LOCK; held until released or the connection ends",
-		Store:       Name, Nodes: 1, Leaseless: true,
+		Store:       Name, Nodes: 2, Leaseless: true,
 		New: func(cfg locks.Config) (locks.Locker, error) {
 			return &GetLock{cfg: cfg, held: map[string]uint64{}}, nil
 		},

@@ -1,6 +1,6 @@
-// Package mariadb is the MariaDB store: one mariadbd per lock node, each a
-// child of the coordinator on a free port, and its lock, GET_LOCK
-// (get_lock.go). It is the first store in a folder of its own: everything
+// Package mariadb is the MariaDB store: a primary and its replicas, each
+// mariadbd a child of the coordinator on a free port (replication.go), and
+// its lock, GET_LOCK (get_lock.go). It is the first store in a folder of its own: everything
 // lockchaos knows of MariaDB is here.
 package mariadb
 
@@ -8,10 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +26,7 @@ const User = "root"
 func init() {
 	cluster.RegisterStore(cluster.Store{
 		Name:        Name,
-		Description: "MariaDB: one mariadbd per lock node (no replica); its named locks live in the server's memory",
+		Description: "MariaDB: a primary and an asynchronous replica (the binary log, by GTID); failover promotes the replica; named locks live in the server's memory, not replicated",
 		Packages:    []string{"mariadb-server"},
 		Installed:   func() bool { _, err := serverBin(); return err == nil },
 		Services:    []string{"mariadb"},
@@ -37,52 +34,14 @@ func init() {
 		References:  []string{"mariadb-get-lock", "etcd-mutex-fenced"},
 		NoClock:     "GET_LOCK has no expiry: no clock of the server decides whether a lock is held",
 		AdapterInit: func(addrs []string) map[string]any { return map[string]any{"user": User} },
+		Primary:     true,
+		FailsOver:   true,
 		Start:       start,
 	})
 }
 
 // serverBin finds mariadbd.
 func serverBin() (string, error) { return cluster.ServerBin("mariadbd", "mariadb-server") }
-
-// start starts one mariadbd per lock node.
-func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSpec) (cluster.Ensemble, error) {
-	bin, err := serverBin()
-	if err != nil {
-		return nil, err
-	}
-	return cluster.StartServers(ctx, backend, spec.Members, cluster.ServerSpec{
-		Store: Name, Name: "mdb",
-		Command: func(dir string, port int) *exec.Cmd {
-			return exec.Command(bin, args(dir, port)...)
-		},
-		Ready:      ready,
-		HoldsLease: holdsLease,
-	})
-}
-
-// args are mariadbd's flags: no option file, its data in dir, no
-// accounts (--skip-grant-tables), and a small InnoDB, which GET_LOCK does
-// not use. The server refuses to run as root unless told to.
-func args(dir string, port int) []string {
-	data := filepath.Join(dir, "data")
-	os.MkdirAll(data, 0o755)
-	a := []string{
-		"--no-defaults",
-		"--datadir=" + data,
-		"--socket=" + filepath.Join(dir, "mariadb.sock"),
-		"--pid-file=" + filepath.Join(dir, "mariadb.pid"),
-		"--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1",
-		"--skip-grant-tables",
-		"--skip-log-bin",
-		"--innodb-buffer-pool-size=8M",
-		"--innodb-log-file-size=4M",
-	}
-	if os.Geteuid() == 0 {
-		a = append(a, "--user=root")
-	}
-	return a
-}
 
 // DSN is go-sql-driver's data source name for the server at addr, every
 // request bounded by timeout (0: none).

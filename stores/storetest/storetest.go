@@ -12,7 +12,9 @@ import (
 	"github.com/lockchaos/lockchaos/locks"
 )
 
-// Server starts one member of the store named store, or skips the test
+// Server starts the store named store, one member (or a primary and
+// nothing more, for a store with one), and returns the member that serves
+// clients, or skips the test
 // when its servers are not installed (make setup installs them).
 func Server(t *testing.T, store string) *cluster.Server {
 	t.Helper()
@@ -31,9 +33,13 @@ func Server(t *testing.T, store string) *cluster.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := e.(cluster.Servers)[0]
-	t.Cleanup(func() { m.Stop() })
-	return m
+	t.Cleanup(func() {
+		for _, m := range e.Members() {
+			m.Stop()
+		}
+		e.Close()
+	})
+	return e.Serving()[0].(*cluster.Server)
 }
 
 // Client is a client of the lock named lock, on the server at addr, as
