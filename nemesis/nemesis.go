@@ -279,6 +279,10 @@ type View struct {
 	// Waiting says, of each client, which stretched hold last reached the
 	// end of its work and began to wait, before its write, and when.
 	Waiting map[int]Wait
+	// Resting says when each client last began a rest a stretch asked for
+	// (Processes.Stretch's rest): it holds nothing and acquires nothing
+	// from then until the rest is over.
+	Resting map[int]int64
 	// Lost says when each client's lock last reported a lease of a key
 	// lost (a lost event: the library learned it in the background, and
 	// the client stopped).

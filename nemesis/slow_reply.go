@@ -74,6 +74,38 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	step = s.Links.aimedAt(step) // links=client=N: slowed, aimed and judged on N
 	c, key := step.Client, step.Key
 	links, target, clients := s.Links.pick(env, net.Proxies(), step, &aimed{Holding: Holding{Client: c, Key: key}})
+	// Keep c inside a hold its late reply began, until another client takes
+	// the key: the lease ran out inside its planned critical section, and
+	// the others need a moment to notice. The worker's bound leaves room
+	// for an acquire of three round trips; the fault lets go earlier.
+	bound := 3*delay + env.Hold() + env.Lease()
+	// A lock that renews its lease in the background may still run a
+	// renewal timer of an earlier grant, and it renews the aimed grant
+	// too: Redisson 3.52 keeps one per grant until it fires while the
+	// client holds nothing, and it renews by the client's hash field, the
+	// same for every grant (measured: a grant 0.86 TTL late with 0.54 TTL
+	// left). The client first holds nothing for a lease and a delay (a
+	// renewal sent just before the rest is answered a delay late, and its
+	// timer fires a third of the lease after that), so that every such
+	// timer has ended when the aimed acquire begins. Its replies are
+	// slowed only once it rests: a hold it was in when the fault began
+	// would otherwise meet the late replies — Redisson's watchdog sends
+	// each renewal a third of the lease after the last one's reply, so
+	// replies a delay late let that lease run out — and break in a hold
+	// the fault did not aim at (seen beside CPU hogs, 2026-11-29: an
+	// acquire 13 ms older than the fault).
+	var (
+		rest    time.Duration
+		rested  chan stretchDone
+		restErr error
+	)
+	if env.Topology().KeepsAlive {
+		rest = env.Lease() + delay
+		rested, restErr = restFirst(ctx, env, proc, c, key, bound, rest)
+		if restErr != nil {
+			return nil, restErr
+		}
+	}
 	start := history.Now()
 	// proxy.SlowReplyToxic: every reply late but a Redis handshake's, so
 	// that a client reconnecting after a timeout still sends its command.
@@ -94,12 +126,12 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	healOwn, err := addToxics(own, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds(), "log": logName})
 	if err != nil {
 		forget()
-		return nil, err
+		return nil, errors.Join(err, unrest(proc, c, rested))
 	}
 	healOthers, err := addToxics(others, "slow-reply", "slow-reply", []string{"downstream"}, map[string]any{"latency": delay.Milliseconds()})
 	if err != nil {
 		forget()
-		return nil, errors.Join(err, healOwn(ctx))
+		return nil, errors.Join(err, healOwn(ctx), unrest(proc, c, rested))
 	}
 	heal := func(ctx context.Context) error {
 		defer forget()
@@ -112,26 +144,14 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		Start:   start,
 		Heal:    heal,
 	}
-	// Keep c inside a hold its late reply began, until another client takes
-	// the key: the lease ran out inside its planned critical section, and
-	// the others need a moment to notice. The worker's bound leaves room
-	// for an acquire of three round trips; the fault lets go earlier.
-	bound := 3*delay + env.Hold() + env.Lease()
-	// A lock that renews its lease in the background may still run a
-	// renewal timer of an earlier grant, and it renews the aimed grant
-	// too: Redisson 3.52 keeps one per grant until it fires while the
-	// client holds nothing, and it renews by the client's hash field, the
-	// same for every grant (measured: a grant 0.86 TTL late with 0.54 TTL
-	// left). The client first holds nothing for a lease and a delay (a
-	// renewal sent just before the rest is answered a delay late, and its
-	// timer fires a third of the lease after that), so that every such
-	// timer has ended when the aimed acquire begins.
-	var rest time.Duration
-	if env.Topology().KeepsAlive {
-		rest = env.Lease() + delay
+	var armed int64
+	if rested != nil {
 		f.Params["rest"] = rest.String()
+		r := <-rested
+		armed, err = r.at, r.err
+	} else {
+		armed, err = proc.Stretch(ctx, c, key, bound, 0, false)
 	}
-	armed, err := proc.Stretch(ctx, c, key, bound, rest, false)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// The run ended during the rest: the replies were slow all the
@@ -236,4 +256,51 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	}
 	f.Duration = time.Until(timeOf(start).Add(duration))
 	return f, err
+}
+
+// stretchDone is what a Processes.Stretch that ran on its own goroutine
+// returned.
+type stretchDone struct {
+	at  int64
+	err error
+}
+
+// restFirst asks client c to rest for rest and then stay inside its holds
+// of key for bound (Processes.Stretch, which returns once the rest is
+// over), and returns as soon as the client has begun the rest — it holds
+// nothing then — with the channel the Stretch's result comes on; or the
+// Stretch's error when it failed before the client rested.
+func restFirst(ctx context.Context, env Env, proc Processes, c int, key string, bound, rest time.Duration) (chan stretchDone, error) {
+	done := make(chan stretchDone, 1)
+	asked := history.Now()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		at, err := proc.Stretch(ctx, c, key, bound, rest, false)
+		if err != nil {
+			cancel()
+		}
+		done <- stretchDone{at, err}
+	}()
+	if err := env.Await(wctx, func(v View) bool { return v.Resting[c] >= asked }); err != nil {
+		r := <-done
+		if r.err == nil { // rested and began the stretch between two events
+			ch := make(chan stretchDone, 1)
+			ch <- r
+			return ch, nil
+		}
+		return nil, r.err
+	}
+	return done, nil
+}
+
+// unrest withdraws the stretch restFirst asked for (nil: none) and waits
+// for its Stretch to return.
+func unrest(proc Processes, c int, rested chan stretchDone) error {
+	if rested == nil {
+		return nil
+	}
+	err := proc.Unstretch(c)
+	<-rested
+	return err
 }

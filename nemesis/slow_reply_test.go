@@ -292,3 +292,47 @@ func TestSlowReplyLetsTheSlowedClientsCommandsReachTheNode(t *testing.T) {
 		}
 	}
 }
+
+// A lock that renews its lease in the background rests its client before
+// the aimed acquire, and its replies are slowed only once it rests: a hold
+// it was in when the fault began never meets the late replies (its
+// watchdog, renewing a third of the lease after each late reply, would
+// let that lease run out, an overlap the fault did not aim at). Every
+// fault begins after its client began to rest, while it holds nothing.
+func TestSlowReplySlowsARenewingClientOnlyOnceItRests(t *testing.T) {
+	c := runtest.FaultConfig(t, "etcd-mutex", []string{"slow-reply"})
+	c.TTL, c.Hold = time.Second, 200*time.Millisecond // etcd's shortest lease with the ensemble's timings
+	c.Clients, c.Think, c.Wait, c.Duration = 2, c.TTL, c.TTL, 13*c.TTL
+	res, events := runtest.RunFaults(t, &c)
+	events = runtest.SortedByTime(events)
+	checked := 0
+	for i, e := range events {
+		if e.Kind != history.FaultStart || e.Fault.Name != "slow-reply" {
+			continue
+		}
+		cl := mustAtoi(t, e.Fault.Params["client"])
+		if e.Fault.Params["rest"] == "" {
+			t.Errorf("fault %d: no rest asked of client %d: %v", e.Fault.ID, cl, e.Fault.Params)
+		}
+		rested, holding := false, false
+		for _, x := range events[:i] {
+			switch {
+			case x.Client != cl:
+			case x.Kind == history.Stretch:
+				// The fault's own rest is the client's last stretch event.
+				rested = x.Message == "resting"
+			case x.F == history.Acquire && x.Kind == history.OK:
+				holding = true
+			case x.F == history.Release && x.Kind == history.Invoke:
+				holding = false
+			}
+		}
+		if !rested || holding {
+			t.Errorf("fault %d began at %d with client %d rested %v, holding %v: its replies were slowed before it rested", e.Fault.ID, e.Time, cl, rested, holding)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatalf("no slow-reply fault began: %s", res.Summary)
+	}
+}

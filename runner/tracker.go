@@ -33,6 +33,7 @@ type tracker struct {
 	// spoken for, as far as another fault's aim is concerned.
 	asked   map[int]string
 	waiting map[int]nemesis.Wait // the stretched hold that last reached its wait
+	resting map[int]int64        // when each client last began a rest a stretch asked for
 	lost    map[int]map[string]int64
 	stats   struct{ acquires, holds, faults, stalls int }
 	// stopped are, per client, the times a fault stopped its process on
@@ -67,7 +68,7 @@ type stretchAck struct {
 func newTracker() *tracker {
 	return &tracker{holding: map[int]map[string]*heldKey{}, acquiring: map[int]inFlight{},
 		acquires: map[int]nemesis.Acquire{}, releases: map[int]nemesis.Release{}, cancelled: map[int]nemesis.Release{}, cancelledAcq: map[int]nemesis.Acquire{}, granted: map[int]int64{}, exitedSet: map[int]bool{},
-		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
+		stretched: map[int]stretchAck{}, asked: map[int]string{}, waiting: map[int]nemesis.Wait{}, resting: map[int]int64{}, lost: map[int]map[string]int64{}, stopped: map[int][][2]int64{}, changed: make(chan struct{})}
 }
 
 func (t *tracker) observe(e history.Event) {
@@ -101,6 +102,7 @@ func (t *tracker) observe(e history.Event) {
 		t.waiting[e.Client] = w
 	case e.Kind == history.Stretch && e.Message == workload.StretchResting:
 		// the stretch's "on" comes when the rest is over
+		t.resting[e.Client] = e.Time
 	case e.Kind == history.Stretch:
 		t.stretched[e.Client] = stretchAck{key: e.Key, at: e.Time}
 		delete(t.asked, e.Client)
@@ -265,7 +267,7 @@ func (t *tracker) until(ctx context.Context, cond func() bool) error {
 // await waits until cond holds of the view at some event.
 func (t *tracker) await(ctx context.Context, cond func(nemesis.View) bool) error {
 	return t.until(ctx, func() bool {
-		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), CancelledAcquires: maps.Clone(t.cancelledAcq), Granted: maps.Clone(t.granted), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
+		return cond(nemesis.View{Holders: t.holdersLocked(), Acquires: maps.Clone(t.acquires), Releases: maps.Clone(t.releases), Cancelled: maps.Clone(t.cancelled), CancelledAcquires: maps.Clone(t.cancelledAcq), Granted: maps.Clone(t.granted), Exited: maps.Clone(t.exitedSet), Waiting: maps.Clone(t.waiting), Resting: maps.Clone(t.resting), Lost: t.lostLocked(), Stretched: t.stretchedLocked()})
 	})
 }
 
