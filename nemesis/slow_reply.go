@@ -93,7 +93,11 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	// each renewal a third of the lease after the last one's reply, so
 	// replies a delay late let that lease run out — and break in a hold
 	// the fault did not aim at (seen beside CPU hogs, 2026-11-29: an
-	// acquire 13 ms older than the fault).
+	// acquire 13 ms older than the fault). The fault's window begins with
+	// the rest: a client resting at the fault's request, and the key it
+	// leaves alone, are the fault's doing (the checker's liveness counts a
+	// fault's span apart).
+	start := history.Now()
 	var (
 		rest    time.Duration
 		rested  chan stretchDone
@@ -106,7 +110,6 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 			return nil, restErr
 		}
 	}
-	start := history.Now()
 	// proxy.SlowReplyToxic: every reply late but a Redis handshake's, so
 	// that a client reconnecting after a timeout still sends its command.
 	// The replies held back on c's own links are logged: an acquire of c
