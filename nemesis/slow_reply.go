@@ -100,7 +100,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	start := history.Now()
 	var (
 		rest    time.Duration
-		rested  chan stretchDone
+		rested  *resting
 		restErr error
 	)
 	if env.Topology().KeepsAlive {
@@ -150,8 +150,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 	var armed int64
 	if rested != nil {
 		f.Params["rest"] = rest.String()
-		r := <-rested
-		armed, err = r.at, r.err
+		armed, err = rested.result()
 	} else {
 		armed, err = proc.Stretch(ctx, c, key, bound, 0, false)
 	}
@@ -268,42 +267,57 @@ type stretchDone struct {
 	err error
 }
 
+// resting is a stretch restFirst asked for: its result comes on done, and
+// cancel stops waiting for it.
+type resting struct {
+	done   chan stretchDone
+	cancel context.CancelFunc
+}
+
 // restFirst asks client c to rest for rest and then stay inside its holds
 // of key for bound (Processes.Stretch, which returns once the rest is
 // over), and returns as soon as the client has begun the rest — it holds
-// nothing then — with the channel the Stretch's result comes on; or the
-// Stretch's error when it failed before the client rested.
-func restFirst(ctx context.Context, env Env, proc Processes, c int, key string, bound, rest time.Duration) (chan stretchDone, error) {
-	done := make(chan stretchDone, 1)
+// nothing then; or the Stretch's error when it failed before the client
+// rested.
+func restFirst(ctx context.Context, env Env, proc Processes, c int, key string, bound, rest time.Duration) (*resting, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	r := &resting{done: make(chan stretchDone, 1), cancel: cancel}
 	asked := history.Now()
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
 	go func() {
-		at, err := proc.Stretch(ctx, c, key, bound, rest, false)
+		at, err := proc.Stretch(sctx, c, key, bound, rest, false)
 		if err != nil {
-			cancel()
+			stop()
 		}
-		done <- stretchDone{at, err}
+		r.done <- stretchDone{at, err}
 	}()
 	if err := env.Await(wctx, func(v View) bool { return v.Resting[c] >= asked }); err != nil {
-		r := <-done
-		if r.err == nil { // rested and began the stretch between two events
-			ch := make(chan stretchDone, 1)
-			ch <- r
-			return ch, nil
+		d := <-r.done
+		if d.err != nil {
+			cancel()
+			return nil, d.err
 		}
-		return nil, r.err
+		r.done <- d // rested and began the stretch between two events
 	}
-	return done, nil
+	return r, nil
 }
 
-// unrest withdraws the stretch restFirst asked for (nil: none) and waits
-// for its Stretch to return.
-func unrest(proc Processes, c int, rested chan stretchDone) error {
-	if rested == nil {
+// result waits for the stretch's Stretch to return.
+func (r *resting) result() (int64, error) {
+	d := <-r.done
+	r.cancel()
+	return d.at, d.err
+}
+
+// unrest withdraws the stretch restFirst asked for (nil: none) and stops
+// waiting for it.
+func unrest(proc Processes, c int, r *resting) error {
+	if r == nil {
 		return nil
 	}
 	err := proc.Unstretch(c)
-	<-rested
+	r.cancel()
+	<-r.done
 	return err
 }
