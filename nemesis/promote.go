@@ -153,12 +153,12 @@ func prepareFailover(ctx context.Context, env Env, repl Replication, step Step, 
 	// once replication is cut. Every hold shorter than the TTL ends within
 	// one, so one TTL normally shows a free moment; after that, cut
 	// anyway.
-	unhush := func() {}
+	unhush, hushed := func() {}, false
 	defer func() { unhush() }()
 	hushAt := time.Now().Add(min(env.TTL()/4, time.Second))
 	for deadline := time.Now().Add(env.TTL()); ; {
-		if time.Now().After(hushAt) {
-			unhush, hushAt = hush(ctx, env, step.Key), time.Now().Add(100*365*24*time.Hour)
+		if !hushed && time.Now().After(hushAt) {
+			unhush, hushed = hush(ctx, env, step.Key), true
 			p.params["hushed"] = "yes"
 		}
 		// The release's DEL must have reached the replicas before the cut.

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/logtail"
 )
 
 // ensemble is a primary and its replicas, MariaDB's own asynchronous
@@ -79,7 +82,7 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 		m.Server = s
 		e.members = append(e.members, m)
 	}
-	if err := run(ctx, e.members[0].Addr(), append(gtidTable, "CREATE DATABASE "+marker)...); err != nil {
+	if err := run(ctx, e.members[0].Addr(), append(slices.Clone(gtidTable), "CREATE DATABASE "+marker)...); err != nil {
 		return fail(fmt.Errorf("mariadb: write to the primary mdb0: %w", err))
 	}
 	for _, r := range e.members[1:] {
@@ -151,7 +154,7 @@ var gtidTable = []string{
 // (by GTID), and waits until it has the primary's marker database.
 func (m *member) follow(ctx context.Context, primary *member) error {
 	_, port, _ := net.SplitHostPort(primary.Addr())
-	err := run(ctx, m.Addr(), append(gtidTable,
+	err := run(ctx, m.Addr(), append(slices.Clone(gtidTable),
 		"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT="+port+", MASTER_USER='"+User+"', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
 		"START SLAVE")...)
 	if err != nil {
@@ -204,8 +207,7 @@ func (m *member) replicaError(ctx context.Context) string {
 			out += fmt.Sprintf("%s=%q ", c, vals[i].String)
 		}
 	}
-	b, _ := os.ReadFile(m.Log())
-	return out + "log: …" + string(b[max(len(b)-600, 0):])
+	return out + "log: " + strings.Join(logtail.File(m.Log(), 3, nil), " | ")
 }
 
 func (e *ensemble) Members() []cluster.Node {
@@ -303,17 +305,9 @@ func run(ctx context.Context, addr string, stmts ...string) error {
 	defer c.Close()
 	for _, s := range stmts {
 		if _, err := c.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(s), err)
+			first, _, _ := strings.Cut(s, "\n")
+			return fmt.Errorf("%s: %w", first, err)
 		}
 	}
 	return nil
-}
-
-func firstLine(s string) string {
-	for i, r := range s {
-		if r == '\n' {
-			return s[:i] + " …"
-		}
-	}
-	return s
 }
