@@ -25,6 +25,7 @@ var pins = map[string]map[string]string{
 // and the language's own manifest files with exact versions; it refuses a
 // folder that holds something and a language it has no skeleton for.
 func TestAdapterInitWritesEachLanguage(t *testing.T) {
+	t.Parallel()
 	for lang, files := range pins {
 		dir := filepath.Join(t.TempDir(), "my-"+lang+"-lock")
 		out, stderr, code := lockchaos(t, "adapter", "init", "--lang", lang, dir)
@@ -65,6 +66,7 @@ func TestAdapterInitWritesEachLanguage(t *testing.T) {
 // minute or more for Java and Rust, with empty caches): run with
 // LOCKCHAOS_SLOW_TESTS=1.
 func TestAdapterInitSkeletonsPassTheirCheck(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skip("slow: builds five adapters with their toolchains; set LOCKCHAOS_SLOW_TESTS=1")
 	}

@@ -16,6 +16,7 @@ import (
 // claim and its witness, a minimal scenario that violates; the fault-free
 // column holds. `lockchaos report` sums the same runs up again alike.
 func TestAuditHoldsALockToItsClaims(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "audit")
 	stdout, stderr, code := lockchaos(t, "audit", "--lock", "set-nx-px", "--nemeses", "none,pause-client", "--refs", "token-lua",
 		"--claims", "none,pause-client", "--seeds", "3", "--min-seeds", "2", "--parallel", "2",
@@ -73,6 +74,7 @@ func TestAuditHoldsALockToItsClaims(t *testing.T) {
 
 // Claims that cannot be checked are refused before anything runs.
 func TestAuditRefusesClaimsItCannotCheck(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		says string

@@ -38,6 +38,7 @@ duration: 1500ms
 // tiny scenarios on real Redis, one of them expecting the wrong verdict: the
 // matrix must fail because of that one, and leave every file it promises.
 func TestChaosComparesEachVerdictWithItsExpectation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tinyScenario(t, dir, "safe-ok", "token-lua", "20ms", "safe")
 	tinyScenario(t, dir, "broken-ok", "set-nx-px", "2ttl", "violation")
@@ -93,6 +94,7 @@ func TestChaosComparesEachVerdictWithItsExpectation(t *testing.T) {
 // TestRunScenarioFlagsOverrideOnlyWhatTheySet: the explicitly given flags
 // win, everything else comes from the file.
 func TestRunScenarioFlagsOverrideOnlyWhatTheySet(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := tinyScenario(t, dir, "quiet", "token-lua", "20ms", "safe")
 	out := filepath.Join(dir, "run")
@@ -117,6 +119,7 @@ func TestRunScenarioFlagsOverrideOnlyWhatTheySet(t *testing.T) {
 }
 
 func TestChaosAndRunScenarioUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	later := filepath.Join(dir, "later.yaml")
 	os.WriteFile(later, []byte("shows: x\nexpect:\n  verdict: safe\nlock:\n  name: chubby\n"), 0o644)

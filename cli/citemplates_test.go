@@ -28,6 +28,7 @@ import (
 // them all the same. The sharded templates run their 4 shards, then merge
 // them, the merge job publishing what the single job does.
 func TestCITemplatesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skipf("takes minutes (each template installs lockchaos and audits a lock): set %s=1", SlowTestsEnv)
 	}

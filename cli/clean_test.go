@@ -123,6 +123,7 @@ func TestKilledDockerCoordinatorLeavesNoContainer(t *testing.T) {
 }
 
 func TestCleanRemovesWhatADeadRunLeft(t *testing.T) {
+	t.Parallel()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	run := "clean-test-" + hex.EncodeToString(b)

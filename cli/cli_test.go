@@ -60,6 +60,7 @@ func lockchaos(t *testing.T, args ...string) (stdout, stderr string, code int) {
 // list fits one screen and names everything; list KIND gives one line
 // each, list NAME the options; a misspelt NAME gets a suggestion.
 func TestListFitsAScreenAndNamesEverything(t *testing.T) {
+	t.Parallel()
 	out, _, code := lockchaos(t, "list")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -98,6 +99,7 @@ func TestListFitsAScreenAndNamesEverything(t *testing.T) {
 // .ci/run and the CI templates install), --missing those of the stores not
 // installed: on a PATH without the servers, Redis's and etcd's.
 func TestListPackagesSaysWhatToInstall(t *testing.T) {
+	t.Parallel()
 	out, _, code := lockchaos(t, "list", "--packages")
 	for _, p := range []string{"redis-server", "redis-sentinel", "etcd-server", "zookeeper", "postgresql"} {
 		if code != 0 || !slices.Contains(strings.Fields(out), p) {
@@ -120,6 +122,7 @@ func TestListPackagesSaysWhatToInstall(t *testing.T) {
 // docs/OPTIONS.md is what `lockchaos list --markdown` writes: the docs say
 // what the code declares (make docs regenerates it).
 func TestOptionsDocIsGenerated(t *testing.T) {
+	t.Parallel()
 	out, _, code := lockchaos(t, "list", "--markdown")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
@@ -139,6 +142,7 @@ func TestOptionsDocIsGenerated(t *testing.T) {
 }
 
 func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
+	t.Parallel()
 	nolock := filepath.Join(t.TempDir(), "nolock.yaml")
 	if err := os.WriteFile(nolock, []byte("shows: something\nexpect:\n  verdict: safe\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -180,6 +184,7 @@ func TestUsageErrorsExitThreeAndSayWhatToFix(t *testing.T) {
 }
 
 func TestRunExitCodeMatchesVerdictAndCheckAgrees(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -282,6 +287,7 @@ func TestSIGINTStopsInOrderAndLeavesNothingBehind(t *testing.T) {
 // Times given as multiples of the TTL are resolved against the run's final
 // TTL, wherever the TTL was given (flag or scenario).
 func TestTimesInTTLs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--hold", "0.4ttl", "--ttl", "400ms", "--duration", "2ttl",
 		"--nemesis", "pause-client", "--opt", "pause-client.schedule=every=1ttl", "--out", dir)
@@ -351,6 +357,7 @@ func scratchDirsOf(t *testing.T, pid int) []string {
 // on stdout and exit 0; a bad flag gets one line naming it, and where to
 // look, on stderr.
 func TestHelpAndBadFlags(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"run", "chaos", "check", "report", "clean", "list", "shrink", "runs"} {
 		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {"help", cmd}} {
 			out, stderr, code := lockchaos(t, args...)
@@ -370,6 +377,7 @@ func TestHelpAndBadFlags(t *testing.T) {
 }
 
 func TestVersionNamesTheLockLibraries(t *testing.T) {
+	t.Parallel()
 	for _, arg := range []string{"version", "--version"} {
 		out, _, code := lockchaos(t, arg)
 		if code != 0 || !strings.HasPrefix(out, "lockchaos ") || !strings.Contains(out, "go1.") ||
@@ -388,6 +396,7 @@ func TestVersionNamesTheLockLibraries(t *testing.T) {
 // A stored history with a half-written line after its run-end is not whole:
 // check says inconclusive, not safe.
 func TestCheckOfACutOffHistoryIsInconclusive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
@@ -408,6 +417,7 @@ func TestCheckOfACutOffHistoryIsInconclusive(t *testing.T) {
 // run is refused; --force replaces it, and a replacement that fails at setup
 // leaves no verdict of the old run behind.
 func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--duration", "1s", "--out", dir); code != 0 {
 		t.Fatalf("first run: exit %d: %s", code, stderr)
@@ -442,6 +452,7 @@ func TestOutHoldingARunIsRefusedUnlessForced(t *testing.T) {
 // A reader that stops reading (lockchaos run … | head -1) does not cost
 // the run its result: the coordinator finishes and writes result.json.
 func TestClosedStdoutDoesNotLoseTheResult(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// 6 s: progress lines come every 2 s, and the later ones meet the
 	// closed pipe before the result is written.
@@ -467,6 +478,7 @@ func TestClosedStdoutDoesNotLoseTheResult(t *testing.T) {
 // One Ctrl-C ends a run whatever --hold says: the stop cuts the hold's work
 // short; the client writes and releases at once.
 func TestSIGINTCutsALongHoldShort(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "run", "--lock", "token-lua", "--clients", "2", "--hold", "10m", "--ttl", "20m", "--duration", "30m", "--out", dir)
 	var out bytes.Buffer
@@ -506,6 +518,7 @@ func TestSIGINTCutsALongHoldShort(t *testing.T) {
 
 // --quiet prints no progress: stderr stays empty, the verdict still comes.
 func TestRunQuietPrintsOnlyTheVerdict(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, stderr, code := lockchaos(t, "run", "--lock", "token-lua", "--ttl", "300ms", "--duration", "3s", "--seed", "5", "--quiet", "--out", dir)
 	if code != ExitSafe || stderr != "" || !strings.HasPrefix(out, "safe: ") {
@@ -516,6 +529,7 @@ func TestRunQuietPrintsOnlyTheVerdict(t *testing.T) {
 // A scenario written for `run` needs only what the run needs: no shows
 // line, no expectation (and then no "as expected" line).
 func TestRunAnAdHocScenarioWithoutShowsOrExpect(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "mine.yaml")
 	if err := os.WriteFile(file, []byte("lock:\n  name: token-lua\nworkload:\n  ttl: 300ms\nduration: 2s\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -529,6 +543,7 @@ func TestRunAnAdHocScenarioWithoutShowsOrExpect(t *testing.T) {
 // A run written to its default folder becomes results/latest, and
 // `lockchaos runs` lists it with its verdict, lock and report.
 func TestLatestRunAndTheListOfPastRuns(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	in := func(args ...string) (string, string, int) { return lockchaosIn(t, work, nil, args...) }
 	if out, stderr, code := in("runs"); code != 0 || !strings.Contains(out, "no runs yet") {

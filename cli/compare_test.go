@@ -17,6 +17,7 @@ import (
 // another client took the lock), the run without faults does not. Then
 // --rerun repeats the comparison from its folder alone.
 func TestCompareOnRealRedis(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scen := tinyScenario(t, dir, "base", "token-lua", "20ms", "safe")
 	out := filepath.Join(dir, "cmp")
@@ -85,6 +86,7 @@ func TestCompareOnRealRedis(t *testing.T) {
 }
 
 func TestCompareRefusesBadInputNamingTheFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

@@ -13,6 +13,7 @@ import (
 // The bash script, sourced into a real bash, completes through the binary:
 // commands, flags, lock and nemesis names, options.
 func TestBashCompletionCompletesNamesAndFlags(t *testing.T) {
+	t.Parallel()
 	script, _, code := lockchaos(t, "completion", "bash")
 	if code != 0 {
 		t.Fatalf("completion bash: exit %d", code)
@@ -58,6 +59,7 @@ func TestBashCompletionCompletesNamesAndFlags(t *testing.T) {
 // the script "lockchaos completion SHELL" prints loaded as its usage says,
 // Tab completes a lock name.
 func TestCompletionInATerminal(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (make setup installs it)")
 	}

@@ -26,6 +26,7 @@ import (
 // flag and both values: the last does not silently win. --opt, which is
 // repeatable, may be given twice.
 func TestFlagGivenTwiceIsAUsageError(t *testing.T) {
+	t.Parallel()
 	// Each line is wrong in a second way that the code before this check
 	// refused at once (--clients 0, a nemesis nobody knows, an empty
 	// folder): a flag given twice is found first.
@@ -83,6 +84,7 @@ func violatingRun(t *testing.T) string {
 // while the original is run again (nothing written but shrink.json), once
 // in the search (the smallest found so far written).
 func TestInterruptedShrinkExitsTwo(t *testing.T) {
+	t.Parallel()
 	run := violatingRun(t)
 	for _, tc := range []struct {
 		name, after string // SIGINT once stderr holds after
@@ -164,6 +166,7 @@ func stallOverlap() []history.Event {
 // count it: `run --scenario` says so and exits 2, and its verdict line
 // stays the checker's.
 func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeHistory(t, dir, stallOverlap())
 	res, err := checker.CheckDir(dir, 0)
@@ -191,6 +194,7 @@ func TestRunOfAScenarioThatIsNoEvidenceExitsTwo(t *testing.T) {
 // (the same second's name, then -2, -3 …), and each folder one run's
 // history: none is refused for a flag it was not given.
 func TestRunsStartedTogetherGetFoldersOfTheirOwn(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	type outcome struct {
 		stdout, stderr string
@@ -304,6 +308,7 @@ func mount(t *testing.T, args ...string) {
 // result.json there (a violation) stays as it was, and no HTML page is
 // made, of it or of the verdict not saved.
 func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
+	t.Parallel()
 	hist, err := os.ReadFile("../checker/testdata/safe-no-fault/history.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -363,6 +368,7 @@ func TestCheckTellsTheVerdictItCannotSave(t *testing.T) {
 // the report's next steps, runs' hint); the bare name when the PATH finds
 // the binary invoked by its absolute path.
 func TestFollowUpCommandsNameTheProgramAsInvoked(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
 		t.Fatal(err)
@@ -409,6 +415,7 @@ func TestFollowUpCommandsNameTheProgramAsInvoked(t *testing.T) {
 // for "what this build lacks" that lets the matrix pass; a lock lockchaos
 // ships whose adapter is not here is still skipped.
 func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tinyScenario(t, dir, "good", "token-lua", "10ms", "safe")
 	tinyScenario(t, dir, "typo", "token-lau", "10ms", "safe")
@@ -436,6 +443,7 @@ func TestChaosRefusesAScenarioNamingAnUnknownLock(t *testing.T) {
 // A shrink refused because its folder holds an earlier shrink blames
 // --out only when --out was given (its default is DIR.shrink).
 func TestShrinkRefusalNamesOutOnlyWhenGiven(t *testing.T) {
+	t.Parallel()
 	run := fakeRun(filepath.Join(t.TempDir(), "run"), "violation")
 	def := rundir.ShrinkDir(run)
 	os.MkdirAll(def, 0o755)

@@ -33,6 +33,7 @@ const testVersion = "v0.0.44"
 // into the empty HOME's cache (Maven, npm and pip fetch their pinned
 // versions: minutes).
 func TestGoInstallFromModuleProxy(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skipf("takes minutes (it builds every adapter from nothing): set %s=1", SlowTestsEnv)
 	}

@@ -34,6 +34,7 @@ const lockchaosImage = "lockchaos/lockchaos:local"
 // the build writes with +dirty for a checkout with changes) and the
 // checkout has none either.
 func TestImageAuditsAMountedRepository(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(SlowTestsEnv) != "1" {
 		t.Skipf("takes minutes (it builds the image, every adapter in it): set %s=1", SlowTestsEnv)
 	}

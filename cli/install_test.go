@@ -39,6 +39,7 @@ func lockchaosIn(t *testing.T, dir string, env []string, args ...string) (stdout
 // stall of the busy machine made its only overlap) runs again, up to three
 // times, as the matrix runs it.
 func TestRunBuiltinScenarioByName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var stdout, stderr string
 	var code int
@@ -64,6 +65,7 @@ func TestRunBuiltinScenarioByName(t *testing.T) {
 // lua lock runs its bundled script, and the clock shim is compiled into
 // the (empty) cache on first use, so a clock jump lands.
 func TestInstalledBinaryRunsLuaAndClockFaults(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(filepath.Join(filepath.Dir(bin), "clockshim.so")); err == nil {
 		t.Fatal("the test binary has a clock shim beside it")
 	}
@@ -87,6 +89,7 @@ func TestInstalledBinaryRunsLuaAndClockFaults(t *testing.T) {
 // says, and prints lines of the shapes the README shows (numbers, clients
 // and folders vary from run to run; the first clause of each line does not).
 func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +167,7 @@ func TestReadmeQuickstartRunsAsWritten(t *testing.T) {
 // this clone through its replace line, its binary knows its lock beside
 // every built-in one, and its tests pass.
 func TestExampleBuildsAsItsOwnModule(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	custom := filepath.Join(dir, "lockchaos-custom")
 	build := exec.Command("go", "build", "-o", custom, "./cmd/lockchaos-custom")
@@ -188,6 +192,7 @@ func TestExampleBuildsAsItsOwnModule(t *testing.T) {
 // stderr first) and runs it; two first runs at once build it once (the
 // build lock); a later run finds it built.
 func TestInstalledBinaryCarriesEveryShippedLock(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed: the Python adapters cannot be built")
 	}

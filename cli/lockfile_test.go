@@ -81,6 +81,7 @@ var absolutePath = regexp.MustCompile("(^|[\\s(`'\"=|\\[])/[A-Za-z0-9._-]+/")
 // record the manifest (so that they replay from their folder alone), and
 // the option reaches its runs.
 func TestLockFileAndOptOnEveryCommand(t *testing.T) {
+	t.Parallel()
 	root, work := outsideLock(t)
 	lf := filepath.Join("..", "mylock", "lock.yaml")
 	abs := filepath.Join(root, "mylock", "lock.yaml")
@@ -229,6 +230,7 @@ func TestLockFileAndOptOnEveryCommand(t *testing.T) {
 // run and audit refuse an adapter that fails the conformance check
 // (lockchaos adapter check), saying what failed.
 func TestALockFileThatFailsTheCheckIsRefused(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// An adapter that answers init, then never answers an acquire right.
 	script := "while (<STDIN>) { print qq({\"ok\":true}\\n); STDOUT->flush; }\n"
@@ -253,6 +255,7 @@ func TestALockFileThatFailsTheCheckIsRefused(t *testing.T) {
 // witness. audit.md holds no absolute path: its commands run from its own
 // folder.
 func TestAuditOfALockOutsideTheClone(t *testing.T) {
+	t.Parallel()
 	root, work := outsideLock(t)
 	lf := filepath.Join("..", "mylock", "lock.yaml")
 	noAbsolutePath := func(t *testing.T, out string) {

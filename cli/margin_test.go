@@ -18,6 +18,7 @@ import (
 // run's own result.json, the size below it none, and margin.md must give
 // the interval and every size run.
 func TestMarginOfAPlainLeaseOnRealRedis(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "margin")
 	stdout, stderr, code := lockchaos(t, "margin", "--locks", "set-nx-px", "--nemeses", "pause-client",
 		"--seeds", "1", "--steps", "1", "--parallel", "1", "--out", out)
@@ -75,6 +76,7 @@ func TestMarginOfAPlainLeaseOnRealRedis(t *testing.T) {
 }
 
 func TestMarginRefusesBadInputNamingTheFlag(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want string

@@ -49,6 +49,7 @@ func parseJSON(t *testing.T, stdout string) matrixOutput {
 // cells, the same outcomes, the same exit code, and pages and JUnit that
 // point at runs that are there.
 func TestChaosShardsMergeIntoTheUnshardedMatrix(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tinyScenario(t, dir, "safe-ok", "token-lua", "20ms", "safe")
 	tinyScenario(t, dir, "broken-ok", "set-nx-px", "2ttl", "violation")
@@ -176,6 +177,7 @@ func TestChaosShardsMergeIntoTheUnshardedMatrix(t *testing.T) {
 // TestChaosExitCodes: passed with a skip it reports, incomplete when what
 // was asked for by name could not run.
 func TestChaosExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tinyScenario(t, dir, "safe-ok", "token-lua", "20ms", "safe")
 	later := filepath.Join(dir, "later.yaml")
@@ -218,6 +220,7 @@ func sameOutcomes(a, b []string) bool {
 }
 
 func TestMatrixExit(t *testing.T) {
+	t.Parallel()
 	for o, want := range map[scenarios.Outcome]int{
 		scenarios.OutcomePassed: 0, scenarios.OutcomeMismatch: 1, scenarios.OutcomeIncomplete: 2, scenarios.OutcomeError: ExitSetup,
 	} {
@@ -229,6 +232,7 @@ func TestMatrixExit(t *testing.T) {
 
 // TestShardAndMergeUsageErrors: bad input is one line on stderr and exit 3.
 func TestShardAndMergeUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, s scenarios.Summary) string {
 		d := filepath.Join(dir, name)
@@ -304,6 +308,7 @@ func TestShardAndMergeUsageErrors(t *testing.T) {
 
 // chaos -h documents the exit codes.
 func TestChaosUsageDocumentsExitCodes(t *testing.T) {
+	t.Parallel()
 	_, stderr, _ := lockchaos(t, "chaos", "-h")
 	stdout, _, _ := lockchaos(t, "help", "chaos")
 	for _, want := range []string{"1  a verdict differed", "2  evidence was missing", "3  usage error", "4  setup error", "--shard I/N", "-json"} {

@@ -12,6 +12,7 @@ import (
 // violation exits 1 whether the scenario expected it or not); a run with
 // no expectation expects safe.
 func TestRunJUnitJudgesAScenarioByItsExpectation(t *testing.T) {
+	t.Parallel()
 	expecting := func(v checker.Verdict) *scenarios.Scenario {
 		return &scenarios.Scenario{Name: "s", Expect: scenarios.Expectation{Verdict: v}}
 	}

@@ -40,6 +40,7 @@ func judged(a audit.Audit) []string {
 // folder. A missing shard is exit 2 naming it; a shard of other settings,
 // or of another command, exit 3.
 func TestAuditShardsMergeIntoTheUnshardedAudit(t *testing.T) {
+	t.Parallel()
 	root, work := outsideLock(t)
 	lf := filepath.Join("..", "mylock", "lock.yaml")
 	auditArgs := func(more ...string) []string {
@@ -176,6 +177,7 @@ func TestAuditShardsMergeIntoTheUnshardedAudit(t *testing.T) {
 // without faults, broken by a pause past its lease, by construction; every
 // seed runs, as early stops depend on which run ends first).
 func TestCompareShardsMergeIntoTheUnshardedComparison(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	scen := tinyScenario(t, dir, "base", "token-lua", "20ms", "safe")
 	args := func(more ...string) []string {

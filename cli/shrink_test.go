@@ -18,6 +18,7 @@ import (
 // checks the effect, never a timing: the minimal scenario has at most two
 // clients, one key and one fault, and running it violates again.
 func TestShrinkFindsTheMinimalPause(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
 	violated := false
@@ -104,6 +105,7 @@ func fakeRun(dir, verdict string) string {
 }
 
 func TestShrinkUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	safe := fakeRun(filepath.Join(dir, "safe"), "safe")
 	for _, tc := range []struct {
@@ -129,6 +131,7 @@ func TestShrinkUsageErrors(t *testing.T) {
 // TestChaosShrinksAMismatch: chaos --shrink shrinks the cell that violated
 // against its expectation into OUT/CELL.shrink, and the index links it.
 func TestChaosShrinksAMismatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tinyScenario(t, dir, "wrongly-safe", "token-lua", "2ttl", "safe")
 	out := filepath.Join(dir, "out")

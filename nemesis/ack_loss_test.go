@@ -9,6 +9,7 @@ import (
 )
 
 func TestAckLossAppliesToRedisLocksOnly(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"ack-loss", nil, topoRun, ""},
 		{"ack-loss", map[string]string{"links": "client=4"}, topoRun, "links=client=4"},
@@ -22,6 +23,7 @@ func TestAckLossAppliesToRedisLocksOnly(t *testing.T) {
 // client heard nothing: the effect of the fault, seen from the nodes and
 // from the history alike.
 func TestAckLossLeavesAGrantNobodyKnowsOf(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "setnx-expire", []string{"ack-loss"})
 	c.Clients, c.Think, c.Duration = 2, c.TTL, 20*c.TTL
 	res, _ := runtest.RunFaults(t, &c)
@@ -45,6 +47,7 @@ func TestAckLossLeavesAGrantNobodyKnowsOf(t *testing.T) {
 // attempt needs answers too) only keeps others out until the key expires.
 // Safe, and the fault landed: the nodes carried the acquire out.
 func TestAckLossOnARedlockIsSafe(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "redlock", []string{"ack-loss"})
 	c.Clients, c.Think, c.Duration = 2, c.TTL, 13*c.TTL
 	res, _ := runtest.RunFaults(t, &c)

@@ -20,6 +20,7 @@ import (
 // let go for no such reason (its stretch ran out) leaves the fault without
 // effect, whatever the nodes forgot.
 func TestAFaultOnAHolderThatLetGoLandsOnlyOnALostEvent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		lost   bool
@@ -61,6 +62,7 @@ func TestAFaultOnAHolderThatLetGoLandsOnlyOnALostEvent(t *testing.T) {
 // been renewed is sure to end only after a whole lease of silence, and so
 // is one behind a slow link, which lets a release through.
 func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
+	t.Parallel()
 	ms := int64(time.Millisecond)
 	for _, tc := range []struct {
 		name              string
@@ -93,6 +95,7 @@ func TestAFaultLandsWhenItOutlastsWhatWasLeftOfTheLease(t *testing.T) {
 // A slow link lets the holder's release through: only a whole lease of it
 // is sure to have outlasted the lease.
 func TestASlowLinkLandsOnlyByLastingAWholeLease(t *testing.T) {
+	t.Parallel()
 	ms := int64(time.Millisecond)
 	env := newFakeEnv()
 	ok := history.Now()
@@ -111,6 +114,7 @@ func TestASlowLinkLandsOnlyByLastingAWholeLease(t *testing.T) {
 // fault without evidence, and it did not land; one whose lock reported the
 // lease lost stopped by the lock's own check, and the fault stands.
 func TestATakerCountsOnlyWhileTheHolderStillHolds(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		letGoLost bool // the holder lets go after its lock reported the lease lost
@@ -156,6 +160,7 @@ func TestATakerCountsOnlyWhileTheHolderStillHolds(t *testing.T) {
 // Kept through its bound, a holder that lets go first ends the wait, and a
 // client that takes the key after it is no taker.
 func TestThroughBoundCountsATakerOnlyWhileTheHolderHolds(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	env.hold(1, "lock:0")
 	a := &aimed{env: env, proc: env, Holding: env.Holders()[0], bound: time.Minute}
@@ -176,6 +181,7 @@ func TestThroughBoundCountsATakerOnlyWhileTheHolderHolds(t *testing.T) {
 // node, comma-separated in the nodes' order; the nodes are asked each for
 // its own. Any other token is every node's, commas and all.
 func TestATokenNamesTheLeaseOnEachNode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		token string
 		i, n  int
@@ -200,6 +206,7 @@ func TestATokenNamesTheLeaseOnEachNode(t *testing.T) {
 // asked to stay inside, the first to hold is the aim, the others are let
 // go at once, and a client another fault keeps inside is left to it.
 func TestAHolderFaultAimsAtTheFirstHoldByAnyClient(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	env.stretched[3] = "lock:0" // another nemesis keeps client 3 inside
 	step := Step{Client: 1, Key: "lock:0"}

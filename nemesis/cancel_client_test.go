@@ -25,6 +25,7 @@ func cancelRelease(t *testing.T, lock string, opts ...string) checker.Result {
 // its caller's second release: a Go lock's cancelled context, and
 // redis-py's asyncio Lock since 7.2.0 (redis-py#3847's fix).
 func TestACancelledReleaseIsReleasedAgain(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ lock string }{{"token-lua"}, {"redis-py-asyncio-lock"}} {
 		t.Run(tc.lock, func(t *testing.T) {
 			opts := []string{}
@@ -48,6 +49,7 @@ func TestACancelledReleaseIsReleasedAgain(t *testing.T) {
 // nothing (its caller's second release is refused), and a Lock without
 // expiry keeps the key for good — redis-py#3847, by construction.
 func TestACancelledReleaseOfRedisPy711Deadlocks(t *testing.T) {
+	t.Parallel()
 	res := cancelRelease(t, "redis-py-asyncio-lock-7.1.1", "redis-py-asyncio-lock-7.1.1.expiry=none")
 	runtest.Verdict(t, res, checker.Safe)
 	if len(res.Liveness.DeadlockedKeys) == 0 {
@@ -60,6 +62,7 @@ func TestACancelledReleaseOfRedisPy711Deadlocks(t *testing.T) {
 
 // A lock whose adapter does not say it cancels a call is no target.
 func TestCancelNeedsALockThatCancels(t *testing.T) {
+	t.Parallel()
 	cancels := topoRun
 	cancels.Cancels = true
 	applies(t, []appliesCase{
@@ -75,6 +78,7 @@ func TestCancelNeedsALockThatCancels(t *testing.T) {
 // holders. Redisson's answer names its thread's lease, and the careful
 // caller's unlock() after it is answered.
 func TestACancelledWaitingAcquireLeavesNothingHeld(t *testing.T) {
+	t.Parallel()
 	for _, lock := range []string{"redisson-rlock", "redis-semaphore-mutex", "token-lua"} {
 		t.Run(lock, func(t *testing.T) {
 			// Several faults: an acquire that found the key free is

@@ -10,6 +10,7 @@ import (
 )
 
 func TestBadClientClockOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"client-clock", "by", "0s", "must both be more than 0"},
 		{"client-clock", "delay", "0s", "must both be more than 0"},
@@ -19,6 +20,7 @@ func TestBadClientClockOptionsAreRefused(t *testing.T) {
 // A client's clock is a lock's own process's: an adapter's. A lock written
 // in Go runs inside the worker, whose clock the shim cannot reach.
 func TestAClientClockIsAnAdaptersOnly(t *testing.T) {
+	t.Parallel()
 	adapter, inGo := topoRun, topoRun
 	adapter.Adapter, inGo.Adapter = "node", "go"
 	applies(t, []appliesCase{
@@ -56,6 +58,7 @@ func clientClock(t *testing.T, lock string, want checker.Verdict) {
 // timeit.default_timer), the same step changes nothing: the acquire is
 // refused.
 func TestAClientClockStepBreaksAValidityMeasuredOnTheWallClock(t *testing.T) {
+	t.Parallel()
 	t.Run("node-redlock", func(t *testing.T) { clientClock(t, "node-redlock", checker.Violation) })
 	t.Run("pottery-redlock", func(t *testing.T) { clientClock(t, "pottery-redlock", checker.Safe) })
 }
@@ -66,6 +69,7 @@ func TestAClientClockStepBreaksAValidityMeasuredOnTheWallClock(t *testing.T) {
 // kept inside, by construction. A lease the server keeps (redis-py's
 // Lock: SET NX PX) does not care: the stepped client is refused.
 func TestAClientClockSteppedForwardBreaksALeaseJudgedOnTheClientsClock(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock, answer string
 		want         checker.Verdict

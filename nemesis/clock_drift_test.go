@@ -11,6 +11,7 @@ import (
 )
 
 func TestClockDriftOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if c := nemesis.MustBuild(t, "clock-drift", map[string]string{"rate": "0.5", "votes": "bare", "when": "any"}).(*nemesis.ClockDrift); c.Rate != 0.5 || c.RateText() != "0.5" ||
 		c.Node != nemesis.HolderNode || c.When != "any" || c.Votes != "bare" || c.Duration != 500*time.Millisecond {
 		t.Errorf("clock-drift: %+v", c)
@@ -18,6 +19,7 @@ func TestClockDriftOptionsAreDecodedIntoFields(t *testing.T) {
 }
 
 func TestBadClockDriftOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"clock-drift", "rate", "1001", "clock-drift: rate=1001: want a number from 0 to 1000 (1 is real speed)"},
 		{"clock-drift", "rate", "NaN", "option clock-drift.rate"},
@@ -25,6 +27,7 @@ func TestBadClockDriftOptionsAreRefused(t *testing.T) {
 }
 
 func TestClockDriftAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"clock-drift", nil, topoRemote, "clock-drift needs the clock shim"},
 		{"clock-drift", map[string]string{"node": "5"}, topoRun, "node=5"},
@@ -39,6 +42,7 @@ func TestClockDriftAppliesChecksTheTopology(t *testing.T) {
 // client again. (The drift lasts 2 TTLs, far longer than the 300 ms lease
 // lasts at 8×, and heals well before the run ends.)
 func TestClockDriftExpiresAHeldLock(t *testing.T) {
+	t.Parallel()
 	runtest.NeedClockShim(t)
 	c := runtest.FaultConfig(t, "token-lua", []string{"clock-drift"}, "clock-drift.duration=2ttl")
 	// Room for the heal before the workers stop, when the machine is busy

@@ -8,12 +8,14 @@ import (
 )
 
 func TestBadClockJumpOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"clock-jump", "direction", "up", "want forward or backward"},
 	})
 }
 
 func TestClockJumpAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"clock-jump", nil, topoRun, ""},
 		{"clock-jump", nil, topoRemote, "clock-jump needs the clock shim"},
@@ -26,6 +28,7 @@ func TestClockJumpAppliesChecksTheTopology(t *testing.T) {
 // redis-server process (clock-jump-ttl emulates the jump on any Redis:
 // TestClockJumpTTLExpiresAHeldLock).
 func TestClockJumpExpiresAHeldLock(t *testing.T) {
+	t.Parallel()
 	runtest.NeedClockShim(t)
 	clockJumpExpires(t, "clock-jump", "shim")
 }
@@ -34,6 +37,7 @@ func TestClockJumpExpiresAHeldLock(t *testing.T) {
 // share, keeps its keys (TestRedlockSplitIsSafe); a clock jump on n2 lets
 // both sides reach a majority at once.
 func TestRedlockSplitBreaksWhenTheSharedNodeClockJumps(t *testing.T) {
+	t.Parallel()
 	runtest.NeedClockShim(t)
 	// Under the split every hold is a bare majority that n2
 	// shares: its jump takes the lease away, and the holder
@@ -44,6 +48,7 @@ func TestRedlockSplitBreaksWhenTheSharedNodeClockJumps(t *testing.T) {
 // Fencing tokens protect the resource from a clock jump: the holds overlap,
 // the stale writes are rejected.
 func TestFencedResourceSurvivesClockJumps(t *testing.T) {
+	t.Parallel()
 	runtest.NeedClockShim(t)
 	fencedResourceSurvives(t, "clock-jump")
 }

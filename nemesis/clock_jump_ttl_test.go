@@ -3,6 +3,7 @@ package nemesis_test
 import "testing"
 
 func TestClockJumpTTLAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"clock-jump-ttl", map[string]string{"node": "3"}, topoRemote, "node=3"},
 		{"clock-jump-ttl", nil, topoRemote, ""},
@@ -13,5 +14,6 @@ func TestClockJumpTTLAppliesChecksTheTopology(t *testing.T) {
 // no clock shim): it frees a held lock as the real jump does
 // (TestClockJumpExpiresAHeldLock).
 func TestClockJumpTTLExpiresAHeldLock(t *testing.T) {
+	t.Parallel()
 	clockJumpExpires(t, "clock-jump-ttl", "pexpire")
 }

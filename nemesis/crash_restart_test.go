@@ -13,6 +13,7 @@ import (
 )
 
 func TestBadCrashRestartOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"crash-restart", "when", "never", "want hold or any"},
 		{"crash-restart", "votes", "most", "want any, bare or spare"},
@@ -20,6 +21,7 @@ func TestBadCrashRestartOptionsAreRefused(t *testing.T) {
 }
 
 func TestCrashRestartAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"crash-restart", map[string]string{"node": "3"}, topoRun, "node=3"},
 	})
@@ -29,6 +31,7 @@ func TestCrashRestartAppliesChecksTheTopology(t *testing.T) {
 // its holder still works; a restart delayed past the TTL (antirez's
 // mitigation) or AOF with fsync always keeps the lock.
 func TestCrashRestartForgetsLocksUnlessPersistedOrDelayed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name        string
 		persistence string

@@ -15,18 +15,21 @@ import (
 )
 
 func TestFailoverSentinelOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if f := nemesis.MustBuild(t, "failover-sentinel", map[string]string{"cut": "none"}).(*nemesis.FailoverSentinel); f.Timeout != 20*time.Second || f.Cut != "none" || f.Votes != "any" {
 		t.Errorf("failover-sentinel: %+v", f)
 	}
 }
 
 func TestBadFailoverSentinelOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"failover-sentinel", "cut", "promoted", "want all or none"},
 	})
 }
 
 func TestFailoverSentinelAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"failover-sentinel", nil, topoReplicated, "needs replicas and sentinels"},
 		{"failover-sentinel", nil, topoSentinels, ""},
@@ -39,6 +42,7 @@ func TestFailoverSentinelAppliesChecksTheTopology(t *testing.T) {
 // Real redis-sentinel processes decide the promotion; the coordinator points
 // the clients' links at the primary they name.
 func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Fatal("redis-sentinel is not installed: run make setup as root, or apt-get install -y redis-sentinel")
 	}
@@ -64,6 +68,7 @@ func TestFailoverDecidedBySentinelsLosesTheLock(t *testing.T) {
 // primary after the sentinels promoted its replica is lost when the
 // clients follow them (redis/redis#6062).
 func TestManualSentinelFailoverLosesALockTakenOnTheOldPrimary(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Fatal("redis-sentinel is not installed: run make setup as root, or apt-get install -y redis-sentinel")
 	}
@@ -85,6 +90,7 @@ func TestManualSentinelFailoverLosesALockTakenOnTheOldPrimary(t *testing.T) {
 // primary and leaves these where they lead, while a fault on the client's
 // links to the lock node finds them too.
 func TestAFailoverLeavesTheLinksToOneMemberAlone(t *testing.T) {
+	t.Parallel()
 	ps := proxy.New()
 	defer ps.Close()
 	node, err := ps.Add(0, 0, "127.0.0.1:1")

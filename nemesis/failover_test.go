@@ -13,6 +13,7 @@ import (
 )
 
 func TestBadFailoverOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"failover", "cut", "some", "want all, promoted or none"},
 		{"failover", "votes", "most", "want any, bare or spare"},
@@ -20,6 +21,7 @@ func TestBadFailoverOptionsAreRefused(t *testing.T) {
 }
 
 func TestFailoverAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"failover", nil, topoRun, "add --replicas"},
 		{"failover", nil, topoSentinels, "use failover-sentinel"},
@@ -32,6 +34,7 @@ func TestFailoverAppliesChecksTheTopology(t *testing.T) {
 // when a replica is promoted, and a second client takes a held lock. With
 // replication healthy the same failover keeps the lock.
 func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		cut   string
 		want  checker.Verdict
@@ -72,6 +75,7 @@ func TestFailoverBeforeReplicationLosesTheLock(t *testing.T) {
 // a second client take the lock while the first, kept inside by the
 // nemesis, still holds it.
 func TestWaitProtectsOnlyIfThePromotedReplicaAcknowledged(t *testing.T) {
+	t.Parallel()
 	t.Run("one replica, cut", func(t *testing.T) {
 		c := runtest.FaultConfig(t, "token-lua-wait", []string{"failover"}, "token-lua-wait.numreplicas=1", "failover.cut=all")
 		c.Hold, c.Replicas = 100*ms, 1
@@ -109,6 +113,7 @@ func TestWaitProtectsOnlyIfThePromotedReplicaAcknowledged(t *testing.T) {
 // holders present the same token, the resource accepts both, and an update
 // is lost.
 func TestFencedResourceLosesCountersInAFailover(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "fenced", []string{"failover"})
 	c.Hold, c.Replicas = 100*ms, 1
 	res, events := runtest.RunFaults(t, &c)

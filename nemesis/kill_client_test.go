@@ -11,12 +11,14 @@ import (
 )
 
 func TestKillClientOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if k := nemesis.MustBuild(t, "kill-client", map[string]string{"reply-delay": "0"}).(*nemesis.KillClient); k.InFlight != 10*time.Millisecond || k.ReplyDelay != 0 {
 		t.Errorf("kill-client: %+v", k)
 	}
 }
 
 func TestBadKillClientOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"kill-client", "nosuch", "1", "its options are: in-flight, reply-delay (and schedule)"},
 	})
@@ -27,6 +29,7 @@ func TestKillClientAppliesToEveryRun(t *testing.T) { appliesToEveryRun(t, "kill-
 // A client killed between setnx-expire's SETNX and its EXPIRE leaves the
 // key without an expiry: nobody acquires it again.
 func TestSetnxExpireCrashBetweenStepsDeadlocksTheKey(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "setnx-expire", "kill-client")
 	// Two clients that think for up to a TTL leave the lock free often:
 	// the killed client's SETNX must find it free to leave a key behind.

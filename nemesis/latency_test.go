@@ -19,6 +19,7 @@ import (
 )
 
 func TestLatencyOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if l := nemesis.MustBuild(t, "latency", nil).(*nemesis.Latency); l.Delay != 25*time.Millisecond || l.Jitter != 10*time.Millisecond ||
 		l.Duration != 500*time.Millisecond || l.Stream != "both" || l.Links != nemesis.LinkChoice("all", -1) {
 		t.Errorf("latency defaults: %+v", l)
@@ -26,6 +27,7 @@ func TestLatencyOptionsAreDecodedIntoFields(t *testing.T) {
 }
 
 func TestBadLatencyOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"latency", "stream", "sideways", `option latency.stream="sideways": want upstream, downstream or both`},
 		{"latency", "links", "client=x", "want all, holder, client, node, client=N or node=N"},
@@ -34,12 +36,14 @@ func TestBadLatencyOptionsAreRefused(t *testing.T) {
 }
 
 func TestLatencyAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"latency", map[string]string{"links": "node=3"}, topoRun, "links=node=3"},
 	})
 }
 
 func TestLatencyIsRecordedAndShortHoldsStaySafe(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua", "latency")
 	c.Hold = 10 * ms
 	c.NemesisOptions = map[string]map[string]string{"latency": {"delay": "40ms", "jitter": "10ms", "duration": "800ms"}}
@@ -61,6 +65,7 @@ func TestLatencyIsRecordedAndShortHoldsStaySafe(t *testing.T) {
 // its window names client N, its aimed hold is N's, and its effect speaks
 // of N's lease.
 func TestLinkFaultOnANamedClientIsJudgedOnIt(t *testing.T) {
+	t.Parallel()
 	for _, nem := range []string{"latency", "slow-reply"} {
 		t.Run(nem, func(t *testing.T) {
 			c := runtest.Config(t, "token-lua", nem)
@@ -143,6 +148,7 @@ func stepClients(t *testing.T, dir, name string) []int {
 // of at once, and its watchdog's lost came before the next holder's grant
 // (make test beside the CPU hogs, 2026-11-26).
 func TestLatencyOnAWaitersLinksSeparatesALockThatRechecksItsSession(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock string
 		want checker.Verdict

@@ -14,6 +14,7 @@ import (
 // node.go, promote.go, replication.go, ...): adding or removing a fault
 // is one file.
 func TestNoFaultFileUsesAnother(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

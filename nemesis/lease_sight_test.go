@@ -51,6 +51,7 @@ func patientClient(addr string) *redis.Client {
 // called such a lease long enough for the hold. Seen while the acquire was
 // in flight, the node says when it ran out: before the grant.
 func TestTheLeaseLeftIsReadOnTheNodesWhileTheAcquireIsInFlight(t *testing.T) {
+	t.Parallel()
 	node := localNode(t, "sight")
 	env := nodesEnv{newFakeEnv(), []cluster.Node{node}}
 	ctx := context.Background()

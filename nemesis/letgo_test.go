@@ -10,6 +10,7 @@ import (
 // kill: the kill would strike a hold it never aimed at. The fault is the
 // cut alone, and says why.
 func TestFailoverDoesNotKillOnceItsHolderLetGo(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	env.hold(1, "lock:0")
 	h := env.Holders()[0]

@@ -15,6 +15,7 @@ type coreEnv struct{ Env }
 // wraps the run's; one the environment does not give is an error that says
 // so, before the nemesis did anything.
 func TestCapabilitiesAreFoundThroughTheStepEnv(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	step := &stepEnv{Env: env}
 	if p, err := processesOf(step); err != nil || p != Processes(env) {

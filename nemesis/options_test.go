@@ -17,6 +17,7 @@ import (
 // order `lockchaos list` shows them, its schedule last, and says what its
 // faults do.
 func TestOptionsKeepTheirKeysAndDefaults(t *testing.T) {
+	t.Parallel()
 	want := map[string]struct {
 		action history.Action
 		opts   string
@@ -152,6 +153,7 @@ func appliesToEveryRun(t *testing.T, name string) {
 // failover to cause: the failover nemesis does not apply, before anything
 // runs, instead of failing the run.
 func TestFailoverDoesNotApplyToAStoreThatDoesNotFailOver(t *testing.T) {
+	t.Parallel()
 	cluster.RegisterStore(cluster.Store{Name: "single-servers", Start: func(context.Context, cluster.Backend, cluster.EnsembleSpec) (cluster.Ensemble, error) {
 		return nil, errors.New("never started")
 	}})

@@ -13,6 +13,7 @@ import (
 // The split gives each side a majority and shares as few nodes as
 // possible: RedLock's five nodes share exactly one.
 func TestSplitViewsAreOverlappingMajorities(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		nodes     int
 		even, odd []int
@@ -30,6 +31,7 @@ func TestSplitViewsAreOverlappingMajorities(t *testing.T) {
 }
 
 func TestPartitionOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if p := nemesis.MustBuild(t, "partition", map[string]string{"client": "random", "node": "1", "mode": "refuse"}).(*nemesis.Partition); p.Client != nemesis.HolderClient || p.Node != 1 || p.Mode != "refuse" {
 		t.Errorf("partition: %+v", p)
 	}
@@ -39,6 +41,7 @@ func TestPartitionOptionsAreDecodedIntoFields(t *testing.T) {
 }
 
 func TestBadPartitionOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"partition", "shape", "ring", "want node, client or split"},
 		{"partition", "client", "-1", "want holder or a client number"},
@@ -47,6 +50,7 @@ func TestBadPartitionOptionsAreRefused(t *testing.T) {
 }
 
 func TestPartitionAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"partition", map[string]string{"shape": "split"}, nemesis.Topology{Store: "redis", LockNodes: 1, Workload: workload.Workload{Clients: 4}}, "needs at least 3 lock nodes"},
 		{"partition", map[string]string{"shape": "split", "node": "7"}, topoRun, ""},
@@ -61,6 +65,7 @@ func TestPartitionAppliesChecksTheTopology(t *testing.T) {
 // clients feel it (outcomes they cannot know), it heals, and a token lock
 // stays safe.
 func TestPartitionHealsAndStaysSafe(t *testing.T) {
+	t.Parallel()
 	for _, opts := range [][]string{
 		{"partition.shape=node"},
 		{"partition.shape=client", "partition.mode=refuse"},
@@ -75,5 +80,6 @@ func TestPartitionHealsAndStaysSafe(t *testing.T) {
 // n2,n3,n4) is safe while n2 keeps its keys (a clock jump on n2 breaks it:
 // TestRedlockSplitBreaksWhenTheSharedNodeClockJumps).
 func TestRedlockSplitIsSafe(t *testing.T) {
+	t.Parallel()
 	redlockSplit(t, []string{"partition"}, checker.Safe)
 }

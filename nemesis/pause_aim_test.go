@@ -17,6 +17,7 @@ import (
 // ended, and its overlap blamed on "the lock's own check" (issue 42.5,
 // seen with an adapter lock).
 func TestAPauseIsAimedAtTheHoldItStops(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	env.waits = map[int]Wait{}
 	n, err := (&PauseClient{}).withDuration(t, "1ms")

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBadPauseClientOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"pause-client", "phase", "later", "want hold, acquire or wait"},
 	})
@@ -22,6 +23,7 @@ func TestBadPauseClientOptionsAreRefused(t *testing.T) {
 // A pause of a waiter needs a run whose acquires wait; the other phases
 // apply to every run.
 func TestPauseOfAWaiterNeedsABlockingAcquire(t *testing.T) {
+	t.Parallel()
 	waiting := topoRun
 	waiting.Wait = time.Second
 	applies(t, []appliesCase{
@@ -39,6 +41,7 @@ func TestPauseOfAWaiterNeedsABlockingAcquire(t *testing.T) {
 // long after the lease expired. It needs a client whose own deadline
 // outlasts the pause (--op-timeout 3s here).
 func TestPauseDuringAcquireActsOnAStaleGrant(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "token-lua", []string{"pause-client"}, "pause-client.phase=acquire")
 	c.OpTimeout, c.Think, c.Duration = 3*time.Second, 50*ms, 4*time.Second
 	res, _ := runtest.RunFaults(t, &c)
@@ -57,6 +60,7 @@ func TestPauseDuringAcquireActsOnAStaleGrant(t *testing.T) {
 // its length alone). The lock's acquire here grants nothing: it answers 0
 // and writes no key.
 func TestPauseDuringAnAcquireNobodyGrantedDoesNotLand(t *testing.T) {
+	t.Parallel()
 	script := filepath.Join(t.TempDir(), "never.lua")
 	if err := os.WriteFile(script, []byte("-- @acquire\nreturn 0\n-- @release\nreturn 0\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -83,12 +87,14 @@ func TestPauseDuringAnAcquireNobodyGrantedDoesNotLand(t *testing.T) {
 // the TTL (TestSlowHoldBreaksLeasesButNotWatchdogs), but a pause freezes
 // the watchdog too, and the lease is lost.
 func TestPausesBreakWatchdogs(t *testing.T) {
+	t.Parallel()
 	faultGives(t, "reentrant-watchdog", "pause-client", checker.Violation, history.LeaseLost)
 }
 
 // Fencing tokens protect the resource from a paused client: the holds
 // overlap, the stale writes are rejected.
 func TestFencedResourceSurvivesPauses(t *testing.T) {
+	t.Parallel()
 	fencedResourceSurvives(t, "pause-client")
 }
 
@@ -99,6 +105,7 @@ func TestFencedResourceSurvivesPauses(t *testing.T) {
 // expired session no longer has (etcd-mutex-unchecked, and etcd's own
 // Election.Campaign).
 func TestPauseOfAWaiterSeparatesALockThatRechecksItsSession(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock string
 		want checker.Verdict

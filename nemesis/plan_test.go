@@ -13,6 +13,7 @@ import (
 )
 
 func TestParsePlan(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
 		bad      bool
@@ -44,6 +45,7 @@ func TestParsePlan(t *testing.T) {
 // each step's own random source — whatever happens meanwhile; another seed
 // or another nemesis gives others; every random gap stays in its range.
 func TestStepsAreRepeatableFromTheSeed(t *testing.T) {
+	t.Parallel()
 	shape := Shape{Clients: 4, Keys: 3, LockNodes: 5, KeyName: func(i int) string { return fmt.Sprintf("k%d", i) }}
 	steps := func(seed int64, name, mode string) []Step {
 		p, err := ParsePlan(mode, 0, seed, name)
@@ -127,6 +129,7 @@ func recorder() (func(history.Event), func() []history.Event) {
 // before it; how much later depends on the machine), and then the nemesis
 // is done.
 func TestAtPlanInjectsAtTheGivenTimes(t *testing.T) {
+	t.Parallel()
 	n := &countNemesis{}
 	plan, _ := ParsePlan("at=50ms,150ms", 0, 1, "count")
 	record, events := recorder()
@@ -153,6 +156,7 @@ func TestAtPlanInjectsAtTheGivenTimes(t *testing.T) {
 
 // A fault that failed halfway is still recorded, healed, and reported.
 func TestPartialFaultIsRecordedHealedAndReported(t *testing.T) {
+	t.Parallel()
 	n := &countNemesis{partial: true}
 	plan, _ := ParsePlan("at=0s", 0, 1, "count")
 	record, events := recorder()
@@ -172,6 +176,7 @@ func TestPartialFaultIsRecordedHealedAndReported(t *testing.T) {
 // Schedule times are spans like every other duration: a multiple of the TTL
 // works, and the parser is strict about the whole value.
 func TestParsePlanTakesMultiplesOfTheTTL(t *testing.T) {
+	t.Parallel()
 	ttl := 500 * time.Millisecond
 	for in, want := range map[string]string{
 		"every=2ttl":           "every=1s",

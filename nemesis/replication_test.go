@@ -62,6 +62,7 @@ func client(t *testing.T, addr string) *redis.Client {
 // milliseconds of WaitSynced, and a promoted replica takes writes while the
 // other one follows it.
 func TestGroupReplicatesThroughRelaysAndPromotes(t *testing.T) {
+	t.Parallel()
 	g, _ := startGroup(t, 2)
 	ctx := context.Background()
 	_, primary := g.Primary()

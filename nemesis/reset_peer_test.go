@@ -12,6 +12,7 @@ import (
 )
 
 func TestResetPeerAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"reset-peer", map[string]string{"links": "client=4"}, topoRun, "links=client=4"},
 	})
@@ -21,10 +22,12 @@ func TestResetPeerAppliesChecksTheTopology(t *testing.T) {
 // clients feel it (outcomes they cannot know), it heals, and a token lock
 // stays safe.
 func TestResetPeerHealsAndStaysSafe(t *testing.T) {
+	t.Parallel()
 	healsAndStaysSafe(t, "reset-peer", nil, unknownOutcomes)
 }
 
 func TestResetPeerSpanRenewalNeedsTheHolder(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"reset-peer", "span", "renewal", "needs links=holder"},
 		{"reset-peer", "span", "lease", "want duration or renewal"},
@@ -39,6 +42,7 @@ func TestResetPeerSpanRenewalNeedsTheHolder(t *testing.T) {
 // before 3.44.0 gives up after that one failure and the lease runs out
 // under its holder (redisson#775); one that renews again keeps it.
 func TestResetPeerAcrossOneRenewal(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		keep  string
 		want  checker.Verdict

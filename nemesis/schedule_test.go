@@ -132,6 +132,7 @@ var _ Processes = (*fakeEnv)(nil)
 // heals when the schedule stops; the client is never left paused or
 // stretched.
 func TestScheduleAimsAtTheStepsHoldAndHealsOnStop(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	n, err := (&PauseClient{}).withDuration(t, "40ms")
 	if err != nil {
@@ -192,6 +193,7 @@ func TestScheduleAimsAtTheStepsHoldAndHealsOnStop(t *testing.T) {
 // A step whose client has exited is missed, said so, and the schedule
 // goes on to the next.
 func TestStepOfAnExitedClientIsMissed(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	for c := 0; c < 4; c++ {
 		env.exited[c] = true
@@ -244,6 +246,7 @@ func pauseUnderWay(t *testing.T, env *fakeEnv) (victim int, events func() []hist
 
 // A fault in progress when the run ends is healed before Schedule returns.
 func TestStopHealsTheFaultInProgress(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	victim, events, done, cancel := pauseUnderWay(t, env)
 	cancel()
@@ -264,6 +267,7 @@ func TestStopHealsTheFaultInProgress(t *testing.T) {
 // (here: a paused holder resumed long past its lease) was no longer part of
 // the workload. A step due after the workload's end is missed.
 func TestAFaultTheWorkloadsEndCutShortDidNotLand(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	_, events, done, cancel := pauseUnderWay(t, env)
 	time.Sleep(50 * time.Millisecond) // the pause outlasts the 20ms lease: it would land
@@ -303,6 +307,7 @@ func (settledFault) Inject(context.Context, Env, Step) (*Fault, error) {
 // A fault whose effect was settled before its duration began keeps it
 // when the workload's end cuts the duration short.
 func TestAnEffectSettledBeforeTheWorkloadEndedStands(t *testing.T) {
+	t.Parallel()
 	env := newFakeEnv()
 	plan, _ := ParsePlan("at=0s", 0, 1, "settled")
 	record, events := recorder()
@@ -335,6 +340,7 @@ func (s slowHeal) Inject(context.Context, Env, Step) (*Fault, error) {
 // during a heal that outlasted the run is missed, said so — not skipped in
 // silence, and not a failure of the run.
 func TestAStepDueDuringAHealThatOutlastedTheRunIsMissed(t *testing.T) {
+	t.Parallel()
 	n := slowHeal{healed: make(chan struct{})}
 	plan, _ := ParsePlan("at=0s,0s", 0, 1, "slow")
 	record, events := recorder()

@@ -10,6 +10,7 @@ import (
 )
 
 func TestBadSlowHoldOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"slow-hold", "by", "1e300ttl", "too long"},
 	})
@@ -18,6 +19,7 @@ func TestBadSlowHoldOptionsAreRefused(t *testing.T) {
 // slow-hold makes a lease run out under its holder: it applies to every
 // lock with a lease, and refuses one without, saying why.
 func TestSlowHoldAppliesToEveryLockWithALease(t *testing.T) {
+	t.Parallel()
 	a, ok := nemesis.MustBuild(t, "slow-hold", nil).(nemesis.Applier)
 	if !ok {
 		t.Fatal("slow-hold is not an Applier")
@@ -36,6 +38,7 @@ func TestSlowHoldAppliesToEveryLockWithALease(t *testing.T) {
 // running, survives it. (A pause freezes the watchdog too:
 // TestPausesBreakWatchdogs.)
 func TestSlowHoldBreaksLeasesButNotWatchdogs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock  string
 		want  checker.Verdict

@@ -32,6 +32,7 @@ func (e proxiedEnv) LockNodes() []cluster.Node { return e.nodes }
 // refusal (issue 42.4): a grant that never came is no lease the fault
 // outlasted, and the fault waits for the next acquire.
 func TestSlowReplyLandsOnARefusalOnlyWithAReplyHeldBack(t *testing.T) {
+	t.Parallel()
 	for attempt := 1; ; attempt++ {
 		why := slowReplyRefusal(t)
 		if why == "" {

@@ -21,6 +21,7 @@ import (
 )
 
 func TestSlowReplyOptionsAreDecodedIntoFields(t *testing.T) {
+	t.Parallel()
 	if s := nemesis.MustBuild(t, "slow-reply", nil).(*nemesis.SlowReply); s.Links != nemesis.LinkChoice("client", -1) {
 		t.Errorf("slow-reply links default: %+v, want a random client's", s.Links)
 	}
@@ -30,6 +31,7 @@ func TestSlowReplyOptionsAreDecodedIntoFields(t *testing.T) {
 }
 
 func TestSlowReplyAppliesChecksTheTopology(t *testing.T) {
+	t.Parallel()
 	applies(t, []appliesCase{
 		{"slow-reply", map[string]string{"links": "client=4"}, topoRun, "links=client=4"},
 		{"slow-reply", map[string]string{"links": "client=3"}, topoRun, ""},
@@ -44,6 +46,7 @@ func TestSlowReplyAppliesChecksTheTopology(t *testing.T) {
 // doing. Two clients that think for up to a TTL and wait up to a TTL for
 // the lock leave it free often, and try again soon (the grid's cell).
 func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "token-lua", []string{"slow-reply"})
 	c.Clients, c.Think, c.Wait, c.Duration = 2, c.TTL, c.TTL, 13*c.TTL
 	res, _ := runtest.RunFaults(t, &c)
@@ -77,6 +80,7 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 // was due out before its deadline and came after it, on a busy machine,
 // refused nothing: issue 42.4, TestReplyLogSaysWhatWasHeldBack.)
 func TestSlowReplyLandsOnALeaseRefusedByDesign(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock string
 		opts []string
@@ -119,6 +123,7 @@ func TestSlowReplyLandsOnALeaseRefusedByDesign(t *testing.T) {
 // of 0.2 TTL, and it breaks; token-lua, one late reply, keeps 0.55 TTL, and
 // the same fault does not land.
 func TestSlowReplyReadsTheLeaseLeftOnTheNode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		lock   string
 		landed bool
@@ -261,6 +266,7 @@ func (m *monitoredSlowReply) Inject(ctx context.Context, env nemesis.Env, step n
 // would let them through only in its first moments (the pooled
 // connections opened before it), and the client would send nothing after.
 func TestSlowReplyLetsTheSlowedClientsCommandsReachTheNode(t *testing.T) {
+	t.Parallel()
 	seen := &slowReplySeen{}
 	nemesis.RegisterForTest(t, nemesis.Spec{
 		Name:   "slow-reply-monitored",
@@ -303,6 +309,7 @@ func TestSlowReplyLetsTheSlowedClientsCommandsReachTheNode(t *testing.T) {
 // a hold: the release that ends it, asked for after the fault began and
 // before the client's rest, is answered without the delay.
 func TestSlowReplySlowsARenewingClientOnlyOnceItRests(t *testing.T) {
+	t.Parallel()
 	c := runtest.FaultConfig(t, "etcd-mutex", []string{"slow-reply"})
 	c.TTL, c.Hold = time.Second, 500*time.Millisecond // etcd's shortest lease with the ensemble's timings
 	c.Clients, c.Think, c.Wait, c.Duration = 2, 10*time.Millisecond, c.TTL, 10*c.TTL

@@ -11,6 +11,7 @@ import (
 )
 
 func TestBadStarveClientOptionsAreRefused(t *testing.T) {
+	t.Parallel()
 	refused(t, []badOption{
 		{"starve-client", "off", "0s", "must both be more than 0"},
 		{"starve-client", "on", "0s", "must both be more than 0"},
@@ -51,6 +52,7 @@ func starve(t *testing.T, lock, off string, want checker.Verdict) checker.Result
 // stops of a quarter of it. The difference between starved and stopped
 // (pause-client breaks both).
 func TestStarvationBreaksALeaseButNotARenewedOne(t *testing.T) {
+	t.Parallel()
 	t.Run("token-lua", func(t *testing.T) {
 		res := starve(t, "token-lua", "0.5ttl", checker.Violation)
 		if o := res.Mutex.Overlaps[0]; len(o.Faults) == 0 {
@@ -67,5 +69,6 @@ func TestStarvationBreaksALeaseButNotARenewedOne(t *testing.T) {
 // (redisson#5698, renewals missing for more than the watchdog timeout),
 // the lock released under its holder.
 func TestAStopLongerThanTheLeaseStarvesAWatchdog(t *testing.T) {
+	t.Parallel()
 	starve(t, "reentrant-watchdog", "1.5ttl", checker.Violation)
 }

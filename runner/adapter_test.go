@@ -48,6 +48,7 @@ func adapterProcs(path string) []string {
 // a paused one freezes it, so that the adapter's lock breaks under a pause
 // exactly as the Go lock it ports (token-lua). Nothing outlives the run.
 func TestAnAdapterLivesAndDiesWithItsClient(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		nemesis string
 		want    checker.Verdict
@@ -90,6 +91,7 @@ func script(t *testing.T, name, body string) string {
 // the adapter's terms, followed by the end of its standard error: the user
 // need not open a log to learn that a module is missing.
 func TestAnAdapterThatCannotStartIsQuotedInTheError(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 5000)
 	for _, tc := range []struct {
 		name, body string
@@ -140,6 +142,7 @@ func TestAnAdapterThatCannotStartIsQuotedInTheError(t *testing.T) {
 // --lock-cmd is split into words as a shell would: a quoted path with a
 // space and a quote in it is one word, and the adapter runs.
 func TestALockCmdIsSplitAsAShellWould(t *testing.T) {
+	t.Parallel()
 	cmd, _ := perlAdapter(t, "my adapter's.pl")
 	if !strings.Contains(cmd, `'\''`) {
 		t.Fatalf("--lock-cmd %s quotes no quote", cmd)
@@ -158,6 +161,7 @@ func TestALockCmdIsSplitAsAShellWould(t *testing.T) {
 // persistence forgets it, and crash-restart's effect says which. Asked for
 // the base64 text instead, every node would seem to have lost it.
 func TestABytesTokenIsLookedForAsBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		persistence, want string
 	}{{"always", history.LeaseKept}, {"none", history.LeaseLost}} {

@@ -11,6 +11,7 @@ import (
 // only once every worker that could still send an older event has sent a
 // newer one — except a worker a fault stopped, which cannot send.
 func TestLiveCheckWaitsForEveryWorker(t *testing.T) {
+	t.Parallel()
 	var seen []checker.Overlap
 	l := newLiveCheck(3, 0, func(o checker.Overlap) { seen = append(seen, o) })
 	clock := int64(0)
@@ -52,6 +53,7 @@ func TestLiveCheckWaitsForEveryWorker(t *testing.T) {
 // A worker that runs but sends nothing (a hold a nemesis stretched) holds
 // the others back for liveSlack at most: the window stays small.
 func TestLiveCheckDoesNotWaitForASilentWorkerForever(t *testing.T) {
+	t.Parallel()
 	l := newLiveCheck(2, 0, nil)
 	clock := int64(0)
 	l.now = func() int64 { return clock }

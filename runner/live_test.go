@@ -34,6 +34,7 @@ func (s *syncBuffer) String() string {
 // --stop-on-violation ends the run soon after instead of running out its
 // 30 s — with the whole history kept and checked to the same violation.
 func TestStopOnViolationEndsTheRunAtTheFirstOverlap(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "set-nx-px", "pause-client")
 	c.Duration = 30 * time.Second
 	c.StopOnViolation = true
@@ -60,6 +61,7 @@ func TestStopOnViolationEndsTheRunAtTheFirstOverlap(t *testing.T) {
 
 // Without the flag the live check only reports: the run goes on.
 func TestLiveCheckReportsWithoutStopping(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "set-nx-px", "pause-client")
 	progress := &syncBuffer{}
 	c.Progress = progress

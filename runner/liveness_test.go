@@ -78,6 +78,7 @@ func (l *renewAfterRelease) Release(ctx context.Context, lease locks.Lease) erro
 // stuck, beside a safe verdict, and its key is held by nobody the history
 // knows at the end.
 func TestRenewalThatOutlivesItsReleaseIsStuck(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "test-renew-after-release")
 	res := runtest.RunChecked(t, c)
 	if res.Verdict != checker.Safe {
@@ -97,6 +98,7 @@ func TestRenewalThatOutlivesItsReleaseIsStuck(t *testing.T) {
 // token-lua under kill-client is not stuck: the killed holder's key frees
 // itself when its lease runs out.
 func TestKilledHolderOfTokenLuaDoesNotStickItsKey(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua", "kill-client")
 	res := runtest.RunChecked(t, c)
 	if res.Evidence.Landed == 0 {
@@ -117,6 +119,7 @@ func TestKilledHolderOfTokenLuaDoesNotStickItsKey(t *testing.T) {
 // The recipe with protection (the default) deletes such a node and stays
 // available under the same fault.
 func TestZooKeeperOrphanedNodeIsStuck(t *testing.T) {
+	t.Parallel()
 	// Replies are reset on every link for 0.3 s, well inside the 1 s
 	// session: the creates sent then run, their answers are lost, and the
 	// sessions that made them live on.

@@ -36,6 +36,7 @@ func init() {
 }
 
 func TestInapplicableNemesisIsAUsageError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(*settings.Run)
@@ -82,6 +83,7 @@ func TestInapplicableNemesisIsAUsageError(t *testing.T) {
 // the run does depend on the machine: the decisions of the steps both runs
 // took are compared.)
 func TestSameSeedSameFaultDecisionsAndReplay(t *testing.T) {
+	t.Parallel()
 	steps := func(dir string) []nemesis.Executed {
 		b, err := os.ReadFile(filepath.Join(dir, rundir.ScheduleFile))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 // In a log, status lines thin out as a run gets longer; lines written to
 // progress stay whatever the status.
 func TestProgressThinsOutInALog(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	p := newProgress(&b)
 	statuses := 0
@@ -32,6 +33,7 @@ func TestProgressThinsOutInALog(t *testing.T) {
 // On a terminal the status is one line, rewritten in place; a line that
 // stays goes above it, and the end leaves the last status shown.
 func TestProgressKeepsOneStatusLineOnATerminal(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	p := &progress{w: &b, tty: true}
 	p.tick(2*time.Second, "2s")

@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { runtest.Main(m) }
 const ms = time.Millisecond
 
 func TestSetNxPxPausedClientViolatesAndLosesUpdates(t *testing.T) {
+	t.Parallel()
 	res := runtest.RunChecked(t, runtest.Config(t, "set-nx-px", "pause-client"))
 	if res.Verdict != checker.Violation {
 		t.Fatalf("verdict %s, want violation: %s", res.Verdict, res.Summary)
@@ -39,6 +40,7 @@ func TestSetNxPxPausedClientViolatesAndLosesUpdates(t *testing.T) {
 }
 
 func TestTokenLuaPausedClientViolatesAndItsReleaseFindsNothing(t *testing.T) {
+	t.Parallel()
 	res := runtest.RunChecked(t, runtest.Config(t, "token-lua", "pause-client"))
 	if res.Verdict != checker.Violation {
 		t.Fatalf("verdict %s, want violation: %s", res.Verdict, res.Summary)
@@ -73,6 +75,7 @@ func TestTokenLuaPausedClientViolatesAndItsReleaseFindsNothing(t *testing.T) {
 }
 
 func TestTokenLuaWithoutFaultsIsSafeOverThousandHolds(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua")
 	c.Keys, c.Hold, c.Think, c.Duration = 4, 3*ms, 1*ms, 5*time.Second
 	// The claim needs a thousand holds; how many 5 s give is the machine's
@@ -99,6 +102,7 @@ func TestTokenLuaWithoutFaultsIsSafeOverThousandHolds(t *testing.T) {
 }
 
 func TestBlockingAcquireWaitsInsteadOfFailing(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Wait, c.Retry, c.Duration = 30*ms, time.Second, 10*ms, 2*time.Second
 	res := runtest.RunChecked(t, c)
@@ -116,6 +120,7 @@ func TestBlockingAcquireWaitsInsteadOfFailing(t *testing.T) {
 }
 
 func TestHoldLongerThanTTLViolatesWithoutFaults(t *testing.T) {
+	t.Parallel()
 	for _, lock := range []string{"set-nx-px", "token-lua", "setnx-expire"} {
 		t.Run(lock, func(t *testing.T) {
 			c := runtest.Config(t, lock)
@@ -129,6 +134,7 @@ func TestHoldLongerThanTTLViolatesWithoutFaults(t *testing.T) {
 }
 
 func TestInterruptedRunIsNeverSafe(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Duration = 10*ms, time.Minute
 	// Interrupted once its workload runs: starting a node took up to 1.15 s
@@ -150,6 +156,7 @@ func TestInterruptedRunIsNeverSafe(t *testing.T) {
 }
 
 func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
+	t.Parallel()
 	c := runtest.Config(t, "token-lua")
 	c.Hold, c.Duration = 10*ms, time.Second
 	res := runtest.RunChecked(t, c)
@@ -175,6 +182,7 @@ func TestTruncatedHistoryIsNeverSafe(t *testing.T) {
 }
 
 func TestBadConfigurationNamesWhatToFix(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(*settings.Run)
@@ -204,6 +212,7 @@ func TestBadConfigurationNamesWhatToFix(t *testing.T) {
 // A full disk ends the run at once, with the write error, rather than after
 // its whole duration; and leaves no half-written result.json behind.
 func TestFullDiskEndsTheRunAtOnce(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}

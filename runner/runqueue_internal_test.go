@@ -21,6 +21,7 @@ import (
 // is measured waiting on the run queue, and recorded as a stall of that
 // node: the kernel's count, not a guess from a slow reply.
 func TestRunQueueWaitOfALockNodeIsRecorded(t *testing.T) {
+	t.Parallel()
 	if unix.Getuid() != 0 {
 		t.Skip("needs root to run the hogs at nice -20")
 	}

@@ -17,6 +17,7 @@ import (
 // The view says which hold waits, so that a pause is aimed at the hold it
 // stops, not at the one before it (issue 42.5).
 func TestTheViewSaysWhichHoldWaits(t *testing.T) {
+	t.Parallel()
 	tr := newTracker()
 	ev := func(e history.Event) { tr.observe(e) }
 	key := "lock:0"
@@ -45,6 +46,7 @@ func TestTheViewSaysWhichHoldWaits(t *testing.T) {
 // the lock's on it (issue 42: a fault counted landed on the harness's own
 // 2.5 s op timeout, redisson-fair-lock+slow-reply).
 func TestTheViewSaysWhichAcquireWentUnanswered(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind       history.Kind
 		err        string
@@ -73,6 +75,7 @@ func TestTheViewSaysWhichAcquireWentUnanswered(t *testing.T) {
 // already stretched) must not take that client's stretch over. The view
 // counts it stretched until its worker takes it, or it is withdrawn.
 func TestAStretchSentIsStretchedBeforeItsWorkerTakesIt(t *testing.T) {
+	t.Parallel()
 	tr := newTracker()
 	key := "lock:0"
 	stretched := func() map[int]string {

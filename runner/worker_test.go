@@ -13,6 +13,7 @@ import (
 // reported (run-end then carries it, and the verdict cannot be safe), not
 // only logged.
 func TestUnreadableWorkerEventIsReported(t *testing.T) {
+	t.Parallel()
 	var got []history.Event
 	w, err := startWorker([]string{"sh", "-c", `read cfg; echo '{"time":1,"kind":"invoke","f":"acquire"}' >&3; echo 'not json' >&3`},
 		workload.Config{Client: 0}, filepath.Join(t.TempDir(), "w.log"), func(e history.Event) { got = append(got, e) }, newTracker())

@@ -31,12 +31,33 @@ import (
 
 // Main is a test package's TestMain: in a process started as a worker it runs
 // the worker (which sees every lock the test binary registered), otherwise
-// the tests.
+// the tests, and then fails the package if a server any of them started
+// is still running (the tests' runs go on side by side, t.Parallel: a
+// check after each run would count the servers of the others).
 func Main(m *testing.M) {
 	if os.Getenv(workload.RoleEnv) == "worker" {
 		os.Exit(workload.Main())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if left := Servers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: server processes the tests started are still running: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// serverNames are the command names of the servers runs start (a
+// ZooKeeper server is a JVM).
+var serverNames = []string{"redis-", "etcd", "java", "postgres", "mariadbd", "nats-server"}
+
+// Servers names the servers (Servers: "comm pid") that are children of this
+// process: what a run left behind, once no run goes on.
+func Servers() []string {
+	var out []string
+	for _, p := range serverNames {
+		out = append(out, procs.Children(p)...)
+	}
+	return out
 }
 
 const ms = time.Millisecond
@@ -125,7 +146,8 @@ func RunEvidence(t testing.TB, c *settings.Run) (checker.Result, error) {
 
 // RunChecked performs c (RunEvidence) and checks what every run must
 // satisfy: it completes without error, its stored history re-checks to the
-// same result, and nothing it started is left running.
+// same result. (That nothing it started is left running, Main checks once
+// every test of the package ended.)
 func RunChecked(t testing.TB, c settings.Run) checker.Result {
 	t.Helper()
 	return runChecked(t, &c)
@@ -134,7 +156,6 @@ func RunChecked(t testing.TB, c settings.Run) checker.Result {
 // runChecked is RunChecked; c.Out ends as the last run's folder.
 func runChecked(t testing.TB, c *settings.Run) checker.Result {
 	t.Helper()
-	before := len(procs.Children("redis-"))
 	res, err := RunEvidence(t, c)
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -147,9 +168,6 @@ func runChecked(t testing.TB, c *settings.Run) checker.Result {
 	if !reflect.DeepEqual(res, again) {
 		t.Errorf("re-checking the stored history gave a different result:\n%+v\nvs\n%+v", res, again)
 	}
-	if after := procs.Children("redis-"); len(after) > before {
-		t.Errorf("redis processes left running after the run: %v", after)
-	}
 	t.Logf("%s: %s", res.Verdict, res.Summary)
 	return res
 }
@@ -157,7 +175,7 @@ func runChecked(t testing.TB, c *settings.Run) checker.Result {
 // Run performs c on real Redis and checks what every run must show
 // (RunChecked: a run that is no evidence either way is run again, up to
 // three times; it completes; its stored history re-checks to the same
-// result; no redis-server it started is left running), and besides that
+// result), and besides that
 // the history is whole and no client touched the resource after it
 // recorded losing its lock.
 func Run(t testing.TB, c settings.Run) (checker.Result, []history.Event) {
@@ -174,10 +192,9 @@ func Run(t testing.TB, c settings.Run) (checker.Result, []history.Event) {
 
 // RunFaults performs c (RunEvidence) and checks what every fault run must
 // show: the stored history re-checks to the same verdict, at least one
-// fault window, every window closed, no heal that failed, and no
-// redis-server or redis-sentinel of ours left running. (It counts only
-// this process's children: other runs on the machine start and stop their
-// own.) c.Out ends as the last run's folder.
+// fault window, every window closed and no heal that failed (that no
+// server is left running, Main checks). c.Out ends as the last run's
+// folder.
 func RunFaults(t testing.TB, c *settings.Run) (checker.Result, []history.Event) {
 	t.Helper()
 	res, err := RunEvidence(t, c)
@@ -190,9 +207,6 @@ func RunFaults(t testing.TB, c *settings.Run) (checker.Result, []history.Event) 
 	}
 	if again, err := checker.CheckDir(c.Out, 0); err != nil || again.Verdict != res.Verdict {
 		t.Errorf("re-checking the stored history: %v, verdict %s vs %s", err, again.Verdict, res.Verdict)
-	}
-	if left := procs.Children("redis-"); len(left) > 0 {
-		t.Errorf("processes of this run left running: %v", left)
 	}
 	events := events(t, c.Out)
 	if len(res.Faults) == 0 {
