@@ -8,6 +8,7 @@
 package cirun
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -64,6 +65,12 @@ type Config struct {
 	Work    string    // the runner's own folder: fresh jobs' folders, artifacts, summaries
 	Env     []string  // the machine's environment (nil: this process's)
 	Log     io.Writer // the jobs' output
+	// Parallel is how many jobs may run at once: as a CI's runners do,
+	// the jobs whose needs are done go side by side (a `parallel: N`
+	// job's runs, a matrix's), each job's output kept whole and written
+	// in the jobs' order. 0 or 1: one after another, the output as it
+	// comes (jobs that each fill the machine, as the matrix's shards do).
+	Parallel int
 }
 
 // Result is how a job ended.
@@ -89,30 +96,58 @@ func Failed(results []Result) []string {
 }
 
 // Run runs jobs in order (the loaders order them so that a job comes after
-// those it needs) and says how each ended. A job is skipped when a job it
-// needs did not pass, unless it is Always; a step after a failed one is
-// skipped unless it is Always.
+// those it needs), up to c.Parallel at once, and says how each ended. A job
+// is skipped when a job it needs did not pass, unless it is Always; a step
+// after a failed one is skipped unless it is Always.
 func Run(jobs []Job, c Config) []Result {
 	base := c.Env
 	if base == nil {
 		base = os.Environ()
 	}
-	status := map[string]string{}
-	var results []Result
+	index := map[string]int{}
 	for i, j := range jobs {
+		index[j.Name] = i
+	}
+	results := make([]Result, len(jobs))
+	done := make([]chan struct{}, len(jobs))
+	logs := make([]bytes.Buffer, len(jobs))
+	slots := make(chan struct{}, max(c.Parallel, 1))
+	for i, j := range jobs {
+		done[i] = make(chan struct{})
+		jc := c
+		if c.Parallel > 1 {
+			jc.Log = &logs[i]
+		}
 		r := Result{Name: j.Name, Dir: c.Project}
 		for _, n := range j.Needs {
-			if status[n] != "passed" && !j.Always {
+			k, ok := index[n]
+			if !ok {
+				continue
+			}
+			<-done[k]
+			if results[k].Status != "passed" && !j.Always {
 				r.Status = "skipped"
-				fmt.Fprintf(c.Log, "cirun: job %s skipped: job %s %s\n", j.Name, n, status[n])
+				fmt.Fprintf(jc.Log, "cirun: job %s skipped: job %s %s\n", j.Name, n, results[k].Status)
 				break
 			}
 		}
-		if r.Status == "" {
-			r = runJob(i, j, c, base)
+		if r.Status != "" {
+			results[i] = r
+			close(done[i])
+			continue
 		}
-		status[j.Name] = r.Status
-		results = append(results, r)
+		slots <- struct{}{}
+		go func() {
+			defer close(done[i])
+			results[i] = runJob(i, j, jc, base)
+			<-slots
+		}()
+	}
+	for i := range jobs {
+		<-done[i]
+		if c.Parallel > 1 {
+			c.Log.Write(logs[i].Bytes())
+		}
 	}
 	return results
 }
@@ -148,13 +183,15 @@ func runJob(i int, j Job, c Config, base []string) Result {
 		// GitHub's runners give their user sudo without a password; as
 		// root on a machine with no sudo (a Debian container) it is env.
 		if _, err := exec.LookPath("sudo"); err != nil && os.Getuid() == 0 {
-			bin := filepath.Join(c.Work, "bin")
-			os.MkdirAll(bin, 0o755)
-			os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nexec env \"$@\"\n"), 0o755)
-			r.path = append(r.path, bin)
+			r.path = append(r.path, shim(c, "sudo", `exec env "$@"`))
 		}
 	} else {
 		env = append(env, "CI_PROJECT_DIR="+c.Project)
+	}
+	// Jobs side by side share this machine's package manager, where a CI
+	// gives each its own: they take turns at apt-get.
+	if apt, err := exec.LookPath("apt-get"); err == nil && c.Parallel > 1 {
+		r.path = append(r.path, shim(c, "apt-get", "exec flock "+shellwords.Quote(filepath.Join(c.Work, "apt-get.lock"))+" "+shellwords.Quote(apt)+` "$@"`))
 	}
 	r.env = append(env, j.Env...)
 	ctx, cancel := context.WithTimeout(context.Background(), j.Timeout)
@@ -205,6 +242,22 @@ func runJob(i int, j Job, c Config, base []string) Result {
 		fmt.Fprintf(c.Log, "cirun: job %s passed in %v\n", j.Name, took)
 	}
 	return res
+}
+
+// shim writes a command of the runner's own, name, a shell script that
+// runs line, into the runner's bin folder and returns the folder. It is
+// written whole and then renamed, as a job beside may be running it.
+func shim(c Config, name, line string) string {
+	bin := filepath.Join(c.Work, "bin")
+	os.MkdirAll(bin, 0o755)
+	tmp, err := os.CreateTemp(bin, "."+name)
+	if err == nil {
+		tmp.WriteString("#!/bin/sh\n" + line + "\n")
+		tmp.Chmod(0o755)
+		tmp.Close()
+		os.Rename(tmp.Name(), filepath.Join(bin, name))
+	}
+	return bin
 }
 
 // environ is the job's environment for its next step.

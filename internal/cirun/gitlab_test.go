@@ -169,6 +169,47 @@ three:
 	}
 }
 
+// With Parallel, the runs of a `parallel: N` job go side by side, as a CI's
+// runners run them: each of three waits for the other two to have started
+// (so one after another, the first would give up and fail), and the next
+// stage starts only once all three ended. Each job's output comes whole,
+// in the jobs' order.
+func TestRunsJobsSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	ci := filepath.Join(dir, "ci.yml")
+	os.WriteFile(ci, []byte(`stages: [shards, merge]
+shard:
+  stage: shards
+  parallel: 3
+  script:
+    - touch "started-$CI_NODE_INDEX"
+    - for i in $(seq 600); do [ "$(ls started-* | wc -l)" = 3 ] && break; sleep 0.1; done
+    - test "$(ls started-* | wc -l)" = 3
+    - echo "shard $CI_NODE_INDEX saw the others"
+    - touch "ended-$CI_NODE_INDEX"
+merge:
+  stage: merge
+  script:
+    - test "$(ls ended-* | wc -l)" = 3
+    - echo merged
+`), 0o644)
+	jobs, err := LoadGitLab(ci, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if failed := Failed(Run(jobs, Config{Project: dir, Work: t.TempDir(), Log: &out, Parallel: 3})); len(failed) > 0 {
+		t.Fatalf("failed %v, want the three shards side by side, then the merge\n%s", failed, out.String())
+	}
+	var order []int
+	for _, want := range []string{"shard 1 saw", "shard 2 saw", "shard 3 saw", "merged"} {
+		order = append(order, strings.Index(out.String(), want))
+	}
+	if slices.Contains(order, -1) || !slices.IsSorted(order) {
+		t.Errorf("the output is not each job's whole, in order (%v):\n%s", order, out.String())
+	}
+}
+
 // storePackages are every store's Debian packages (cluster.Store's
 // Packages), what lockchaos list --packages writes.
 func storePackages() []string {
