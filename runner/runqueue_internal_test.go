@@ -19,9 +19,9 @@ import (
 
 // A lock node kept off the CPU by processes of higher priority on its core
 // is measured waiting on the run queue, and recorded as a stall of that
-// node: the kernel's count, not a guess from a slow reply.
+// node: the kernel's count, not a guess from a slow reply. (Not beside the
+// parallel tests: its hogs would starve their runs too.)
 func TestRunQueueWaitOfALockNodeIsRecorded(t *testing.T) {
-	t.Parallel()
 	if unix.Getuid() != 0 {
 		t.Skip("needs root to run the hogs at nice -20")
 	}

@@ -120,19 +120,26 @@ func Run(jobs []Job, c Config) []Result {
 		}
 		r := Result{Name: j.Name, Dir: c.Project}
 		for _, n := range j.Needs {
-			k, ok := index[n]
-			if !ok {
-				continue
+			// A need that names no job before this one is one that never
+			// passed.
+			status := "did not run"
+			if k, ok := index[n]; ok && k < i {
+				<-done[k]
+				status = results[k].Status
 			}
-			<-done[k]
-			if results[k].Status != "passed" && !j.Always {
+			if status != "passed" && !j.Always {
 				r.Status = "skipped"
-				fmt.Fprintf(jc.Log, "cirun: job %s skipped: job %s %s\n", j.Name, n, results[k].Status)
+				fmt.Fprintf(jc.Log, "cirun: job %s skipped: job %s %s\n", j.Name, n, status)
 				break
 			}
 		}
 		if r.Status != "" {
 			results[i] = r
+			close(done[i])
+			continue
+		}
+		if c.Parallel <= 1 {
+			results[i] = runJob(i, j, jc, base)
 			close(done[i])
 			continue
 		}
@@ -182,8 +189,15 @@ func runJob(i int, j Job, c Config, base []string) Result {
 			"RUNNER_TEMP="+tmp, "GITHUB_STEP_SUMMARY="+r.summary, "GITHUB_JOB="+j.Name)
 		// GitHub's runners give their user sudo without a password; as
 		// root on a machine with no sudo (a Debian container) it is env.
-		if _, err := exec.LookPath("sudo"); err != nil && os.Getuid() == 0 {
+		// Jobs side by side need their own PATH kept under sudo (its
+		// secure_path would pass the apt-get shim by): as root, env; else
+		// sudo with PATH given again.
+		sudo, err := exec.LookPath("sudo")
+		switch {
+		case os.Getuid() == 0 && (err != nil || c.Parallel > 1):
 			r.path = append(r.path, shim(c, "sudo", `exec env "$@"`))
+		case err == nil && c.Parallel > 1:
+			r.path = append(r.path, shim(c, "sudo", "exec "+shellwords.Quote(sudo)+` env "PATH=$PATH" "$@"`))
 		}
 	} else {
 		env = append(env, "CI_PROJECT_DIR="+c.Project)

@@ -34,8 +34,8 @@ type ghJob struct {
 	TimeoutMinutes int               `yaml:"timeout-minutes"`
 	Env            map[string]string `yaml:"env"`
 	Strategy       *struct {
-		FailFast    *bool     `yaml:"fail-fast"`    // the runs go one after another, each to its end
-		MaxParallel int       `yaml:"max-parallel"` // one at a time here
+		FailFast    *bool     `yaml:"fail-fast"`    // each run goes to its end
+		MaxParallel int       `yaml:"max-parallel"` // the runner's Config.Parallel decides
 		Matrix      yaml.Node `yaml:"matrix"`
 	} `yaml:"strategy"`
 	Steps []ghStep `yaml:"steps"`

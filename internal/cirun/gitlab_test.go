@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
 )
@@ -207,6 +208,29 @@ merge:
 	}
 	if slices.Contains(order, -1) || !slices.IsSorted(order) {
 		t.Errorf("the output is not each job's whole, in order (%v):\n%s", order, out.String())
+	}
+}
+
+// A job that needs a job that has not run before it (a later one, itself,
+// or none of that name) is skipped, one after another or side by side:
+// it never waits for what cannot come first.
+func TestANeedThatCannotComeFirstSkipsTheJob(t *testing.T) {
+	step := []Step{{Name: "script", Lines: []string{"true"}, Script: "true", Shell: []string{"bash"}}}
+	for _, parallel := range []int{1, 3} {
+		jobs := []Job{
+			{Name: "early", Needs: []string{"late"}, Timeout: time.Minute, Steps: step},
+			{Name: "self", Needs: []string{"self"}, Timeout: time.Minute, Steps: step},
+			{Name: "orphan", Needs: []string{"nobody"}, Timeout: time.Minute, Steps: step},
+			{Name: "late", Timeout: time.Minute, Steps: step},
+		}
+		var out bytes.Buffer
+		var got []string
+		for _, r := range Run(jobs, Config{Project: t.TempDir(), Work: t.TempDir(), Log: &out, Parallel: parallel}) {
+			got = append(got, r.Name+" "+r.Status)
+		}
+		if want := []string{"early skipped", "self skipped", "orphan skipped", "late passed"}; !slices.Equal(got, want) {
+			t.Errorf("parallel %d: %v, want %v\n%s", parallel, got, want, out.String())
+		}
 	}
 }
 

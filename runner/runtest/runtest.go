@@ -321,6 +321,18 @@ func Landed(t testing.TB, res checker.Result, lease string) {
 	t.Errorf("no fault landed with lease %q: %+v", lease, res.Faults)
 }
 
+// FirstLanded is the first fault of res that landed (a failover whose
+// hold ended before its kill did nothing, said so, and the next one
+// landed), or fails the test when none did.
+func FirstLanded(t testing.TB, res checker.Result) checker.FaultWindow {
+	t.Helper()
+	i := slices.IndexFunc(res.Faults, func(f checker.FaultWindow) bool { return f.Landed })
+	if i < 0 {
+		t.Fatalf("no fault landed: %+v", res.Faults)
+	}
+	return res.Faults[i]
+}
+
 // Verdict fails the test unless res has the wanted verdict.
 func Verdict(t testing.TB, res checker.Result, want checker.Verdict) {
 	t.Helper()
