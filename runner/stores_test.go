@@ -149,6 +149,8 @@ func TestEveryStoreFailsOverTwice(t *testing.T) {
 	}
 }
 
+// failsOverTwice runs lock on backend under two failovers and wants both
+// done, the verdict want, and a failover that landed leaving its lease so.
 func failsOverTwice(t *testing.T, lock, backend string, want checker.Verdict, lease string) {
 	c := storeConfig(t, lock, "failover")
 	c.Backend = backend
