@@ -94,6 +94,7 @@ func cmdList(args []string) int {
 func listShort(w io.Writer) {
 	all := locks.All()
 	fmt.Fprintf(w, "Locks (%d, by store; --lock NAME; lockchaos list locks: one line each, list NAME: its options; list stores):\n", len(all))
+	pending := "" // a line of stores with few locks, not yet written
 	for _, store := range cluster.StoreNames() {
 		var names []string
 		for _, s := range all {
@@ -104,7 +105,26 @@ func listShort(w io.Writer) {
 		if len(names) == 0 {
 			names = []string{"(no lock yet)"}
 		}
-		wrap(w, fmt.Sprintf("  %-10s ", store+":"), names)
+		// A store whose locks fit one line shares it with the next such.
+		lead, short := fmt.Sprintf("  %-10s ", store+":"), store+": "+strings.Join(names, " ")
+		switch {
+		case len(lead)+len(short) > 120:
+			if pending != "" {
+				fmt.Fprintln(w, pending)
+				pending = ""
+			}
+			wrap(w, lead, names)
+		case pending != "" && len(pending)+3+len(short) <= 120:
+			pending += "   " + short
+		default:
+			if pending != "" {
+				fmt.Fprintln(w, pending)
+			}
+			pending = lead + strings.Join(names, " ")
+		}
+	}
+	if pending != "" {
+		fmt.Fprintln(w, pending)
 	}
 	ns := append([]string{"none"}, nemesis.Names()...)
 	fmt.Fprintf(w, "Nemeses (%d; --nemesis NAME[,NAME...]; lockchaos list nemeses):\n", len(ns)-1)

@@ -85,6 +85,9 @@ type EnsembleSpec struct {
 	// PostgreSQL's primary and its standbys; Redis's lock nodes (each with
 	// Replicas more).
 	Members int
+	// Lease is the run's lease (--ttl), for a store whose servers set it
+	// (Hazelcast's CP sessions live that long).
+	Lease time.Duration
 	// The rest shapes Redis only (settings.CheckStore refuses them for a
 	// lock of another store, whose replication and durability are its own).
 	//

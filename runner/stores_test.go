@@ -110,7 +110,8 @@ func TestStoreRunsRefuseWhatOnlyRedisHas(t *testing.T) {
 // run is made again.)
 //
 // The member a failover took out comes back in a role the next failover
-// can use (etcd's and ZooKeeper's killed leader restarts; PostgreSQL's old
+// can use (etcd's, ZooKeeper's and Hazelcast's killed leader restarts,
+// the last promoted back into the CP Subsystem; PostgreSQL's old
 // primary is rebuilt as a standby of the new one, MariaDB's as a replica;
 // a Redis primary restarts as a replica), so a second failover fails over
 // again and the coordinator records no problem. The same on local
@@ -132,6 +133,7 @@ func TestEveryStoreFailsOverTwice(t *testing.T) {
 			{"zk-lock", []string{"local", "docker"}, checker.Safe, history.LeaseKept},
 			{"pg-advisory", []string{"local", "docker"}, checker.Violation, history.LeaseLost},
 			{"mariadb-get-lock", []string{"local", "docker"}, checker.Violation, history.LeaseLost},
+			{"hazelcast-fenced-lock", []string{"local", "docker"}, checker.Safe, history.LeaseKept},
 		} {
 			for _, backend := range tc.backends {
 				t.Run(tc.lock+"/"+backend, func(t *testing.T) {
@@ -182,6 +184,12 @@ func failsOverTwice(t *testing.T, lock, backend string, want checker.Verdict, le
 		// ended.
 		c.Duration = 24 * time.Second
 		c.NemesisOptions["failover"]["schedule"] = "at=1s,10s"
+	case "hazelcast-fenced-lock":
+		// A CP session lives 2 s at least. Healing restarts the killed
+		// leader, a JVM that rejoins as a new member and is promoted into
+		// the CP Subsystem (10 s here at rest), before the second failover.
+		c.TTL, c.Duration = 2*time.Second, 26*time.Second
+		c.NemesisOptions["failover"] = map[string]string{"schedule": "at=1s,13s", "duration": "1ttl"}
 	case "token-lua":
 		c.TTL, c.Hold, c.Replicas = 300*ms, 60*ms, 1
 		c.Duration = 6 * time.Second

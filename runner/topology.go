@@ -78,7 +78,7 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs res
 		}
 	}
 	e, err := store.Start(ctx, backend, cluster.EnsembleSpec{
-		Members: r.cfg.Nodes, Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, AOF: aof(r.cfg.Persistence),
+		Members: r.cfg.Nodes, Lease: r.cfg.TTL, Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, AOF: aof(r.cfg.Persistence),
 		FailoverTimeout: 2 * r.cfg.Duration, Clocks: clocks, Relays: r.proxies, Pooler: r.cfg.Pooler,
 	})
 	if err != nil {

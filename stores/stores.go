@@ -10,6 +10,7 @@
 package stores
 
 import (
+	_ "github.com/lockchaos/lockchaos/stores/hazelcast"
 	_ "github.com/lockchaos/lockchaos/stores/mariadb"
 	_ "github.com/lockchaos/lockchaos/stores/nats"
 )
