@@ -185,7 +185,12 @@ docker run --rm --network host --user "$(id -u):$(id -g)" -v "$root/home/lockcha
   --entrypoint /bin/sh "$base" -c '
   set -e
   lockchaos adapter build
+  # The Maven repository goes, but for the Hazelcast jar: the members of
+  # the hazelcast store (stores/hazelcast), fetched by the build of its adapter.
+  hz="$HOME/.m2/repository/com/hazelcast/hazelcast"
+  [ -d "$hz" ] && mv "$hz" "$HOME/hazelcast-jar"
   rm -rf "$HOME/.m2" "$HOME/.npm" "$HOME/.cache/pip"
+  if [ -d "$HOME/hazelcast-jar" ]; then mkdir -p "$(dirname "$hz")" && mv "$HOME/hazelcast-jar" "$hz"; fi
   find "$HOME" -type d -exec chmod a+rwx {} +
   chmod a+rw "$HOME/.cache/lockchaos/adapter-build.lock"
 ' || die "the shipped adapters did not build in the image (above)"
