@@ -185,16 +185,18 @@ docker run --rm --network host --user "$(id -u):$(id -g)" -v "$root/home/lockcha
   --entrypoint /bin/sh "$base" -c '
   set -e
   lockchaos adapter build
-  # The Maven repository goes, but for the Hazelcast jar: the members of
-  # the hazelcast store (stores/hazelcast), fetched by the build of its adapter.
-  hz="$HOME/.m2/repository/com/hazelcast/hazelcast"
-  [ -d "$hz" ] && mv "$hz" "$HOME/hazelcast-jar"
   rm -rf "$HOME/.m2" "$HOME/.npm" "$HOME/.cache/pip"
-  if [ -d "$HOME/hazelcast-jar" ]; then mkdir -p "$(dirname "$hz")" && mv "$HOME/hazelcast-jar" "$hz"; fi
   find "$HOME" -type d -exec chmod a+rwx {} +
   chmod a+rw "$HOME/.cache/lockchaos/adapter-build.lock"
 ' || die "the shipped adapters did not build in the image (above)"
 docker image rm "$base" >/dev/null
+# The hazelcast store's members run Hazelcast's jar from the local Maven
+# repository (stores/hazelcast): this machine's, which make setup fetched.
+hz=repository/com/hazelcast/hazelcast
+[ -d "$HOME/.m2/$hz" ] || die "Hazelcast's jar is not in $HOME/.m2/$hz: run 'make setup' (it fetches it)"
+mkdir -p "$root/home/lockchaos/.m2/$hz"
+cp -r "$HOME/.m2/$hz/." "$root/home/lockchaos/.m2/$hz/"
+chmod -R a+rwX "$root/home/lockchaos/.m2"
 built=$(date +%s)
 
 # The image: POSIX tar keeps the files' times to the nanosecond.

@@ -51,7 +51,8 @@ func init() {
 	cluster.RegisterStore(cluster.Store{
 		Name:        Name,
 		Description: "Hazelcast " + Version + "'s CP Subsystem: three members (JVMs) keep the locks in a Raft group, held by clients' CP sessions; failover kills the leader of the locks' group",
-		Packages:    []string{"default-jdk-headless", "maven"},
+		// Maven fetches the jar; its package brings a JRE to run it.
+		Packages: []string{"maven"},
 		Installed: func() bool {
 			_, java := exec.LookPath("java")
 			_, mvn := exec.LookPath("mvn")
