@@ -154,6 +154,25 @@ func asNodes[T Node](ms []T) []Node {
 	return ns
 }
 
+// AwaitNewLeader asks leader every 50 ms, within timeout and ctx, until it
+// names a member other than from (the one a failover took out); the error
+// says what it last answered.
+func AwaitNewLeader(ctx context.Context, leader func(context.Context) (int, error), from int, timeout time.Duration) (int, error) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		to, err := leader(wctx)
+		if err == nil && to != from {
+			return to, nil
+		}
+		select {
+		case <-wctx.Done():
+			return -1, fmt.Errorf("%w (last: %v)", wctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // LeaseHolder is a node that can say whether it still holds a lease:
 // whether the lock's state for key with token is on this server, asked of
 // it alone. Redis nodes are asked for the lease's key (LeaseTTL); the

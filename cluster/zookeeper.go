@@ -247,19 +247,11 @@ func (e *zkEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	}
 	<-old.proc.done()
 	heal = func(ctx context.Context) error { return old.Restart(ctx) }
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		to, err = e.Leader(waitCtx)
-		if err == nil && to != from {
-			return from, to, heal, nil
-		}
-		select {
-		case <-waitCtx.Done():
-			return from, -1, heal, fmt.Errorf("zookeeper failover: no new leader after killing %s: %w (last: %v)", old.name, waitCtx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	to, err = AwaitNewLeader(ctx, e.Leader, from, 30*time.Second)
+	if err != nil {
+		return from, -1, heal, fmt.Errorf("zookeeper failover: no new leader after killing %s: %w", old.name, err)
 	}
+	return from, to, heal, nil
 }
 
 // zkServer is one ZooKeeper server, a JVM child process.

@@ -78,9 +78,6 @@ type fileGridLock struct {
 	Options  map[string]string `yaml:"options"`
 	Topology settings.Section  `yaml:"topology"`
 	Workload settings.Section  `yaml:"workload"`
-	// Duration replaces the cell's duration for every cell of the lock
-	// (a fault's own duration, and a cell's, still replace it).
-	Duration Duration `yaml:"duration"`
 }
 
 type fileGridNemesis struct {
@@ -184,9 +181,6 @@ func (g Grid) file(lock, nem string) fileScenario {
 		f.Lock.Options = l.Options
 		f.Topology = f.Topology.Over(l.Topology)
 		f.Workload = f.Workload.Over(l.Workload)
-		if l.Duration.set {
-			f.Duration = l.Duration
-		}
 	}
 	if nem != "none" && nem != "" {
 		n := g.nemeses[nem]

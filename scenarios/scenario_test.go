@@ -332,33 +332,3 @@ func TestAGridCellMarkedNotApplicableSaysWhy(t *testing.T) {
 		t.Errorf("n/a without a reason: %v", err)
 	}
 }
-
-// A lock's duration replaces the cell's for each of its cells; a fault's
-// own duration, and a cell's, still replace the lock's.
-func TestAGridLocksDurationYieldsToAFaultsAndACells(t *testing.T) {
-	g, err := ParseGrid("scenarios/grid.yaml", []byte(`cell:
-  workload: {ttl: 1s}
-  duration: 10ttl
-locks:
-  token-lua: {duration: 6ttl}
-nemeses:
-  pause-client: {duration: 12ttl}
-cells:
-  token-lua+latency: {duration: 3s}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for nem, want := range map[string]time.Duration{"none": 6 * time.Second, "pause-client": 12 * time.Second, "latency": 3 * time.Second} {
-		c, err := g.Config("token-lua", nem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Duration != want {
-			t.Errorf("token-lua+%s: duration %s, want %s", nem, c.Duration, want)
-		}
-	}
-	if c, _ := g.Config("set-nx-px", "none"); c.Duration != 10*time.Second {
-		t.Errorf("set-nx-px+none: duration %s, want the cell's 10s", c.Duration)
-	}
-}

@@ -239,7 +239,7 @@ func (e *ensemble) command(dir string, port int) *exec.Cmd {
 
 // config is a member's configuration: its port on 127.0.0.1 only, the
 // others found by TCP/IP at the listed addresses, the REST endpoints the
-// store reads (CP, health), and the CP Subsystem's timing.
+// store reads and writes (CP), and the CP Subsystem's timing.
 func config(port int, peers []string, ttl time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `hazelcast:
@@ -266,7 +266,6 @@ func config(port int, peers []string, ttl time.Duration) string {
       enabled: true
       endpoint-groups:
         CP: {enabled: true}
-        HEALTH_CHECK: {enabled: true}
   cp-subsystem:
     cp-member-count: 3
     session-time-to-live-seconds: %d
@@ -435,19 +434,11 @@ func (e *ensemble) FailOver(ctx context.Context) (from, to int, heal func(contex
 		return from, -1, nil, fmt.Errorf("hazelcast failover: kill leader %s: %w", old.Name(), err)
 	}
 	heal = old.Restart
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		to, err = e.Leader(waitCtx)
-		if err == nil && to != from {
-			return from, to, heal, nil
-		}
-		select {
-		case <-waitCtx.Done():
-			return from, -1, heal, fmt.Errorf("hazelcast failover: no new leader after killing %s: %w (last: %v)", old.Name(), waitCtx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	to, err = cluster.AwaitNewLeader(ctx, e.Leader, from, 30*time.Second)
+	if err != nil {
+		return from, -1, heal, fmt.Errorf("hazelcast failover: no new leader after killing %s: %w", old.Name(), err)
 	}
+	return from, to, heal, nil
 }
 
 // holdsLease: the CP session the lease's token names (FENCE/SESSION, as
@@ -466,7 +457,14 @@ func holdsLease(ctx context.Context, addr, key, token string) (bool, error) {
 	var sessions []struct{ ID int64 }
 	err = get(ctx, addr, "/hazelcast/rest/cp-subsystem/groups/default/sessions", &sessions)
 	if errors.Is(err, errNotFound) {
-		return false, nil // no lock was ever taken: no group "default" yet
+		// No group "default" yet (no lock was ever taken), if a CP member
+		// says so; a member that is none (restarted, not yet promoted)
+		// cannot say.
+		var local struct{ UUID string }
+		if lerr := get(ctx, addr, "/hazelcast/rest/cp-subsystem/members/local", &local); lerr != nil {
+			return false, fmt.Errorf("hazelcast: %s is no CP member, and cannot say which sessions live: %w", addr, lerr)
+		}
+		return false, nil
 	}
 	if err != nil {
 		return false, err
