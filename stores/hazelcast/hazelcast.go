@@ -5,8 +5,8 @@
 //
 // 5.4.0 is the last open-source release with the CP Subsystem (from 5.5 it
 // is Hazelcast Enterprise's); its one jar is the member and the client.
-// It comes from Maven Central into the local Maven repository (Fetch):
-// make setup fetches it, building the adapter or the store's image.
+// It comes from Maven Central into the local Maven repository: make setup
+// fetches it, and so does the first run that needs it (Jar).
 package hazelcast
 
 import (
@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -70,18 +71,55 @@ func init() {
 	})
 }
 
-// Jar is the member's jar in the local Maven repository, with an error
-// that says how to fetch it when it is not there.
+// Jar is the member's jar in the local Maven repository. Maven's
+// repository is under Java's user.home, the home the password database
+// gives, which need not be $HOME (a CI job or a test may set HOME
+// elsewhere): Jar looks under both. When the jar is in neither, Jar
+// fetches it once (Fetch, as an adapter is built on first use) and says so.
 func Jar() (string, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", err
+	jarMu.Lock()
+	defer jarMu.Unlock()
+	if jar := findJar(); jar != "" {
+		return jar, nil
 	}
-	jar := filepath.Join(home, ".m2", "repository", "com", "hazelcast", "hazelcast", Version, "hazelcast-"+Version+".jar")
-	if _, err := os.Stat(jar); err != nil {
-		return "", fmt.Errorf("Hazelcast %s is not in the local Maven repository (%s): fetch it with `%s` (make setup does)", Version, jar, Fetch)
+	if _, err := exec.LookPath("mvn"); err != nil {
+		return "", fmt.Errorf("Hazelcast %s is not in the local Maven repository (%s) and mvn is not in PATH to fetch it: install it with `apt-get install -y maven` (make setup does)", Version, strings.Join(homes(), ", "))
 	}
-	return jar, nil
+	fmt.Fprintf(os.Stderr, "lockchaos: Hazelcast %s is not in the local Maven repository: fetching it now with %s (first use; this can take a minute)\n", Version, Fetch)
+	args := strings.Fields(Fetch)
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fetch Hazelcast %s with `%s`: %v\n%s", Version, Fetch, err, out)
+	}
+	if jar := findJar(); jar != "" {
+		return jar, nil
+	}
+	return "", fmt.Errorf("`%s` succeeded but Hazelcast %s's jar is in none of %s: is Maven's localRepository set elsewhere (settings.xml)?", Fetch, Version, strings.Join(homes(), ", "))
+}
+
+var jarMu sync.Mutex
+
+// findJar is the jar in the Maven repository of one of homes, or "".
+func findJar() string {
+	for _, h := range homes() {
+		jar := filepath.Join(h, ".m2", "repository", "com", "hazelcast", "hazelcast", Version, "hazelcast-"+Version+".jar")
+		if _, err := os.Stat(jar); err == nil {
+			return jar
+		}
+	}
+	return ""
+}
+
+// homes are $HOME and the password database's home of this user (Java's
+// user.home), each once.
+func homes() []string {
+	var hs []string
+	if h, err := os.UserHomeDir(); err == nil {
+		hs = append(hs, h)
+	}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" && !slices.Contains(hs, u.HomeDir) {
+		hs = append(hs, u.HomeDir)
+	}
+	return hs
 }
 
 // Timing. A CP session lives SessionTTL (the run's lease in whole seconds,

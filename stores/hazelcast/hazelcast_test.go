@@ -12,7 +12,7 @@ import (
 )
 
 // startEnsemble starts three real members on the local backend, or skips
-// when Java or Hazelcast's jar is missing (make setup fetches it).
+// when Java or Hazelcast's jar is missing and Maven cannot fetch it.
 func startEnsemble(t *testing.T) *ensemble {
 	t.Helper()
 	if _, err := Jar(); err != nil {
@@ -104,5 +104,20 @@ func TestOneVersionOfHazelcast(t *testing.T) {
 		if m == nil || string(m[1]) != Version {
 			t.Errorf("%s: version %q, want the store's %s", file, m, Version)
 		}
+	}
+}
+
+// Maven keeps its repository under Java's user.home, the password
+// database's home, whatever HOME says (a CI job's or a test's HOME may be
+// empty): the jar is found there, or fetched there.
+func TestJarFoundWhenHomeIsElsewhere(t *testing.T) {
+	want, err := Jar()
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	got, err := Jar()
+	if err != nil || got != want {
+		t.Errorf("with HOME elsewhere, Jar() = %q, %v; want %q", got, err, want)
 	}
 }
