@@ -59,7 +59,7 @@ type faultRecord struct {
 func judge(r *faultRecord, tl timeline) {
 	w, e, f := &r.w, r.effect, r.fault
 	if e != nil {
-		w.Landed, w.Lease, w.Effect = e.Landed, e.Lease, e.Note
+		w.Landed, w.Lease, w.Effect, w.Overdone = e.Landed, e.Lease, e.Note, e.Overdone
 	}
 	if f.Aim == nil {
 		if e == nil {

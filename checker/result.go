@@ -397,6 +397,9 @@ type FaultWindow struct {
 	LeftInTime bool `json:"left_in_time,omitempty"`
 	// Effect says in words what the fault did.
 	Effect string `json:"effect,omitempty"`
+	// Overdone says what the machine added to the fault, or "" (the
+	// nemesis's history.Effect.Overdone).
+	Overdone string `json:"overdone,omitempty"`
 }
 
 // AimedHold is the hold a fault was aimed at.
@@ -412,14 +415,53 @@ func (r Result) StallOnly() bool {
 	return r.Mutex.OverlapCount > 0 && r.Evidence.Overlaps[CauseStall] == r.Mutex.OverlapCount
 }
 
+// Overdone says, of a run whose every overlap came from a stall of the
+// harness or from faults the machine overdid (FaultWindow.Overdone: a
+// starved client held off the CPU longer than the fault held it), that
+// it is no evidence about the lock under its faults as asked, in the
+// words of the first such fault; "" when some overlap had another cause,
+// or there were none.
+func (r Result) Overdone() string {
+	overdone := map[int]string{}
+	for _, f := range r.Faults {
+		if f.Overdone != "" {
+			overdone[f.ID] = f.Overdone
+		}
+	}
+	why := ""
+	for _, o := range r.Mutex.Overlaps {
+		switch o.Cause {
+		case CauseStall:
+			continue
+		case CauseFault:
+			for _, id := range o.Faults {
+				if overdone[id] == "" {
+					return ""
+				}
+				if why == "" {
+					why = overdone[id]
+				}
+			}
+		default:
+			return ""
+		}
+	}
+	if why == "" || len(r.Mutex.Overlaps) < r.Mutex.OverlapCount {
+		return ""
+	}
+	return why
+}
+
 // NoEvidence says why the run is no evidence about the lock either way, or
-// "" when it is: every overlap it found was a stall of the harness, or it
-// had faults and none of them landed. Such a run says something about the
+// "" when it is: every overlap it found was a stall of the harness (or a
+// fault the machine overdid), or it had faults and none of them landed. Such a run says something about the
 // machine, not the lock; a matrix (and a test) runs it again.
 func (r Result) NoEvidence() string {
 	switch {
 	case r.StallOnly():
 		return "every overlap came from a stall of the harness"
+	case r.Overdone() != "":
+		return "every overlap came from a fault the machine overdid: " + r.Overdone()
 	case len(r.Nemesis) > 0 && r.Evidence.Landed == 0:
 		return fmt.Sprintf("none of the %d faults landed", r.Evidence.Faults)
 	}

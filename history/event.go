@@ -191,6 +191,11 @@ type Effect struct {
 	Lease string `json:"lease,omitempty"`
 	// Note says in words what happened, for the report.
 	Note string `json:"note,omitempty"`
+	// Overdone says what the machine added to the fault (a starved client
+	// held off the CPU beyond the fault's stops), or "": the fault was
+	// harder than asked, and an overlap only it explains says nothing of
+	// the lock under the fault as asked.
+	Overdone string `json:"overdone,omitempty"`
 }
 
 // RunInfo is what the checker reads of the run's settings, recorded first

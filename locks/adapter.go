@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/jvmcds"
 	"github.com/lockchaos/lockchaos/internal/logtail"
 	"github.com/lockchaos/lockchaos/option"
 
@@ -74,6 +75,11 @@ type adapter struct {
 	dead     chan struct{} // closed when its standard output ends
 	exitErr  error
 	readDone chan struct{}
+	// jvmFlags, for an adapter whose command runs java, replace the flags
+	// lockchaos puts first (jvmcds.Flags); exitWait changes how Close ends
+	// it. Both for writing its class-data archive (writeArchive).
+	jvmFlags []string
+	exitWait time.Duration
 }
 
 type lostSignal struct {
@@ -168,7 +174,15 @@ func (a *adapter) Start(ctx context.Context) error {
 	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
 		bin = filepath.Join(a.m.Dir, bin)
 	}
-	cmd := exec.Command(bin, a.m.Command[1:]...)
+	args := a.m.Command[1:]
+	if java, jar, ok := a.m.jvm(); ok {
+		flags := a.jvmFlags
+		if flags == nil {
+			flags = jvmcds.Flags(java, jar)
+		}
+		args = append(flags, args...)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = a.m.Dir
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "LOCKCHAOS_") {
@@ -648,7 +662,8 @@ func (a *adapter) renew(ctx context.Context, l Lease) (Lease, error) {
 }
 
 // Close ends the adapter: its standard input closes, and it is killed if it
-// has not exited 2 s later.
+// has not exited 2 s later (with exitWait set: asked by SIGTERM to exit
+// if it has not exited exitWait later, and killed exitWait after that).
 func (a *adapter) Close() error {
 	if a.cmd == nil {
 		return nil
@@ -657,9 +672,22 @@ func (a *adapter) Close() error {
 	a.closing = true
 	a.mu.Unlock()
 	a.stdin.Close()
-	select {
-	case <-a.dead:
-	case <-time.After(2 * time.Second):
+	wait := 2 * time.Second
+	if a.exitWait > 0 {
+		wait = a.exitWait
+	}
+	exited := func() bool {
+		select {
+		case <-a.dead:
+			return true
+		case <-time.After(wait):
+			return false
+		}
+	}
+	// Writing a class-data archive, a JVM still busy (connecting) is
+	// asked to exit (SIGTERM: a normal exit, which writes it) before it
+	// is killed.
+	if !exited() && (a.exitWait == 0 || !a.signalled(syscall.SIGTERM) || !exited()) {
 		_ = a.cmd.Process.Signal(syscall.SIGCONT)
 		_ = a.cmd.Process.Kill()
 		select {
@@ -671,4 +699,9 @@ func (a *adapter) Close() error {
 		a.log.Close()
 	}
 	return nil
+}
+
+// signalled sends the adapter sig, and says whether it went.
+func (a *adapter) signalled(sig os.Signal) bool {
+	return a.cmd.Process.Signal(sig) == nil
 }

@@ -104,6 +104,12 @@ type Processes interface {
 	Acquiring(d time.Duration) []int
 	Pause(client int) error
 	Resume(client int) error
+	// RunFor resumes a paused client and returns once it has run on: at
+	// least on of wall time, and longer while a thread of its processes
+	// waits for a CPU and they have had less than on of CPU time since,
+	// for at most most. served is false when most ended it so: the
+	// machine, not the caller, held the client off the CPU.
+	RunFor(client int, on, most time.Duration) (served bool, err error)
 	// Kill ends a client with SIGKILL; its exit is recorded as expected.
 	Kill(client int) error
 	// Stretch asks client to keep every hold of key begun from now on in

@@ -91,6 +91,9 @@ func (f *fakeEnv) Await(ctx context.Context, cond func(View) bool) error {
 	}
 }
 func (f *fakeEnv) Acquiring(time.Duration) []int { return nil }
+func (f *fakeEnv) RunFor(int, time.Duration, time.Duration) (bool, error) {
+	return true, nil
+}
 func (f *fakeEnv) Pause(c int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -24,6 +24,12 @@ import (
 // that has used its share, and a holder waiting in its critical section
 // uses almost none.
 //
+// Each run lasts on, and longer while the client waits for a CPU and has
+// had less than on of CPU time (Processes.RunFor): a busy machine does
+// not starve it harder than the fault does. Where it still did (past ten
+// runs' time, or a stop's), the fault's effect says so (Overdone), and a
+// run whose overlaps only such a fault explains is no evidence.
+//
 // Unlike pause-client, the client runs between the stops: a lock that
 // renews its lease every third of it renews it the moment it runs again
 // after a stop in which the renewal fell due, so it survives stops shorter
@@ -40,7 +46,7 @@ import (
 // renewals had to come through it (the history tells whether they did).
 type StarveClient struct {
 	Off      time.Duration `opt:"off" default:"0.5ttl" margin:"0.05ttl..2ttl" help:"how long each stop lasts: how late the client's threads and timers may run"`
-	On       time.Duration `opt:"on" default:"10ms" help:"how long the client runs between two stops"`
+	On       time.Duration `opt:"on" default:"10ms" help:"how long the client runs between two stops (longer while it waits for a CPU: it gets this much CPU time, or all it wants)"`
 	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long the client is starved"`
 }
 
@@ -104,6 +110,11 @@ func (s *StarveClient) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 		taker  = -1 // a plain lease's: who took the key while it still held
 		stops  int
 		cycErr error
+		// unserved counts the runs in which the machine, not the fault,
+		// held the client off the CPU (RunFor): past most, it still
+		// waited for a CPU, and had had less than on of CPU time.
+		unserved int
+		most     = max(10*s.On, s.Off)
 	)
 	wg.Add(2)
 	go func() {
@@ -155,14 +166,20 @@ func (s *StarveClient) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 			mu.Lock()
 			stops++
 			mu.Unlock()
-			ok := sleep(cycle, s.Off)
-			if err := proc.Resume(c); err != nil || !ok {
+			if !sleep(cycle, s.Off) {
 				mu.Lock()
-				cycErr = errors.Join(cycErr, err)
+				cycErr = errors.Join(cycErr, proc.Resume(c))
 				mu.Unlock()
 				return
 			}
-			if !sleep(cycle, s.On) {
+			served, err := proc.RunFor(c, s.On, most)
+			mu.Lock()
+			cycErr = errors.Join(cycErr, err)
+			if !served {
+				unserved++
+			}
+			mu.Unlock()
+			if err != nil || cycle.Err() != nil {
 				return
 			}
 		}
@@ -187,6 +204,10 @@ func (s *StarveClient) Inject(ctx context.Context, env Env, step Step) (*Fault, 
 		// have begun in the lease and lasted one (lastedEffect), and the
 		// client still held when the lease would have shown it.
 		e := a.lastedEffect(start, history.Now(), what, false)
+		if unserved > 0 {
+			e.Overdone = fmt.Sprintf("the machine held client %d off the CPU past %d of its runs (it still waited for a CPU %s into a run, with less than %s of CPU time): it was starved harder than the fault starves", c, unserved, most, s.On)
+			e.Note += "; " + e.Overdone
+		}
 		if tp.Leaseless || !e.Landed {
 			f.Effect = e
 			return err

@@ -181,6 +181,30 @@ func (e *env) Pause(c int) error {
 
 func (e *env) Resume(c int) error { return e.sig(c, syscall.SIGCONT, false) }
 
+func (e *env) RunFor(c int, on, most time.Duration) (bool, error) {
+	w, err := e.worker(c)
+	if err != nil {
+		return true, err
+	}
+	threads := w.threads()
+	ran0, _ := cpuUse(threads)
+	if err := e.Resume(c); err != nil {
+		return true, err
+	}
+	began := time.Now()
+	time.Sleep(on)
+	for {
+		ran, runnable := cpuUse(threads)
+		if !runnable || ran-ran0 >= on {
+			return true, nil
+		}
+		if time.Since(began) >= most {
+			return false, nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // sig signals client c. A client that exited is no target for a fault that
 // starts (ErrNoTarget: the nemesis aims again), and nothing to undo for one
 // that heals.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,6 +214,51 @@ func (w *workerProc) awaitStopped(d time.Duration) error {
 			return fmt.Errorf("worker %d did not stop within %v of SIGSTOP", w.client, d)
 		}
 	}
+}
+
+// threads are the /proc folders of every thread of the worker's process
+// and of its descendants (an adapter, and what that runs), as they are
+// now.
+func (w *workerProc) threads() []string {
+	var dirs []string
+	var walk func(pid string)
+	walk = func(pid string) {
+		tasks := filepath.Join("/proc", pid, "task")
+		ids, err := os.ReadDir(tasks)
+		if err != nil {
+			return // gone
+		}
+		for _, id := range ids {
+			dirs = append(dirs, filepath.Join(tasks, id.Name()))
+			b, _ := os.ReadFile(filepath.Join(tasks, id.Name(), "children"))
+			for _, child := range strings.Fields(string(b)) {
+				walk(child)
+			}
+		}
+	}
+	walk(strconv.Itoa(w.cmd.Process.Pid))
+	return dirs
+}
+
+// cpuUse is how much CPU time the threads have run (schedstat's first
+// field, in nanoseconds), and whether one of them is running or waits
+// for a CPU (state R). A thread that ended counts no more.
+func cpuUse(threads []string) (ran time.Duration, runnable bool) {
+	for _, t := range threads {
+		if b, err := os.ReadFile(filepath.Join(t, "schedstat")); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				ran += time.Duration(ns)
+			}
+		}
+		// The state follows the command name, which is in parentheses.
+		if b, err := os.ReadFile(filepath.Join(t, "stat")); err == nil {
+			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
+				runnable = true
+			}
+		}
+	}
+	return ran, runnable
 }
 
 // send writes one control line to the worker (workload/control.go).

@@ -139,7 +139,9 @@ func (e Expectation) Assess(res checker.Result, faulty bool) (Status, string) {
 //   - A safe verdict counts only when some fault landed (or there were
 //     none to land).
 //   - A violation where safe was expected is a mismatch, unless every
-//     overlap in it was a stall of the harness.
+//     overlap in it was a stall of the harness. A violation whose every
+//     overlap came from a fault the machine overdid (a starved client held
+//     off the CPU beyond the fault) is no evidence either way.
 //   - A key expected to get stuck that nobody held from a fault to the
 //     end of a run too short to call it stuck is no evidence
 //     (LivenessResult.Unfinished), when all else was as expected.
@@ -186,6 +188,9 @@ func (e Expectation) Judge(res checker.Result, faulty bool) (met, spoiled bool, 
 	case checker.Violation:
 		if stallOnly {
 			return false, true, "every overlap came from a stall of the harness" + stallWhy + ", not from a fault or the lock"
+		}
+		if why := res.Overdone(); why != "" {
+			return false, true, "every overlap came from a fault the machine overdid (" + why + "), not from the fault as asked"
 		}
 		if e.Verdict == checker.Safe {
 			break

@@ -44,3 +44,40 @@ func TestAnUntestedFenceIsNoEvidence(t *testing.T) {
 		t.Errorf("safe and intact where a violation and a fenced resource were expected: %s, want mismatch", got)
 	}
 }
+
+// A violation whose every overlap came from a fault the machine overdid
+// (a starved client held off the CPU beyond the fault's stops) is no
+// evidence either way, whatever was expected; one overlap the fault as
+// asked explains makes the run evidence again.
+func TestAViolationOnlyAnOverdoneFaultExplainsIsNoEvidence(t *testing.T) {
+	overdone := "the machine held client 3 off the CPU past 2 of its runs"
+	run := func(faults ...checker.FaultWindow) checker.Result {
+		var overlaps []checker.Overlap
+		for _, f := range faults {
+			overlaps = append(overlaps, checker.Overlap{Cause: checker.CauseFault, Faults: []int{f.ID}})
+		}
+		return checker.Result{
+			Verdict:  checker.Violation,
+			Faults:   faults,
+			Mutex:    checker.MutexResult{OverlapCount: len(overlaps), Overlaps: overlaps},
+			Evidence: checker.Evidence{Faults: len(faults), Landed: len(faults), LeasesLost: 1, Overlaps: map[string]int{checker.CauseFault: len(overlaps)}, LandedFaultOverlaps: len(overlaps)},
+		}
+	}
+	starved := checker.FaultWindow{ID: 1, Landed: true, Overdone: overdone}
+	asAsked := checker.FaultWindow{ID: 2, Landed: true}
+	for _, e := range []Expectation{{Verdict: checker.Safe}, {Verdict: checker.Violation}} {
+		got, why := e.Assess(run(starved), true)
+		if got != StatusInconclusive || !strings.Contains(why, overdone) {
+			t.Errorf("expected %s, only an overdone fault's overlap: %s (%s), want inconclusive saying why", e.Verdict, got, why)
+		}
+		if res := run(starved); res.NoEvidence() == "" {
+			t.Errorf("NoEvidence of a run only an overdone fault broke: \"\"")
+		}
+	}
+	if got, _ := (Expectation{Verdict: checker.Safe}).Assess(run(starved, asAsked), true); got != StatusMismatch {
+		t.Errorf("expected safe, an overlap of a fault as asked beside an overdone one's: %s, want mismatch", got)
+	}
+	if got, _ := (Expectation{Verdict: checker.Violation}).Assess(run(starved, asAsked), true); got != StatusMatch {
+		t.Errorf("expected violation, an overlap of a fault as asked beside an overdone one's: %s, want match", got)
+	}
+}

@@ -32,7 +32,9 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/jvmcds"
 	"github.com/lockchaos/lockchaos/internal/logtail"
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // Name is the store's name (a lock's Store).
@@ -149,9 +151,13 @@ type ensemble struct {
 
 	mu      sync.Mutex
 	members []*cluster.Server
-	starts  map[string]int64 // a member's directory -> its log's length when it last started
-	formed  atomic.Bool      // the CP Subsystem formed: a member that starts now is promoted
-	failMu  sync.Mutex
+	starts  map[string]int64  // a member's directory -> its log's length when it last started
+	addrs   map[string]string // a member's directory -> its address (once it had a port)
+	first   string            // member 0's directory
+	// firstPort is closed once member 0 has its port: the others then start.
+	firstPort chan struct{}
+	formed    atomic.Bool // the CP Subsystem formed: a member that starts now is promoted
+	failMu    sync.Mutex
 }
 
 func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSpec) (cluster.Ensemble, error) {
@@ -163,6 +169,7 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 	if err != nil {
 		return nil, fmt.Errorf("java not found in PATH: install it with `apt-get install -y default-jdk-headless`")
 	}
+	warm(java, jar)
 	n := spec.Members
 	if n == 0 {
 		n = 3
@@ -175,27 +182,56 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 	if spec.Lease > 0 && SessionTTL(spec.Lease) != spec.Lease {
 		return nil, fmt.Errorf("hazelcast: a CP session lives whole seconds, at least 2 s: a lease (--ttl) of %s cannot be one; give --ttl %s", spec.Lease, SessionTTL(spec.Lease))
 	}
-	e := &ensemble{java: java, jar: jar, ttl: SessionTTL(spec.Lease), starts: map[string]int64{}}
+	e := &ensemble{java: java, jar: jar, ttl: SessionTTL(spec.Lease), starts: map[string]int64{}, addrs: map[string]string{}, firstPort: make(chan struct{})}
 	fail := func(err error) (cluster.Ensemble, error) {
 		for _, m := range e.Members() {
 			m.(*cluster.Server).Stop()
 		}
 		return nil, err
 	}
+	// Member 0 starts first, and the others as soon as it has its port,
+	// each listing it: the JVMs warm up side by side (each takes seconds
+	// of CPU before it listens). A joining member waits for member 0 to
+	// listen (the join's connection timeout) rather than form a cluster
+	// of its own.
+	type started struct {
+		s   *cluster.Server
+		err error
+	}
+	results := make([]chan started, n)
 	for i := range n {
-		s, err := cluster.StartServer(ctx, backend, cluster.ServerSpec{
-			Store: Name, Name: "hz" + strconv.Itoa(i),
-			Command:      e.command,
-			Ready:        e.ready,
-			HoldsLease:   holdsLease,
-			StartTimeout: time.Minute,
-		})
-		if err != nil {
-			return fail(err)
+		results[i] = make(chan started, 1)
+		go func() {
+			s, err := cluster.StartServer(ctx, backend, cluster.ServerSpec{
+				Store: Name, Name: "hz" + strconv.Itoa(i),
+				Command:      e.command,
+				Ready:        e.ready,
+				HoldsLease:   holdsLease,
+				StartTimeout: time.Minute,
+			})
+			results[i] <- started{s, err}
+		}()
+		if i == 0 {
+			select {
+			case <-e.firstPort:
+			case r := <-results[0]:
+				results[0] <- r // it failed before it had a port
+			}
+		}
+	}
+	var errs []error
+	for i := range n {
+		r := <-results[i]
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
 		}
 		e.mu.Lock()
-		e.members = append(e.members, s)
+		e.members = append(e.members, r.s)
 		e.mu.Unlock()
+	}
+	if len(errs) > 0 {
+		return fail(errors.Join(errs...))
 	}
 	// The CP Subsystem forms once cp-member-count members have joined and
 	// agreed on who they are (CP discovery: a member killed before that
@@ -248,13 +284,25 @@ func (e *ensemble) Serving() []cluster.Node { return e.Members() }
 func (e *ensemble) Close() error { return nil }
 
 // command writes the member's configuration and returns its JVM's command.
-// Every member lists every member started so far, and itself.
+// A member lists itself and member 0, the one the others join; once the
+// cluster formed (a restart), every member.
 func (e *ensemble) command(dir string, port int) *exec.Cmd {
 	e.mu.Lock()
-	peers := []string{"127.0.0.1:" + strconv.Itoa(port)}
-	for _, m := range e.members {
-		if m.Addr() != peers[0] {
-			peers = append(peers, m.Addr())
+	self := "127.0.0.1:" + strconv.Itoa(port)
+	if e.first == "" {
+		e.first = dir
+		defer close(e.firstPort)
+	}
+	e.addrs[dir] = self
+	peers := []string{self}
+	if dir != e.first {
+		peers = append(peers, e.addrs[e.first])
+	}
+	// Until the cluster formed, member 0 is the one to join: two others
+	// listing each other could form a second cluster while it starts.
+	for d, a := range e.addrs {
+		if d != dir && d != e.first && e.formed.Load() {
+			peers = append(peers, a)
 		}
 	}
 	log := filepath.Join(dir, "server.log")
@@ -267,12 +315,73 @@ func (e *ensemble) command(dir string, port int) *exec.Cmd {
 		// The member then fails to start, and says why in its log.
 		fmt.Fprintf(os.Stderr, "hazelcast: write %s: %v\n", conf, err)
 	}
-	return exec.Command(e.java,
+	return memberCommand(e.java, e.jar, conf, jvmcds.Flags(e.java, e.jar))
+}
+
+// memberCommand runs a member of configuration conf, the JVM's flags first.
+func memberCommand(java, jar, conf string, flags []string) *exec.Cmd {
+	args := append(flags,
 		"-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		// No hsperfdata file in /tmp, which a SIGKILLed JVM would leave.
 		"-XX:-UsePerfData",
 		"-Dhazelcast.config="+conf,
-		"-cp", e.jar, "com.hazelcast.core.server.HazelcastMemberStarter")
+		"-cp", jar, "com.hazelcast.core.server.HazelcastMemberStarter")
+	return exec.Command(java, args...)
+}
+
+var warmMu sync.Mutex
+
+// warm writes the members' class-data archive (jvmcds) unless it exists:
+// once on a machine, before the first ensemble starts (seconds), a lone
+// member started with the flags that write it, and stopped once it
+// started (SIGTERM: a normal exit, which writes it). Its members then
+// start on half the CPU. A failure only means they start slower.
+func warm(java, jar string) {
+	warmMu.Lock()
+	defer warmMu.Unlock()
+	dir, err := os.MkdirTemp("", "lockchaos-hz-warm-")
+	if err != nil {
+		return
+	}
+	defer os.RemoveAll(dir)
+	_ = jvmcds.Write(java, jar, func(flags []string) error {
+		port, err := ports.Free()
+		if err != nil {
+			return err
+		}
+		conf := filepath.Join(dir, "member.yaml")
+		if err := os.WriteFile(conf, []byte(config(port, []string{"127.0.0.1:" + strconv.Itoa(port)}, 2*heartbeat)), 0o644); err != nil {
+			return err
+		}
+		log := filepath.Join(dir, "server.log")
+		out, err := os.Create(log)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		cmd := memberCommand(java, jar, conf, flags)
+		cmd.Stdout, cmd.Stderr = out, out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		started := []byte("[127.0.0.1]:" + strconv.Itoa(port) + " is STARTED")
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if b, _ := os.ReadFile(log); bytes.Contains(b, started) {
+				break
+			}
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			return <-done
+		}
+	})
 }
 
 // config is a member's configuration: its port on 127.0.0.1 only, the
@@ -295,6 +404,7 @@ func config(port int, peers []string, ttl time.Duration) string {
       multicast: {enabled: false}
       tcp-ip:
         enabled: true
+        connection-timeout-seconds: 30
         member-list:
 `, Cluster, port)
 	for _, p := range peers {
