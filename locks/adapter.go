@@ -663,7 +663,7 @@ func (a *adapter) renew(ctx context.Context, l Lease) (Lease, error) {
 
 // Close ends the adapter: its standard input closes, and it is killed if it
 // has not exited 2 s later (with exitWait set: asked by SIGTERM to exit
-// if it has not exited exitWait later, and killed exitWait after that).
+// if it has not exited exitWait later, and killed a minute after that).
 func (a *adapter) Close() error {
 	if a.cmd == nil {
 		return nil
@@ -676,7 +676,7 @@ func (a *adapter) Close() error {
 	if a.exitWait > 0 {
 		wait = a.exitWait
 	}
-	exited := func() bool {
+	exited := func(wait time.Duration) bool {
 		select {
 		case <-a.dead:
 			return true
@@ -685,9 +685,9 @@ func (a *adapter) Close() error {
 		}
 	}
 	// Writing a class-data archive, a JVM still busy (connecting) is
-	// asked to exit (SIGTERM: a normal exit, which writes it) before it
-	// is killed.
-	if !exited() && (a.exitWait == 0 || !a.signalled(syscall.SIGTERM) || !exited()) {
+	// asked to exit (SIGTERM: a normal exit, which writes it, in seconds)
+	// before it is killed.
+	if !exited(wait) && (a.exitWait == 0 || !a.signalled(syscall.SIGTERM) || !exited(time.Minute)) {
 		_ = a.cmd.Process.Signal(syscall.SIGCONT)
 		_ = a.cmd.Process.Kill()
 		select {

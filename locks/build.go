@@ -134,10 +134,10 @@ func writeArchive(status io.Writer, m *Manifest) {
 				"dsn": "host=127.0.0.1 port=1 user=lockchaos dbname=postgres sslmode=disable connect_timeout=1"},
 			LogPath: archive + ".log",
 		}, pending: map[int64]chan answer{}, abandoned: map[int64]string{}, lost: map[string]*lostSignal{},
-			jvmFlags: flags, exitWait: 15 * time.Second}
+			jvmFlags: flags, exitWait: 3 * time.Second}
 		// An adapter that waits for its servers (Hazelcast's client
 		// retries for ever) is stopped by Close: SIGTERM, a normal exit.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if a.Start(ctx) == nil {
 			a.Close()

@@ -151,11 +151,11 @@ type ensemble struct {
 
 	mu      sync.Mutex
 	members []*cluster.Server
-	starts  map[string]int64  // a member's directory -> its log's length when it last started
-	addrs   map[string]string // a member's directory -> its address (once it had a port)
-	first   string            // member 0's directory
+	starts  map[string]int64 // a member's directory -> its log's length when it last started
+	addrs   map[int]string   // a member's index -> its address (once it had a port)
 	// firstPort is closed once member 0 has its port: the others then start.
 	firstPort chan struct{}
+	firstOnce sync.Once
 	formed    atomic.Bool // the CP Subsystem formed: a member that starts now is promoted
 	failMu    sync.Mutex
 }
@@ -182,7 +182,7 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 	if spec.Lease > 0 && SessionTTL(spec.Lease) != spec.Lease {
 		return nil, fmt.Errorf("hazelcast: a CP session lives whole seconds, at least 2 s: a lease (--ttl) of %s cannot be one; give --ttl %s", spec.Lease, SessionTTL(spec.Lease))
 	}
-	e := &ensemble{java: java, jar: jar, ttl: SessionTTL(spec.Lease), starts: map[string]int64{}, addrs: map[string]string{}, firstPort: make(chan struct{})}
+	e := &ensemble{java: java, jar: jar, ttl: SessionTTL(spec.Lease), starts: map[string]int64{}, addrs: map[int]string{}, firstPort: make(chan struct{})}
 	fail := func(err error) (cluster.Ensemble, error) {
 		for _, m := range e.Members() {
 			m.(*cluster.Server).Stop()
@@ -204,7 +204,7 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 		go func() {
 			s, err := cluster.StartServer(ctx, backend, cluster.ServerSpec{
 				Store: Name, Name: "hz" + strconv.Itoa(i),
-				Command:      e.command,
+				Command:      func(dir string, port int) *exec.Cmd { return e.command(i, dir, port) },
 				Ready:        e.ready,
 				HoldsLease:   holdsLease,
 				StartTimeout: time.Minute,
@@ -286,22 +286,21 @@ func (e *ensemble) Close() error { return nil }
 // command writes the member's configuration and returns its JVM's command.
 // A member lists itself and member 0, the one the others join; once the
 // cluster formed (a restart), every member.
-func (e *ensemble) command(dir string, port int) *exec.Cmd {
+func (e *ensemble) command(i int, dir string, port int) *exec.Cmd {
 	e.mu.Lock()
 	self := "127.0.0.1:" + strconv.Itoa(port)
-	if e.first == "" {
-		e.first = dir
-		defer close(e.firstPort)
+	e.addrs[i] = self
+	if i == 0 {
+		defer e.firstOnce.Do(func() { close(e.firstPort) })
 	}
-	e.addrs[dir] = self
 	peers := []string{self}
-	if dir != e.first {
-		peers = append(peers, e.addrs[e.first])
+	if i != 0 {
+		peers = append(peers, e.addrs[0])
 	}
 	// Until the cluster formed, member 0 is the one to join: two others
 	// listing each other could form a second cluster while it starts.
-	for d, a := range e.addrs {
-		if d != dir && d != e.first && e.formed.Load() {
+	for j, a := range e.addrs {
+		if j != i && j != 0 && e.formed.Load() {
 			peers = append(peers, a)
 		}
 	}
