@@ -201,8 +201,7 @@ func (w *workerProc) awaitStopped(d time.Duration) error {
 			if err != nil {
 				continue // that thread ended
 			}
-			// The state follows the command name, which is in parentheses.
-			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && !strings.ContainsRune("TtZX", rune(b[i+2])) {
+			if st := threadState(b); st != 0 && !strings.ContainsRune("TtZX", rune(st)) {
 				stopped = false
 				break
 			}
@@ -251,14 +250,20 @@ func cpuUse(threads []string) (ran time.Duration, runnable bool) {
 				ran += time.Duration(ns)
 			}
 		}
-		// The state follows the command name, which is in parentheses.
-		if b, err := os.ReadFile(filepath.Join(t, "stat")); err == nil {
-			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
-				runnable = true
-			}
+		if b, err := os.ReadFile(filepath.Join(t, "stat")); err == nil && threadState(b) == 'R' {
+			runnable = true
 		}
 	}
 	return ran, runnable
+}
+
+// threadState is the state letter of a /proc stat line (R, S, T, …), or 0:
+// it follows the command name, which is in parentheses.
+func threadState(stat []byte) byte {
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2]
+	}
+	return 0
 }
 
 // send writes one control line to the worker (workload/control.go).
