@@ -222,12 +222,16 @@ func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
 var ErrNoStandby = errors.New("no standby left to promote")
 
 // FailOver promotes the first standby, the way an operator (or Patroni)
-// would when the primary looks dead. The old primary is left running, a
-// primary still, holding whatever locks its sessions hold: locks are not
-// replicated, so the new primary grants them again. heal rebuilds the old
-// primary as a standby of the new one (rejoin), as an operator would
-// before trusting the ensemble again: so every failover has a standby to
-// promote, however many a run schedules.
+// would when the primary looks dead, once the standby has replayed every
+// change the primary made (catchUp): the nemesis has cut the clients off
+// the primary before, so every committed row reaches the new primary, and
+// what a failover takes away is only what is not replicated — the locks of
+// the old primary's sessions, which the new primary grants again. (A
+// promotion that loses committed rows is another fault.) The old primary
+// is left running, a primary still. heal rebuilds it as a standby of the
+// new one (rejoin), as an operator would before trusting the ensemble
+// again: so every failover has a standby to promote, however many a run
+// schedules.
 func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
@@ -246,6 +250,9 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	n := e.members[to]
 	pctx, cancel := boundCtx(ctx, 30*time.Second)
 	defer cancel()
+	if err := catchUp(pctx, e.members[from], n); err != nil {
+		return from, -1, nil, fmt.Errorf("postgres: promote %s: %w (log: %s)", n.name, err, n.logTail())
+	}
 	err = n.query(pctx, func(c *pgx.Conn) error {
 		var ok bool
 		if err := c.QueryRow(pctx, "SELECT pg_promote(true, 30)").Scan(&ok); err != nil {
@@ -288,6 +295,40 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 		return old.rejoin(ctx, n, &e.mu)
 	}
 	return from, to, heal, nil
+}
+
+// catchUp waits until standby has replayed the WAL that primary has
+// written so far (pg_current_wal_lsn), so that a promotion keeps every
+// committed change. A primary that does not answer (dead, or paused by
+// another fault) has nothing more to give: the standby is promoted with
+// what it has.
+func catchUp(ctx context.Context, primary, standby *pgNode) error {
+	var lsn string
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := primary.query(qctx, func(c *pgx.Conn) error {
+		return c.QueryRow(qctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn)
+	})
+	cancel()
+	if err != nil {
+		return nil
+	}
+	for {
+		var done bool
+		err := standby.query(ctx, func(c *pgx.Conn) error {
+			return c.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done)
+		})
+		if err == nil && done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("it had not replayed the primary's WAL up to %s", lsn)
+			}
+			return fmt.Errorf("standby did not catch up with %s: %w", primary.name, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // rejoin makes n, an old primary cut off by a failover, a standby of

@@ -129,12 +129,48 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A row the primary committed that the standby has not received yet
+	// (its WAL receiver stopped) is on the promoted standby all the same:
+	// FailOver waits for the standby to catch up before it promotes.
+	var receiver int
+	if err := pgQueryRow(t, pg1, []any{&receiver}, "SELECT pid FROM pg_stat_wal_receiver"); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(receiver, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := pgQueryRow(t, pg0, nil, "INSERT INTO "+PostgresLockTable+" VALUES ('k3')"); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	from, to, heal, err := e.FailOver(ctx)
+	type failedOver struct {
+		from, to int
+		heal     func(context.Context) error
+		err      error
+	}
+	done := make(chan failedOver, 1)
+	go func() {
+		from, to, heal, err := e.FailOver(ctx)
+		done <- failedOver{from, to, heal, err}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	var inRecovery bool
+	if err := pgQueryRow(t, pg1, []any{&inRecovery}, "SELECT pg_is_in_recovery()"); err != nil || !inRecovery {
+		t.Fatalf("the standby was promoted before it had the primary's last row: in recovery %v, %v", inRecovery, err)
+	}
+	if err := syscall.Kill(receiver, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	f := <-done
+	from, to, heal, err := f.from, f.to, f.heal, f.err
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("failover in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("failover in %v (the standby's WAL receiver stopped for 500 ms of it)", time.Since(start).Round(time.Millisecond))
+	var n int
+	if err := pgQueryRow(t, pg1, []any{&n}, "SELECT count(*) FROM "+PostgresLockTable+" WHERE name = 'k3'"); err != nil || n != 1 {
+		t.Fatalf("the promoted standby lacks the row the primary committed before the failover: %d rows, %v", n, err)
+	}
 	// heal rebuilds the old primary as a standby (checked below, after
 	// what the failover left).
 	if from != 0 || to != 1 || heal == nil {
@@ -150,7 +186,6 @@ func TestPostgresPrimaryStandbyFailOver(t *testing.T) {
 		t.Fatalf("Serving after failover = %v, want [pg1]", s)
 	}
 	// The old primary is left running, a primary still.
-	var inRecovery bool
 	if err := pgQueryRow(t, pg0, []any{&inRecovery}, "SELECT pg_is_in_recovery()"); err != nil || inRecovery {
 		t.Fatalf("old primary: in recovery %v, %v", inRecovery, err)
 	}

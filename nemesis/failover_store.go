@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/proxy"
 )
 
 // Stores is the capability to act on the ensemble of the lock's store.
@@ -22,9 +23,14 @@ type Stores interface {
 // holds its key and is kept inside its critical section — etcd's or
 // ZooKeeper's leader is killed and the others elect a new one;
 // PostgreSQL's standby, MariaDB's replica is promoted (a store with a
-// primary: cluster.Store.Primary). Every client link of a lock node whose
-// serving member changed is pointed at the new one, which closes the
-// clients' connections, as a moved virtual IP would. Then it asks the
+// primary: cluster.Store.Primary). A store with a primary has its
+// clients cut off first (every client link disabled: their connections
+// close, new ones are refused), so that nothing is written to the old
+// primary that the promoted one could lack: a promotion then takes away
+// only what the store never replicates, by construction, not by how far
+// the standby lagged. Every client link of a lock node whose serving
+// member changed is pointed at the new one, as a moved virtual IP would
+// be, and the links are enabled again. Then it asks the
 // members that serve now whether the lease survived: a consensus store
 // replicated it before granting it; a PostgreSQL lock lives in the old
 // primary's memory only, and the next client takes it on the new one.
@@ -46,13 +52,34 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	if err != nil {
 		return nil, err
 	}
+	primary := false
+	if s, err := cluster.LookupStore(store); err == nil {
+		primary = s.Primary
+	}
+	var cut []*proxy.Link
+	if primary {
+		for _, l := range net.Proxies().Links(nil, nil) {
+			if l.Member == "" {
+				l.Disable()
+				cut = append(cut, l)
+			}
+		}
+	}
+	reconnect := func() error {
+		var errs []error
+		for _, l := range cut {
+			errs = append(errs, l.Enable())
+		}
+		cut = nil
+		return errors.Join(errs...)
+	}
 	before := env.LockNodes()
 	start := history.Now()
 	from, to, heal, ferr := e.FailOver(ctx)
 	if errors.Is(ferr, cluster.ErrNoStandby) {
 		// Nothing was failed over: a missed step, said so, not a failure
 		// of the run.
-		if err := a.release(); err != nil {
+		if err := errors.Join(reconnect(), a.release()); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", ErrNoTarget, ferr)
@@ -69,7 +96,7 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 				fault.Target = fmt.Sprintf("%s: failover from %s (did not complete)", store, members[from].Name())
 			}
 		}
-		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, ferr), a.release())
+		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, ferr), reconnect(), a.release())
 	}
 	if i := slices.Index(before, members[from]); i >= 0 {
 		fault.Nodes = []int{i}
@@ -78,10 +105,6 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	// In the store's own words: a consensus store's leader is killed and
 	// another elected; PostgreSQL's standby is promoted over its primary.
 	fault.Target = fmt.Sprintf("%s: leader %s killed, %s elected", store, members[from].Name(), members[to].Name())
-	primary := false
-	if s, err := cluster.LookupStore(store); err == nil {
-		primary = s.Primary
-	}
 	if primary {
 		fault.Target = fmt.Sprintf("%s: standby %s promoted over primary %s", store, members[to].Name(), members[from].Name())
 	}
@@ -94,9 +117,12 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	for i := range after {
 		if i < len(before) && before[i] != after[i] {
 			if err := redirect(net.Proxies(), i, after[i].Addr()); err != nil {
-				return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, err), a.release())
+				return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, err), reconnect(), a.release())
 			}
 		}
+	}
+	if err := reconnect(); err != nil {
+		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, err), a.release())
 	}
 	v := votes{nodes: len(after), before: held, after: holdersOf(ctx, env, after, a.Holding), quorum: quorum(env)}
 	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
