@@ -34,6 +34,9 @@ func TestCITemplatesRunAsWritten(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	env, _ := moduleProxyEnv(t, tmp)
+	// The templates' own go install (their first step) then finds the
+	// compile done, by this test or TestGoInstallFromModuleProxy.
+	goInstall(t, tmp, env)
 	for _, tc := range []struct {
 		template, file string
 		faults         string // the sharded templates' 4 shards get a fault each
