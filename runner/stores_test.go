@@ -202,10 +202,17 @@ func failsOverTwice(t *testing.T, lock, backend string, want checker.Verdict, le
 	var res checker.Result
 	for attempt := 1; attempt <= 3; attempt++ {
 		res, _ = runtest.RunFaults(t, &c)
-		if len(res.Faults) == 2 || len(res.Evidence.Missed) == 0 || !strings.Contains(res.Evidence.Missed[0].Why, "the run ended") {
+		// ("the run ended before …", or "the workload ended before the
+		// step's time": a docker ZooKeeper's first failover beside the
+		// hogs left the second no time, 2026-11-30).
+		why := ""
+		if len(res.Evidence.Missed) > 0 {
+			why = res.Evidence.Missed[0].Why
+		}
+		if len(res.Faults) == 2 || !(strings.Contains(why, "the run ended") || strings.Contains(why, "the workload ended")) {
 			break
 		}
-		t.Logf("attempt %d: the run ended before the second failover (%s); again", attempt, res.Evidence.Missed[0].Why)
+		t.Logf("attempt %d: the run ended before the second failover (%s); again", attempt, why)
 		c.Out = runtest.RunDir(t)
 	}
 	if len(res.Faults) != 2 || len(res.Evidence.Missed) != 0 {
