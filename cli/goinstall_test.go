@@ -198,8 +198,9 @@ func moduleProxyEnv(t *testing.T, tmp string) (env []string, gopath string) {
 }
 
 // installedQuick are the catalogue's scenarios the installed binary runs:
-// every store (Redis with Sentinel, etcd, ZooKeeper, PostgreSQL behind
-// PgBouncer, MariaDB, Hazelcast's member jar) and every adapter language
+// one of every store the catalogue has a scenario of (Redis with
+// Sentinel, etcd, ZooKeeper, PostgreSQL behind PgBouncer, MariaDB,
+// Hazelcast's member jar; NATS has none) and of every adapter language
 // (Java, Node, Python; Go is built in), the clock shim among them.
 var installedQuick = []string{
 	"manual-sentinel-failover-loses-lock",
