@@ -216,6 +216,24 @@ func (e *pgEnsemble) Leader(ctx context.Context) (int, error) {
 	return leader, nil
 }
 
+// standby is the primary and the first standby, -1 when none is left.
+func (e *pgEnsemble) standby() (primary, standby int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, m := range e.members {
+		if i != e.primary && m.standby {
+			return e.primary, i
+		}
+	}
+	return e.primary, -1
+}
+
+// HasStandby: cluster.Promoting.
+func (e *pgEnsemble) HasStandby() bool {
+	_, to := e.standby()
+	return to >= 0
+}
+
 // ErrNoStandby: a PostgreSQL failover found no standby to promote (a
 // one-member ensemble, --nodes 1). Nothing was done: the nemesis records a
 // missed step, not a failure of the run.
@@ -235,15 +253,7 @@ var ErrNoStandby = errors.New("no standby left to promote")
 func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
-	e.mu.Lock()
-	from, to = e.primary, -1
-	for i, m := range e.members {
-		if i != from && m.standby {
-			to = i
-			break
-		}
-	}
-	e.mu.Unlock()
+	from, to = e.standby()
 	if to < 0 {
 		return from, -1, nil, fmt.Errorf("postgres: fail over from %s: %w", e.members[from].name, ErrNoStandby)
 	}

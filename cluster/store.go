@@ -145,6 +145,17 @@ type Elected interface {
 	FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error)
 }
 
+// Promoting is an Elected store that fails over by promoting a standby
+// (PostgreSQL's, MariaDB's replica). HasStandby says whether FailOver would
+// find one now: the failover nemesis cuts such a store's clients off
+// before it fails over, and asks first, so that a step with nothing to
+// promote does no harm at all (cutting the clients off alone ends their
+// sessions, and a session's locks with them).
+type Promoting interface {
+	Elected
+	HasStandby() bool
+}
+
 // asNodes is an ensemble's members as Nodes, for Ensemble.Members.
 func asNodes[T Node](ms []T) []Node {
 	ns := make([]Node, len(ms))

@@ -56,6 +56,14 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	if s, err := cluster.LookupStore(store); err == nil {
 		primary = s.Primary
 	}
+	if p, ok := e.(cluster.Promoting); ok && !p.HasStandby() {
+		// Nothing to promote: a missed step, said so, not a failure of the
+		// run, and no harm done — the clients are not cut off for nothing.
+		if err := a.release(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoTarget, store, cluster.ErrNoStandby)
+	}
 	var cut []*proxy.Link
 	if primary {
 		for _, l := range net.Proxies().Links(nil, nil) {

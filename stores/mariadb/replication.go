@@ -243,6 +243,24 @@ func (e *ensemble) Leader(ctx context.Context) (int, error) {
 	return p, nil
 }
 
+// replica is the primary and the first replica, -1 when none is left.
+func (e *ensemble) replica() (primary, replica int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, m := range e.members {
+		if i != e.primary && m.replica.Load() {
+			return e.primary, i
+		}
+	}
+	return e.primary, -1
+}
+
+// HasStandby: cluster.Promoting.
+func (e *ensemble) HasStandby() bool {
+	_, to := e.replica()
+	return to >= 0
+}
+
 // FailOver promotes the first replica, as an operator (or MaxScale) would
 // when the primary looks dead: replication stopped and forgotten, writes
 // allowed. The old primary is left running, a primary still, its
@@ -254,15 +272,7 @@ func (e *ensemble) Leader(ctx context.Context) (int, error) {
 func (e *ensemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
-	e.mu.Lock()
-	from, to = e.primary, -1
-	for i, m := range e.members {
-		if i != from && m.replica.Load() {
-			to = i
-			break
-		}
-	}
-	e.mu.Unlock()
+	from, to = e.replica()
 	if to < 0 {
 		return from, -1, nil, fmt.Errorf("mariadb: fail over from %s: %w", e.members[from].Name(), cluster.ErrNoStandby)
 	}
