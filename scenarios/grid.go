@@ -27,6 +27,9 @@ type Grid struct {
 	// construction: liveness is then not judged); LivenessAvailable for
 	// every other cell.
 	Liveness map[string]map[string]string
+	// Chance is each cell that grid.yaml marks "violation?": the fault
+	// can break the lock, not by construction (Expectation.Chance).
+	Chance map[string]map[string]bool
 	// NA is each cell that grid.yaml marks "n/a: REASON": a fault that
 	// cannot reach the lock under the grid's workload by construction, so
 	// that no run of it could be evidence either way. It does not run, and
@@ -116,11 +119,12 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 	if err != nil {
 		return Grid{}, err
 	}
-	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Liveness: map[string]map[string]string{}, NA: map[string]map[string]string{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
+	g := Grid{File: name, Expect: map[string]map[string]checker.Verdict{}, Liveness: map[string]map[string]string{}, Chance: map[string]map[string]bool{}, NA: map[string]map[string]string{}, cell: f.Cell, locks: f.Locks, nemeses: f.Nemeses, cells: f.Cells}
 	var errs []error
 	for lock, row := range f.Expect {
 		g.Expect[lock] = map[string]checker.Verdict{}
 		g.Liveness[lock] = map[string]string{}
+		g.Chance[lock] = map[string]bool{}
 		for nem, v := range row {
 			if why, ok := strings.CutPrefix(v, "n/a:"); ok && strings.TrimSpace(why) != "" {
 				if g.NA[lock] == nil {
@@ -135,6 +139,10 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 			} else if w, ok := strings.CutSuffix(v, "+stuck"); ok {
 				verdict, liveness = w, LivenessStuck
 			}
+			if w, ok := strings.CutSuffix(verdict, "?"); ok && w == string(checker.Violation) {
+				verdict = w
+				g.Chance[lock][nem] = true
+			}
 			switch checker.Verdict(verdict) {
 			case checker.Safe, checker.Violation:
 				g.Expect[lock][nem] = checker.Verdict(verdict)
@@ -142,7 +150,7 @@ func ParseGrid(name string, b []byte) (Grid, error) {
 			default:
 				field := "expect." + lock + "." + nem
 				errs = append(errs, &FieldError{File: name, Line: lines[field], Field: field,
-					Msg: fmt.Sprintf("%q: want safe or violation, with +stuck when a key is expected to get stuck (+stuck? when it may), or \"n/a: REASON\" for a fault that cannot reach the lock under this workload", v)})
+					Msg: fmt.Sprintf("%q: want safe or violation (violation? when a fault may break the lock, not by construction), with +stuck when a key is expected to get stuck (+stuck? when it may), or \"n/a: REASON\" for a fault that cannot reach the lock under this workload", v)})
 			}
 		}
 	}
@@ -227,10 +235,20 @@ func (g Grid) Config(lock, nem string) (settings.Run, error) {
 // from: the grid's row ("catalogue"), or, for a lock the grid has no row
 // for, its manifest's claims ("claims"): safe under each fault it claims to
 // survive, nothing expected (only observed) elsewhere. A lock with neither
-// has none ("").
+// has none (""). A "violation?" cell expects nothing there: either verdict
+// meets it.
 func (g Grid) ExpectOf(lock string) (map[string]checker.Verdict, string) {
 	if e := g.Expect[lock]; len(e) > 0 {
-		return e, "catalogue"
+		if len(g.Chance[lock]) == 0 {
+			return e, "catalogue"
+		}
+		sure := map[string]checker.Verdict{}
+		for n, v := range e {
+			if !g.Chance[lock][n] {
+				sure[n] = v
+			}
+		}
+		return sure, "catalogue"
 	}
 	spec, err := locks.Lookup(lock)
 	if err != nil || spec.Adapter == nil || len(spec.Adapter.Claims) == 0 {

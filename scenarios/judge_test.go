@@ -81,3 +81,50 @@ func TestAViolationOnlyAnOverdoneFaultExplainsIsNoEvidence(t *testing.T) {
 		t.Errorf("expected violation, an overlap of a fault as asked beside an overdone one's: %s, want match", got)
 	}
 }
+
+// A "violation?" cell (Expectation.Chance): a fault that can break the
+// lock, not by construction. A violation counts only as any violation does
+// (from an overlap a landed fault caused), safe only when a fault landed;
+// a run without a landed fault is no evidence either way.
+func TestAViolationByChanceMeetsEitherVerdictOnEvidence(t *testing.T) {
+	e := Expectation{Verdict: checker.Violation, Chance: true}
+	broke := checker.Result{
+		Verdict:  checker.Violation,
+		Mutex:    checker.MutexResult{OverlapCount: 1},
+		Evidence: checker.Evidence{Faults: 1, Landed: 1, LeasesLost: 1, Overlaps: map[string]int{checker.CauseFault: 1}, LandedFaultOverlaps: 1},
+	}
+	held := checker.Result{Verdict: checker.Safe, Evidence: checker.Evidence{Faults: 2, Landed: 1, LeasesKept: 1}}
+	unlanded := checker.Result{Verdict: checker.Safe, Evidence: checker.Evidence{Faults: 2}}
+	otherCause := broke
+	otherCause.Evidence = checker.Evidence{Faults: 1, Landed: 1, Overlaps: map[string]int{checker.CauseNone: 1}}
+	for _, tc := range []struct {
+		name string
+		res  checker.Result
+		want Status
+	}{
+		{"broken by a landed fault", broke, StatusMatch},
+		{"held under a landed fault", held, StatusMatch},
+		{"no fault landed", unlanded, StatusInconclusive},
+		{"broken, but not by the fault", otherCause, StatusInconclusive},
+	} {
+		if got, why := e.Assess(tc.res, true); got != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got, why, tc.want)
+		}
+	}
+	if got := e.String(); got != "violation?" {
+		t.Errorf("String() = %q, want violation?", got)
+	}
+	g, err := ParseGrid("grid.yaml", []byte("cell:\n  duration: 2s\nexpect:\n  token-lua:\n    none: safe\n    partition: violation?\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Chance["token-lua"]["partition"] || g.Expect["token-lua"]["partition"] != checker.Violation || g.Chance["token-lua"]["none"] {
+		t.Errorf("parsed %v, chance %v: want partition a violation by chance", g.Expect, g.Chance)
+	}
+	if sure, _ := g.ExpectOf("token-lua"); sure["partition"] != "" || sure["none"] != checker.Safe {
+		t.Errorf("ExpectOf: %v, want nothing expected of the chance cell", sure)
+	}
+	if _, err := ParseGrid("grid.yaml", []byte("cell:\n  duration: 2s\nexpect:\n  token-lua:\n    none: safe?\n")); err == nil {
+		t.Errorf("safe? parsed; want it refused (safe by chance is not an expectation)")
+	}
+}

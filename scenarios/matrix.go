@@ -303,6 +303,9 @@ func gridCells(g Grid, validate func(settings.Run) error) []Cell {
 		expect, _ := g.ExpectOf(l)
 		for _, n := range nemesisNames {
 			c := Cell{Name: GridName(l, n), Kind: KindGrid, Lock: l, Nemesis: n, File: g.File, Expect: Expectation{Verdict: expect[n], Liveness: g.Liveness[l][n]}, Seeds: g.Seeds(l, n)}
+			if g.Chance[l][n] {
+				c.Expect.Verdict, c.Expect.Chance = checker.Violation, true
+			}
 			cfg, err := g.Config(l, n)
 			c.Config = cfg
 			switch {
