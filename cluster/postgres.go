@@ -80,6 +80,8 @@ type pgEnsemble struct {
 
 	mu      sync.Mutex
 	primary int // index in members of the primary clients are served by
+
+	note string // the last promotion's PromotionNote, under failMu
 }
 
 // startPostgres starts spec.Members servers: pg0 initialised by initdb, the
@@ -234,6 +236,13 @@ func (e *pgEnsemble) HasStandby() bool {
 	return to >= 0
 }
 
+// PromotionNote: cluster.Promoting.
+func (e *pgEnsemble) PromotionNote() string {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	return e.note
+}
+
 // ErrNoStandby: a PostgreSQL failover found no standby to promote (a
 // one-member ensemble, --nodes 1). Nothing was done: the nemesis records a
 // missed step, not a failure of the run.
@@ -260,9 +269,11 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	n := e.members[to]
 	pctx, cancel := boundCtx(ctx, 30*time.Second)
 	defer cancel()
-	if err := catchUp(pctx, e.members[from], n); err != nil {
+	note, err := catchUp(pctx, e.members[from], n)
+	if err != nil {
 		return from, -1, nil, fmt.Errorf("postgres: promote %s: %w (log: %s)", n.name, err, n.logTail())
 	}
+	e.note = note
 	err = n.query(pctx, func(c *pgx.Conn) error {
 		var ok bool
 		if err := c.QueryRow(pctx, "SELECT pg_promote(true, 30)").Scan(&ok); err != nil {
@@ -311,16 +322,17 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 // written so far (pg_current_wal_lsn), so that a promotion keeps every
 // committed change. A primary that does not answer (dead, or paused by
 // another fault) has nothing more to give: the standby is promoted with
-// what it has.
-func catchUp(ctx context.Context, primary, standby *pgNode) error {
+// what it has, and note says so (a promotion that may lose committed
+// rows).
+func catchUp(ctx context.Context, primary, standby *pgNode) (note string, err error) {
 	var lsn string
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err := primary.query(qctx, func(c *pgx.Conn) error {
+	err = primary.query(qctx, func(c *pgx.Conn) error {
 		return c.QueryRow(qctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn)
 	})
 	cancel()
 	if err != nil {
-		return nil
+		return fmt.Sprintf("promoted with what it had replayed, without waiting for the rest: %s did not say how far its WAL went within 2 s (%v)", primary.name, err), nil
 	}
 	for {
 		var done bool
@@ -328,14 +340,14 @@ func catchUp(ctx context.Context, primary, standby *pgNode) error {
 			return c.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done)
 		})
 		if err == nil && done {
-			return nil
+			return "", nil
 		}
 		select {
 		case <-ctx.Done():
 			if err == nil {
 				err = fmt.Errorf("it had not replayed the primary's WAL up to %s", lsn)
 			}
-			return fmt.Errorf("standby did not catch up with %s: %w", primary.name, err)
+			return "", fmt.Errorf("standby did not catch up with %s: %w", primary.name, err)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -154,6 +154,10 @@ type Elected interface {
 type Promoting interface {
 	Elected
 	HasStandby() bool
+	// PromotionNote says what the last successful FailOver's promotion
+	// did not keep, when it may not have kept everything: "" when the
+	// standby had replayed all the old primary wrote.
+	PromotionNote() string
 }
 
 // asNodes is an ensemble's members as Nodes, for Ensemble.Members.

@@ -110,6 +110,11 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 		fault.Nodes = []int{i}
 	}
 	params["from"], params["to"] = members[from].Name(), members[to].Name()
+	if p, ok := e.(cluster.Promoting); ok {
+		if note := p.PromotionNote(); note != "" {
+			params["promotion"] = note
+		}
+	}
 	// In the store's own words: a consensus store's leader is killed and
 	// another elected; PostgreSQL's standby is promoted over its primary.
 	fault.Target = fmt.Sprintf("%s: leader %s killed, %s elected", store, members[from].Name(), members[to].Name())

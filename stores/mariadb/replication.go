@@ -261,6 +261,13 @@ func (e *ensemble) HasStandby() bool {
 	return to >= 0
 }
 
+// PromotionNote: cluster.Promoting. The replica is promoted as it is, the
+// primary's binary log applied or not: GET_LOCK's locks are not
+// replicated, so no lock of the store's is lost by a lag.
+func (e *ensemble) PromotionNote() string {
+	return "promoted without waiting for the replica to apply the rest of the primary's binary log"
+}
+
 // FailOver promotes the first replica, as an operator (or MaxScale) would
 // when the primary looks dead: replication stopped and forgotten, writes
 // allowed. The old primary is left running, a primary still, its
