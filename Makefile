@@ -6,6 +6,11 @@
 
 GO      ?= go
 BIN     := bin/lockchaos
+# -trimpath: a package is known in the build cache by its module and
+# version, not by the folder it was compiled in, so the README's install
+# line (go install …@latest, which the slow tests run) finds the
+# dependencies this build compiled.
+BUILD   := -buildvcs=auto -trimpath
 # IMAGE is lockchaos's own image (make image); REDIS_IMAGE the docker
 # backend's default image, built from this host's redis-server (make store-images).
 IMAGE   ?= lockchaos/lockchaos:local
@@ -17,12 +22,12 @@ export PATH := $(PATH):/usr/local/go/bin
 all: build
 
 build: shim
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockchaos
+	$(GO) build $(BUILD) -o $(BIN) ./cmd/lockchaos
 
 # install puts lockchaos in $(go env GOBIN) (or GOPATH/bin), on your PATH;
 # it builds its clock shim itself on first use.
 install:
-	$(GO) install -buildvcs=auto ./cmd/lockchaos
+	$(GO) install $(BUILD) ./cmd/lockchaos
 
 # shim builds the clock faults' LD_PRELOAD library (cluster/clockshim) with the
 # system C compiler; the clock nemeses find it beside the binary, in bin/.
@@ -46,7 +51,7 @@ $(SHIM): cluster/clockshim/clockshim.c
 # them and fails, until they are there; with everything installed it needs no
 # root. Without chromium only that test fails, and setup goes on.
 setup:
-	@$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockchaos
+	@$(GO) build $(BUILD) -o $(BIN) ./cmd/lockchaos
 	@need="$$(./$(BIN) list --packages --missing)"; need="$${need:+ $$need}"; services="$$(./$(BIN) list --services --missing)"; want=""; \
 	command -v $(firstword $(CC)) >/dev/null 2>&1 || need="$$need gcc"; \
 	command -v chromium >/dev/null 2>&1 || want=" chromium"; \
