@@ -6,11 +6,13 @@
 
 GO      ?= go
 BIN     := bin/lockchaos
-# -trimpath: a package is known in the build cache by its module and
-# version, not by the folder it was compiled in, so the README's install
-# line (go install …@latest, which the slow tests run) finds the
-# dependencies this build compiled.
-BUILD   := -buildvcs=auto -trimpath
+BUILD   := -buildvcs=auto
+# -trimpath for every go command here (build, vet, test): a package is
+# known in the build cache by its module and version, not by the folder it
+# was compiled in, so the tests, the binary and the README's install line
+# (go install …@latest, which the slow tests run in an empty GOPATH) share
+# one compile of each dependency.
+export GOFLAGS ?= -trimpath
 # IMAGE is lockchaos's own image (make image); REDIS_IMAGE the docker
 # backend's default image, built from this host's redis-server (make store-images).
 IMAGE   ?= lockchaos/lockchaos:local
