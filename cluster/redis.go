@@ -242,7 +242,11 @@ func (e *redisEnsemble) startSentinels(ctx context.Context, backend Backend, spe
 		}
 		e.sentinels = append(e.sentinels, s)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// Sentinels find each other by hello messages every 2 s; on a busy
+	// machine a sentinel whose timer ran late enters TILT mode and stops
+	// acting for 30 s (seen beside the CPU hogs in a docker run, 2026-11-30):
+	// a minute lets it come out and finish.
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for _, s := range e.sentinels {
 		for _, g := range e.groups {

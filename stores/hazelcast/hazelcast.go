@@ -207,7 +207,10 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 				Command:      func(dir string, port int) *exec.Cmd { return e.command(i, dir, port) },
 				Ready:        e.ready,
 				HoldsLease:   holdsLease,
-				StartTimeout: time.Minute,
+				// A member restarted by a heal is a JVM that joins anew and
+				// waits to be listed among the CP members: over a minute on
+				// containers beside the CPU hogs while Go compiled (2026-11-30).
+				StartTimeout: 2 * time.Minute,
 			})
 			results[i] <- started{s, err}
 		}()
