@@ -204,9 +204,9 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 		go func() {
 			s, err := cluster.StartServer(ctx, backend, cluster.ServerSpec{
 				Store: Name, Name: "hz" + strconv.Itoa(i),
-				Command:      func(dir string, port int) *exec.Cmd { return e.command(i, dir, port) },
-				Ready:        e.ready,
-				HoldsLease:   holdsLease,
+				Command:    func(dir string, port int) *exec.Cmd { return e.command(i, dir, port) },
+				Ready:      e.ready,
+				HoldsLease: holdsLease,
 				// A member restarted by a heal is a JVM that joins anew and
 				// waits to be listed among the CP members: over a minute on
 				// containers beside the CPU hogs while Go compiled (2026-11-30).
