@@ -48,6 +48,12 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	if !ok {
 		return nil, fmt.Errorf("failover: the run has no %s ensemble that elects its leader", store)
 	}
+	if p, ok := e.(cluster.Promoting); ok && !p.HasStandby() {
+		// Nothing to promote: a missed step, said so, not a failure of the
+		// run, and no harm done — no holder is waited for, and the clients
+		// are not cut off for nothing.
+		return nil, fmt.Errorf("%w: %s: %v", ErrNoTarget, store, cluster.ErrNoStandby)
+	}
 	a, held, err := aimHolder(ctx, env, step, stretchBound(env), f.Votes)
 	if err != nil {
 		return nil, err
@@ -55,14 +61,6 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	primary := false
 	if s, err := cluster.LookupStore(store); err == nil {
 		primary = s.Primary
-	}
-	if p, ok := e.(cluster.Promoting); ok && !p.HasStandby() {
-		// Nothing to promote: a missed step, said so, not a failure of the
-		// run, and no harm done — the clients are not cut off for nothing.
-		if err := a.release(); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrNoTarget, store, cluster.ErrNoStandby)
 	}
 	var cut []*proxy.Link
 	if primary {
