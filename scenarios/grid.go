@@ -239,14 +239,9 @@ func (g Grid) Config(lock, nem string) (settings.Run, error) {
 // meets it.
 func (g Grid) ExpectOf(lock string) (map[string]checker.Verdict, string) {
 	if e := g.Expect[lock]; len(e) > 0 {
-		if len(g.Chance[lock]) == 0 {
-			return e, "catalogue"
-		}
-		sure := map[string]checker.Verdict{}
-		for n, v := range e {
-			if !g.Chance[lock][n] {
-				sure[n] = v
-			}
+		sure := maps.Clone(e)
+		for n := range g.Chance[lock] {
+			delete(sure, n)
 		}
 		return sure, "catalogue"
 	}
