@@ -385,7 +385,7 @@ func TestVersionNamesTheLockLibraries(t *testing.T) {
 			t.Errorf("lockchaos %s: exit %d:\n%s", arg, code, out)
 		}
 		// Every store's client, and every adapter lock's library.
-		for _, m := range []string{"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx/v5", "redisson-rlock  ", "java: Redisson "} {
+		for _, m := range []string{"go.etcd.io/etcd/client/v3", "github.com/go-zookeeper/zk", "github.com/jackc/pgx/v5", "redisson-rlock  ", "Java, Redisson "} {
 			if !strings.Contains(out, m) {
 				t.Errorf("lockchaos %s does not name %s:\n%s", arg, m, out)
 			}

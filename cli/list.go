@@ -192,6 +192,12 @@ func listOne(w io.Writer, arg string) int {
 	}
 	if s, err := locks.Lookup(arg); err == nil {
 		fmt.Fprintf(w, "lock %s: %s\n  store: %s, nodes: %d%s\n", s.Name, s.Description, s.Store, s.Nodes, adapterNote(s))
+		if s.Library != "" {
+			fmt.Fprintf(w, "  runs: %s\n", s.Library)
+		}
+		if s.Weakness != "" {
+			fmt.Fprintf(w, "  known weakness: %s\n", s.Weakness)
+		}
 		listOptions(w, s.Name, s.OptionSpecs())
 		return 0
 	}

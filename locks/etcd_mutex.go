@@ -39,6 +39,8 @@ func init() {
 	Register(Spec{
 		Name:        "etcd-mutex",
 		Description: "etcd's concurrency.Mutex (TryLock; Lock for a blocking acquire) on a session lease of the TTL in whole seconds, kept alive by the library",
+		Library:     "Go, etcd client/v3 3.5.17 `concurrency`",
+		Weakness:    "a paused client outlives its lease, like Redis; a waiter paused past its session is refused (`Lock` re-checks its session after waiting)",
 		Store:       "etcd",
 		KeepsAlive:  true,
 		Nodes:       3,
@@ -60,6 +62,8 @@ func init() {
 	Register(Spec{
 		Name:        "etcd-mutex-unchecked",
 		Description: "etcd-mutex whose blocking acquire (--wait) returns the lock without checking that its session survived the wait (Mutex.Lock before the fix of etcd#11456; etcd-mutex.recheck=false)",
+		Library:     "Go, lockchaos's variant of etcd client/v3 3.5.17 `concurrency`",
+		Weakness:    "a waiter paused past its session wakes holding a lock it no longer has (`pause-client phase=wait`, or a link fault with `when=wait`)",
 		Store:       "etcd",
 		KeepsAlive:  true,
 		Nodes:       3,

@@ -12,6 +12,8 @@ func init() {
 	Register(Spec{
 		Name:        "etcd-mutex-fenced",
 		Description: "etcd-mutex plus a fencing token (the lock key's create revision) that the resource checks on every read and write",
+		Library:     "Go, etcd client/v3 3.5.17 `concurrency`",
+		Weakness:    "the lock breaks, the resource does not — across a leader failover too",
 		Store:       "etcd",
 		KeepsAlive:  true,
 		Nodes:       3,

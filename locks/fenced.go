@@ -19,6 +19,8 @@ func init() {
 	Register(Spec{
 		Name:        "fenced",
 		Description: "token-lua plus a fencing token (INCR in the acquire script) that the resource checks on every read and write",
+		Library:     "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:    "the lock breaks like `token-lua`, the resource does not",
 		Nodes:       1,
 		New:         func(cfg Config) (Locker, error) { return &Fenced{TokenLua{cfg: cfg}}, nil },
 	})

@@ -170,6 +170,13 @@ type Config struct {
 type Spec struct {
 	Name        string
 	Description string
+	// Library is the language and library the lock runs, at the version
+	// this build links ("Go, lockchaos (go-redis 9.23.0)"; a test holds a
+	// Go lock's versions to go.mod, an adapter's come from its manifest).
+	Library string
+	// Weakness is how the lock is known to break: what a reader should
+	// expect the matrix to find. The catalogue (docs/OPTIONS.md) shows it.
+	Weakness string
 	// Store is the kind of server the lock keeps its state in: "redis"
 	// (cluster.StoreRedis; Register sets it when empty), "etcd",
 	// "zookeeper", "postgres" (cluster.RegisterStore).

@@ -61,6 +61,8 @@ func init() {
 	Register(Spec{
 		Name:        "lua",
 		Description: "acquire / release / renew Lua scripts read from a file (see builtin:token.lua, locks/lua/token.lua, for the conventions)",
+		Library:     "Lua: your scripts, run by lockchaos",
+		Weakness:    "whatever the scripts do",
 		Nodes:       1,
 		Options:     LuaOptions{},
 		New:         newLua,

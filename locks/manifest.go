@@ -23,6 +23,9 @@ import (
 type Manifest struct {
 	Name        string `yaml:"name"`
 	Description string `yaml:"description"`
+	// Weakness is how the lock is known to break (Spec.Weakness), for the
+	// catalogue: "as `token-lua`" when it breaks as a Go lock does.
+	Weakness string `yaml:"weakness"`
 	// Language, Library and Version say what code the lock is: "java",
 	// "Redisson", "3.52.0" — the version its own manifest (pom.xml,
 	// package.json, requirements.txt) pins.
@@ -127,15 +130,19 @@ func (m *Manifest) For(values map[string]string) *Manifest {
 	return out
 }
 
-// Code is the lock's language, library and version, as given: "java:
-// Redisson 3.52.0"; "" when the manifest names none.
+// Code is the lock's language, library and version: "Java, Redisson
+// 3.52.0"; "" when the manifest names none.
 func (m *Manifest) Code() string {
 	lib := strings.TrimSpace(m.Library + " " + m.Version)
+	lang := m.Language
+	if lang != "" {
+		lang = strings.ToUpper(lang[:1]) + lang[1:]
+	}
 	switch {
-	case m.Language != "" && lib != "":
-		return m.Language + ": " + lib
-	case m.Language != "":
-		return m.Language
+	case lang != "" && lib != "":
+		return lang + ", " + lib
+	case lang != "":
+		return lang
 	}
 	return lib
 }
@@ -273,7 +280,7 @@ func (m *Manifest) Spec() Spec {
 		desc = "adapter " + m.Command[0]
 	}
 	return Spec{
-		Name: m.Name, Description: desc, Store: m.Store, Nodes: m.Nodes,
+		Name: m.Name, Description: desc, Library: m.Code(), Weakness: m.Weakness, Store: m.Store, Nodes: m.Nodes,
 		Leaseless: m.Leaseless, KeyPrefix: m.KeyPrefix, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum,
 		Options: m.Declared(), Adapter: m,
 		New: func(cfg Config) (Locker, error) { return newAdapter(m, cfg) },

@@ -55,9 +55,10 @@ type pgHold struct {
 // by for a failover: two members), and none has a lease. Without Addrs, New
 // is only asked what the lock can do, before any server runs; it dials
 // nothing until its first acquire either way.
-func registerPG(name, description string, wrap func(*pgClient) Locker) {
+func registerPG(name, description, weakness string, wrap func(*pgClient) Locker) {
 	Register(Spec{
 		Name: name, Description: description, Store: "postgres", Leaseless: true, Nodes: 2,
+		Library: "Go, lockchaos (pgx 5.7.2)", Weakness: weakness,
 		New: func(cfg Config) (Locker, error) { return wrap(&pgClient{cfg: cfg, held: map[int64]uint64{}}), nil },
 	})
 }

@@ -16,7 +16,7 @@ import (
 type PGAdvisory struct{ c *pgClient }
 
 func init() {
-	registerPG("pg-advisory", "PostgreSQL session advisory lock: pg_try_advisory_lock(hash(key)) on the client's own connection, release with pg_advisory_unlock", func(c *pgClient) Locker { return &PGAdvisory{c: c} })
+	registerPG("pg-advisory", "PostgreSQL session advisory lock: pg_try_advisory_lock(hash(key)) on the client's own connection, release with pg_advisory_unlock", "no lease: a paused client keeps it (others wait); a restart or a promoted standby frees it under its holder", func(c *pgClient) Locker { return &PGAdvisory{c: c} })
 }
 
 func (l *PGAdvisory) Acquire(ctx context.Context, key string) (Lease, error) {

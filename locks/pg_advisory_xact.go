@@ -14,7 +14,7 @@ import (
 type PGAdvisoryXact struct{ c *pgClient }
 
 func init() {
-	registerPG("pg-advisory-xact", "PostgreSQL transaction advisory lock: BEGIN; pg_try_advisory_xact_lock(hash(key)), held while the transaction is open, release with COMMIT", func(c *pgClient) Locker { return &PGAdvisoryXact{c: c} })
+	registerPG("pg-advisory-xact", "PostgreSQL transaction advisory lock: BEGIN; pg_try_advisory_xact_lock(hash(key)), held while the transaction is open, release with COMMIT", "as `pg-advisory`", func(c *pgClient) Locker { return &PGAdvisoryXact{c: c} })
 }
 
 func (l *PGAdvisoryXact) Acquire(ctx context.Context, key string) (Lease, error) {

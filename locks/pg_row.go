@@ -17,7 +17,7 @@ import (
 type PGRow struct{ c *pgClient }
 
 func init() {
-	registerPG("pg-row", "PostgreSQL row lock: SELECT … FOR UPDATE NOWAIT on the key's row in an open transaction, release with COMMIT", func(c *pgClient) Locker { return &PGRow{c: c} })
+	registerPG("pg-row", "PostgreSQL row lock: SELECT … FOR UPDATE NOWAIT on the key's row in an open transaction, release with COMMIT", "as `pg-advisory`", func(c *pgClient) Locker { return &PGRow{c: c} })
 }
 
 func (l *PGRow) Acquire(ctx context.Context, key string) (Lease, error) {

@@ -40,6 +40,8 @@ func init() {
 	Register(Spec{
 		Name:        "redislock",
 		Description: "github.com/bsm/redislock: Obtain / Refresh / Release on one node, blocking acquires use its retry strategies",
+		Library:     "Go, bsm/redislock 0.10.0",
+		Weakness:    "as `token-lua`",
 		Nodes:       1,
 		Options:     RedisLockOptions{},
 		New:         newRedisLock,

@@ -47,6 +47,8 @@ func init() {
 	Register(Spec{
 		Name:        "redlock",
 		Description: "Redlock over N independent masters: majority of SET NX PX within the TTL, validity TTL − elapsed − drift",
+		Library:     "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:    "a pause between checking the validity and acting; clock jumps on the nodes",
 		Nodes:       5,
 		Quorum:      true,
 		Options:     RedlockOptions{},

@@ -48,6 +48,8 @@ func init() {
 	Register(Spec{
 		Name:        "redsync",
 		Description: "github.com/go-redsync/redsync/v4 (Redlock in Go) over N nodes; Extend renews; optional WithSetNXOnExtend",
+		Library:     "Go, go-redsync/redsync 4.18.1",
+		Weakness:    "as `redlock`; `setnx-on-extend` re-creates an expired lock and hides that someone else held it",
 		Nodes:       5,
 		Quorum:      true,
 		Options:     RedsyncOptions{},

@@ -83,6 +83,8 @@ func init() {
 	Register(Spec{
 		Name:        "reentrant-watchdog",
 		Description: "Redisson's RLock: reentrant hash lock, pub/sub wake-up of waiters, watchdog renewing the lease every third of it",
+		Library:     "Go, lockchaos's port of Redisson's RLock (the real one: `redisson-rlock`)",
+		Weakness:    "the watchdog freezes with its process (pause → violation); a failed renewal stops it silently",
 		Nodes:       1,
 		Reentrant:   true,
 		Options:     ReentrantWatchdogOptions{},

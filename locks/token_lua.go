@@ -16,6 +16,8 @@ func init() {
 	Register(Spec{
 		Name:        "token-lua",
 		Description: "SET key <random token> NX PX ttl, release with a Lua compare-and-delete",
+		Library:     "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:    "the token protects the release, not the hold: a paused client still works after its lease expired",
 		Nodes:       1,
 		New:         func(cfg Config) (Locker, error) { return &TokenLua{cfg: cfg}, nil },
 	})

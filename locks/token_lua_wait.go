@@ -31,6 +31,8 @@ func init() {
 	Register(Spec{
 		Name:        "token-lua-wait",
 		Description: "token-lua, each acquire and release followed by WAIT numreplicas timeout; too few acknowledgements fail the acquire",
+		Library:     "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:    "WAIT is no durability: a replica promoted before it got the key loses it; a pause still breaks it",
 		Nodes:       1,
 		Options:     TokenLuaWaitOptions{},
 		New: func(cfg Config) (Locker, error) {

@@ -31,6 +31,8 @@ func init() {
 	Register(Spec{
 		Name:        "zk-lock",
 		Description: "ZooKeeper lock recipe: lowest EPHEMERAL|SEQUENCE node under /lockchaos/<key> holds it, session timeout = TTL",
+		Library:     "Go, lockchaos (go-zookeeper/zk 1.0.4)",
+		Weakness:    "a paused client outlives its session, like Redis",
 		Store:       "zookeeper",
 		KeepsAlive:  true,
 		Nodes:       3,

@@ -7,6 +7,8 @@ func init() {
 	Register(Spec{
 		Name:        "zk-lock-fenced",
 		Description: "zk-lock plus a fencing token, the lock node's czxid, that the resource checks on every read and write",
+		Library:     "Go, lockchaos (go-zookeeper/zk 1.0.4)",
+		Weakness:    "as `etcd-mutex-fenced`",
 		Store:       "zookeeper",
 		KeepsAlive:  true,
 		Nodes:       3,

@@ -28,6 +28,8 @@ func init() {
 	locks.Register(locks.Spec{
 		Name:        Name,
 		Description: "example: SET NX PX, release by WATCH / GET / MULTI DEL EXEC",
+		Library:     "Go, an example of lockchaos's (go-redis)",
+		Weakness:    "as token-lua: a paused client works on after its lease",
 		Nodes:       1,
 		New:         func(cfg locks.Config) (locks.Locker, error) { return &WatchRelease{cfg: cfg}, nil },
 	})

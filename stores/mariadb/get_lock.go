@@ -42,6 +42,8 @@ func init() {
 	locks.Register(locks.Spec{
 		Name:        "mariadb-get-lock",
 		Description: "MariaDB's named lock: GET_LOCK(key, 0) on the client's own connection, release with RELEASE_LOCK; held until released or the connection ends",
+		Library:     "Go, lockchaos (go-sql-driver/mysql 1.10.1)",
+		Weakness:    "no lease: a paused client keeps it (others wait); a restart, or the replica promoted, frees it under its holder",
 		Store:       Name, Nodes: 2, Leaseless: true,
 		New: func(cfg locks.Config) (locks.Locker, error) {
 			return &GetLock{cfg: cfg, held: map[string]uint64{}}, nil

@@ -31,6 +31,8 @@ func init() {
 	locks.Register(locks.Spec{
 		Name:        "nats-kv-lock",
 		Description: "NATS JetStream key-value lock: Create(key, token) in a bucket whose TTL is the lease, release Delete at the created revision, renew Update at it",
+		Library:     "Go, lockchaos (nats.go 1.55.0)",
+		Weakness:    "a lease; survives a restart of the server (its file store)",
 		Store:       Name, Nodes: 1,
 		New: func(cfg locks.Config) (locks.Locker, error) { return &KVLock{cfg: cfg}, nil },
 	})
