@@ -65,3 +65,28 @@ func TestEveryLockNamesTheLinkedVersionsAndItsWeakness(t *testing.T) {
 		}
 	}
 }
+
+// Every row of the catalogue's lock table links to its lock's heading, by
+// the anchor GitHub gives it (a name with dots loses them).
+func TestTheCatalogueLinksEveryLockToItsHeading(t *testing.T) {
+	t.Parallel()
+	if got := markdownAnchor("node-redlock-5.0.0-beta.2"); got != "node-redlock-500-beta2" {
+		t.Errorf("markdownAnchor: %q", got)
+	}
+	var b strings.Builder
+	listMarkdown(&b)
+	doc := b.String()
+	headings := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^### (.+)$").FindAllStringSubmatch(doc, -1) {
+		headings[markdownAnchor(m[1])] = true
+	}
+	links := regexp.MustCompile("(?m)^\\| \\[`([^`]+)`\\]\\(#([^)]+)\\)").FindAllStringSubmatch(doc, -1)
+	if len(links) != len(locks.All()) {
+		t.Errorf("the lock table has %d rows, for %d locks", len(links), len(locks.All()))
+	}
+	for _, l := range links {
+		if !headings[l[2]] {
+			t.Errorf("the row of %s links to #%s, which no heading has", l[1], l[2])
+		}
+	}
+}

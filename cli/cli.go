@@ -552,11 +552,14 @@ func listMarkdown(w io.Writer) int {
 	}
 	for _, s := range locks.All() {
 		fmt.Fprintf(w, "\n### `%s`\n\n%s (store: %s, nodes: %d%s)\n", s.Name, s.Description, s.Store, s.Nodes, adapterNote(s))
+		if s.Library != "" || s.Weakness != "" {
+			fmt.Fprintln(w)
+		}
 		if s.Library != "" {
-			fmt.Fprintf(w, "\n- runs: %s\n", s.Library)
+			fmt.Fprintf(w, "- runs: %s\n", s.Library)
 		}
 		if s.Weakness != "" {
-			fmt.Fprintf(w, "\n- known weakness: %s\n", s.Weakness)
+			fmt.Fprintf(w, "- known weakness: %s\n", s.Weakness)
 		}
 		markdownOptions(w, s.OptionSpecs())
 	}
