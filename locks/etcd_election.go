@@ -30,7 +30,7 @@ func init() {
 		Name:        "etcd-election",
 		Description: "etcd's concurrency.Election (Campaign to acquire, bounded by the wait or the op timeout; resign to release) on etcd-mutex's session lease, kept alive by the library; Campaign does not check after waiting that its session survived",
 		Library:     "Go, etcd client/v3 3.5.17 `concurrency`",
-		Weakness:    "`Campaign` never got `Lock`'s check: a candidate paused past its session while it waited is told it leads, beside the next leader (`pause-client phase=wait`; [a finding](docs/findings/etcd-election-campaign-after-session-expiry.md))",
+		Weakness:    "`Campaign` never got `Lock`'s check: a candidate paused past its session while it waited is told it leads, beside the next leader (`pause-client phase=wait`; a finding: docs/findings/etcd-election-campaign-after-session-expiry.md)",
 		Store:       "etcd",
 		KeepsAlive:  true,
 		Nodes:       3,
