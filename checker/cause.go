@@ -73,11 +73,11 @@ func attribute(a, b *hold, s, e, lease int64, spans []faultSpan, stalls []stall,
 	// coordinator's and the servers' until its ok. b's only until it read
 	// its ok (its answer may have waited, unread, while its lease ran
 	// out): a stall once it held says nothing of when it was granted.
-	delayA, worstA := stalled(stalls, spans, a.client, max(fromA, floor), e, a.start)
+	delayA, worstA := stalled(stalls, spans, a.client, max(fromA, floor), e, a.start, answeredBy(a, spans))
 	var delayB int64
 	var worstB stall
 	if bMay {
-		delayB, worstB = stalled(stalls, spans, b.client, fromB, s, s)
+		delayB, worstB = stalled(stalls, spans, b.client, fromB, s, s, s)
 	}
 	switch {
 	case aMay && delayA > 0 && delayA >= e-s:
@@ -129,7 +129,7 @@ func setFrom(h *hold, lease int64, spans []faultSpan, stalls []stall) int64 {
 		from = h.freed
 	}
 	if ok(h.freedLate, h.freedLateSince) {
-		if d, _ := stalled(stalls, spans, h.client, h.granted, h.start, h.start); d < lease {
+		if d, _ := stalled(stalls, spans, h.client, h.granted, h.start, h.start, answeredBy(h, spans)); d < lease {
 			from = h.freedLate
 		}
 	}
@@ -148,22 +148,40 @@ func freesKeys(a history.Action) bool {
 	return true
 }
 
+// answeredBy is when the lock's servers had answered h's acquire, as a
+// fault that held its replies back in the proxies measured (the last reply
+// came from the server then), or h.start: a server's stall after it
+// delayed nothing of that acquire, whose reply was waiting in the proxies.
+func answeredBy(h *hold, spans []faultSpan) int64 {
+	by := h.start
+	for _, f := range spans {
+		if f.answeredHold == h && f.answered >= h.granted && f.answered < by {
+			by = f.answered
+		}
+	}
+	return by
+}
+
 // stalled is how long the harness stalled client c's side of an overlap
-// from from: c's own process until to, the coordinator and the lock's
-// servers until until (while its acquire was in flight), except while a
-// fault stopped c on purpose; and the longest stall that counted. A wait
+// from from: c's own process until to, the coordinator until until (while
+// its acquire was in flight) and the lock's servers until answered (until,
+// or earlier when a fault held the acquire's reply back after they
+// answered), except while a fault stopped c on purpose; and the longest
+// stall that counted. A wait
 // the kernel counted on the run queue (queued) counts whole even inside
 // such a fault: a stopped process is not on the run queue, so the wait
 // fell in a moment the fault let it run (a starved client's short runs)
 // and the machine took that moment away.
-func stalled(stalls []stall, spans []faultSpan, c int, from, to, until int64) (int64, stall) {
+func stalled(stalls []stall, spans []faultSpan, c int, from, to, until, answered int64) (int64, stall) {
 	var parts [][2]int64
 	var worst stall
 	for _, x := range stalls {
 		hi := to
-		switch x.client {
-		case c:
-		case -1:
+		switch {
+		case x.client == c:
+		case x.client == -1 && x.node != "":
+			hi = min(until, answered)
+		case x.client == -1:
 			hi = until
 		default:
 			continue

@@ -80,6 +80,40 @@ func TestOverlapCauses(t *testing.T) {
 			faults: 1,
 		},
 		{
+			name: "a lock node's wait after it answered a reply the fault held back explains nothing",
+			// slow-reply held client 0's reply in the proxies from 45, when
+			// the server answered (its nemesis measured it): the server's
+			// wait for a CPU from 50 delayed nothing of that acquire.
+			// (Beside CPU hogs a PostgreSQL primary waited so, in the 1.9 s
+			// a reply to ShedLock's acquire was held back, in 3 of 3 runs
+			// of shedlock-jdbc+slow-reply, 2026-11-30: each was called a
+			// stall of the harness.)
+			h: new(hist).start().slowReply(1, 0, k0, 300, 25, 400, 45).hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 22).
+				nodeStall("n0", 50, 290).acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "a lock node's wait before it answered still explains the overlap",
+			// The same, the server waiting 32..44, before it answered at
+			// 45: had it run on time, the grant would have come 12 ms
+			// sooner, and the 11 ms overlap would not have been.
+			h: new(hist).start().slowReply(1, 0, k0, 300, 25, 400, 45).hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 22).
+				nodeStall("n0", 32, 44).acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause:   CauseStall,
+			faults:  1,
+			summary: "lock node n0 was ready to run but waited 12 ms for a CPU",
+		},
+		{
+			name: "an answer measured for another hold shortens nothing",
+			// The fault aimed at a hold of client 1: client 0's acquire
+			// is not the one whose answer it measured.
+			h: new(hist).start().slowReply(1, 1, k0, 330, 25, 400, 45).hold(1, k0, 5, 8).hold(1, k0, 12, 15).hold(0, k0, 20, 22).
+				nodeStall("n0", 50, 290).acquire(0, k0, 30, 300).release(0, k0, 320, 321).hold(1, k0, 310, 330),
+			cause:  CauseStall,
+			faults: 1,
+		},
+		{
 			name: "a stall shorter than the overlap explains nothing",
 			// A hold far longer than the lease: the lock's own failure.
 			h:       new(hist).start().stall(0, 50, 70).hold(0, k0, 10, 600).hold(1, k0, 310, 620),

@@ -20,6 +20,10 @@ type faultSpan struct {
 	// measured that hold's lease taken away (a node that no longer had the
 	// key), else nil.
 	lost *hold
+	// answered: the fault held replies back (Effect.Answered), and the
+	// servers had answered the acquire of answeredHold by then.
+	answered     int64
+	answeredHold *hold
 }
 
 // faultRecord is one fault as the history tells it, before it is judged.

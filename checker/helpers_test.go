@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 
@@ -164,6 +165,17 @@ func (h *hist) aimed(id int, name string, c int, key string, since, from, to flo
 	f := &history.Fault{ID: id, Name: name, Target: "lock node 0", Aim: &history.Aim{Client: c, Key: key, Since: ms(since)}}
 	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
 	return h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f, Effect: effect})
+}
+
+// slowReply records a slow-reply fault on client c's links from..to, aimed
+// at its hold of key that began at since, which landed; the servers had
+// answered that hold's acquire at answered (its nemesis measured it).
+func (h *hist) slowReply(id, c int, key string, since, from, to, answered float64) *hist {
+	f := &history.Fault{ID: id, Name: "slow-reply", Action: history.ActionNetwork, Target: "links of client " + fmt.Sprint(c),
+		Clients: []int{c}, Aim: &history.Aim{Client: c, Key: key, Since: ms(since)}}
+	h.add(history.Event{Time: ms(from), Kind: history.FaultStart, Client: history.NoClient, Fault: f})
+	return h.add(history.Event{Time: ms(to), Kind: history.FaultEnd, Client: history.NoClient, Fault: f,
+		Effect: &history.Effect{Landed: true, Answered: ms(answered)}})
 }
 
 // ttl sets the lease of the run begun last (its run-start's TTL), in ms.

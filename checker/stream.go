@@ -703,6 +703,9 @@ func (s *Stream) judgeFaults(tl timeline) ([]FaultWindow, []faultSpan) {
 		if f.w.Landed && f.effect != nil && f.effect.Lease == history.LeaseLost {
 			span.lost = f.aimed // the nemesis's own word, not the history's
 		}
+		if f.effect != nil && f.effect.Answered > 0 && f.aimed != nil {
+			span.answered, span.answeredHold = f.effect.Answered, f.aimed
+		}
 		spans = append(spans, span)
 	}
 	return windows, spans

@@ -196,6 +196,12 @@ type Effect struct {
 	// harder than asked, and an overlap only it explains says nothing of
 	// the lock under the fault as asked.
 	Overdone string `json:"overdone,omitempty"`
+	// Answered is, for a fault that held replies back in the proxies
+	// (slow-reply), when the last reply to the aimed hold's acquire came
+	// from the lock's server, in history time (0: not measured). The reply
+	// waited in the proxies from then on: a server that could not run
+	// after it delayed nothing of that acquire.
+	Answered int64 `json:"answered,omitempty"`
 }
 
 // RunInfo is what the checker reads of the run's settings, recorded first

@@ -256,6 +256,11 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		a.takenNote(f.Effect, taker, letGo)
 		err = uerr
 	}
+	// When the servers answered it: from then on its replies waited in the
+	// proxies, and a server's stall after that delayed nothing of it.
+	if came, ok := replies.LastCame(acq.Invoked, acq.Done); ok {
+		f.Effect.Answered = came
+	}
 	f.Duration = time.Until(timeOf(start).Add(duration))
 	return f, err
 }

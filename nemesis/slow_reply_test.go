@@ -49,7 +49,7 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 	t.Parallel()
 	c := runtest.FaultConfig(t, "token-lua", []string{"slow-reply"})
 	c.Clients, c.Think, c.Wait, c.Duration = 2, c.TTL, c.TTL, 13*c.TTL
-	res, _ := runtest.RunFaults(t, &c)
+	res, events := runtest.RunFaults(t, &c)
 	// A first overlap that a measured stall of the harness made (a client
 	// that could not run as long as it lasted) says nothing of the fault:
 	// run again (beside 8 CPU hogs: client 0 stalled 16 ms over a 16 ms
@@ -57,7 +57,22 @@ func TestSlowReplyHandsOutAnExpiredLease(t *testing.T) {
 	for attempt := 2; attempt <= 3 && len(res.Mutex.Overlaps) > 0 && res.Mutex.Overlaps[0].Cause == checker.CauseStall; attempt++ {
 		t.Logf("the first overlap is a stall's (%s): running it again", res.Summary)
 		c.Out = runtest.RunDir(t)
-		res, _ = runtest.RunFaults(t, &c)
+		res, events = runtest.RunFaults(t, &c)
+	}
+	// The nemesis measured when the server answered the aimed acquire: its
+	// reply then waited in the proxies a delay, so it came a delay or more
+	// before the acquire's ok (Aim.Since).
+	for _, e := range events {
+		if e.Kind != history.FaultEnd || e.Effect == nil || !e.Effect.Landed || e.Fault.Aim == nil {
+			continue
+		}
+		delay, err := time.ParseDuration(e.Fault.Params["delay"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := e.Effect.Answered; a <= 0 || a > e.Fault.Aim.Since-delay.Nanoseconds() {
+			t.Errorf("fault %d: the servers answered at %d, want after 0 and a delay (%s) or more before the aimed acquire's ok at %d", e.Fault.ID, a, delay, e.Fault.Aim.Since)
+		}
 	}
 	runtest.Verdict(t, res, checker.Violation)
 	runtest.Landed(t, res, history.LeaseLost)

@@ -77,6 +77,20 @@ func (l *ReplyLog) HeldPast(from, to int64) bool {
 	return false
 }
 
+// LastCame is when the last reply that came from the server between from
+// and to came; false when none did.
+func (l *ReplyLog) LastCame(from, to int64) (int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var last int64
+	for _, r := range l.replies {
+		if r[0] >= from && r[0] <= to && r[0] > last {
+			last = r[0]
+		}
+	}
+	return last, last > 0
+}
+
 // GetBufferSize is as toxiproxy's latency toxic's.
 func (t *SlowReplyToxic) GetBufferSize() int { return 1024 }
 
