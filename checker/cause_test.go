@@ -62,6 +62,53 @@ func TestOverlapCauses(t *testing.T) {
 			cause:   CauseStall,
 			summary: "lock node n0 was ready to run but waited 250 ms for a CPU",
 		},
+		// A lock whose release ends whoever's lock (ShedLock's JDBC
+		// unlock; 2026-11-30): client 2 holds from 3 and releases at 50;
+		// its client gives up on the release at 400, not knowing whether
+		// it ran. Its lease ran out at 300; client 0 takes the key at 320,
+		// client 1 at 331 while client 0's lease lives: client 2's release
+		// reached the store between the two and ended client 0's lease.
+		// What delayed it is the cause.
+		{
+			name: "a blind release the lock's server delayed past the next grant is a stall of the harness",
+			h: new(hist).start().ttl(300).blind().acquire(2, k0, 2, 3).nodeStall("n0", 60, 330).releaseTimedOut(2, k0, 50, 400).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause:   CauseStall,
+			summary: "client 2's release, invoked at 0.05 s, may have reached the store only after client 0's key was set",
+		},
+		{
+			name: "a blind release a fault delayed past the next grant is the fault's",
+			h: new(hist).start().ttl(300).blind().linkFault(1, "jitter", 40, 200).acquire(2, k0, 2, 3).releaseTimedOut(2, k0, 50, 400).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause:  CauseFault,
+			faults: 1,
+		},
+		{
+			name: "a blind release late with nothing measured to delay it is the lock's own",
+			h: new(hist).start().ttl(300).blind().acquire(2, k0, 2, 3).releaseTimedOut(2, k0, 50, 400).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause: CauseNone,
+		},
+		{
+			name: "a release that checks its owner ends nobody's lease, however late",
+			h: new(hist).start().ttl(300).acquire(2, k0, 2, 3).nodeStall("n0", 60, 330).releaseTimedOut(2, k0, 50, 400).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause: CauseNone,
+		},
+		{
+			name: "a blind release answered before the next key was set ended nothing of it",
+			h: new(hist).start().ttl(300).blind().acquire(2, k0, 2, 3).nodeStall("n0", 60, 330).release(2, k0, 50, 310).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause: CauseNone,
+		},
+		{
+			name: "a stall shorter than from the next key's set to the overlap explains nothing",
+			// Client 0's key set no sooner than 320, client 1's ok at 331:
+			// a release delayed 5 ms less would still have come after 320.
+			h: new(hist).start().ttl(300).blind().acquire(2, k0, 2, 3).nodeStall("n0", 60, 65).releaseTimedOut(2, k0, 50, 400).
+				hold(0, k0, 321, 500).hold(1, k0, 331, 520),
+			cause: CauseNone,
+		},
 		{
 			name: "a lock without a lease: a late reply explains nothing",
 			// The same history from a lock whose grant has no lease (a

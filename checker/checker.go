@@ -82,6 +82,10 @@ type timeline struct {
 	// holder that stalls, or whose acquire's reply comes late, keeps its
 	// grant: no stall of the harness can explain an overlap.
 	leaseless bool
+	// blindRelease: the lock's release ends the key's lock whoever holds
+	// it (history.RunInfo.BlindRelease): a release that came late may
+	// have ended another client's live lease (lateRelease).
+	blindRelease bool
 }
 
 func newTimeline(sorted []history.Event) timeline {
@@ -105,6 +109,7 @@ func (tl *timeline) setLease(run *history.RunInfo) {
 		return
 	}
 	tl.leaseless = run.Leaseless
+	tl.blindRelease = run.BlindRelease
 	// A lease renewed by the clients or kept alive by the library (etcd's,
 	// ZooKeeper's session) ends at its last renewal plus the lease, which
 	// the history does not record: its end is not known. Not even "a lease

@@ -178,6 +178,25 @@ func (h *hist) slowReply(id, c int, key string, since, from, to, answered float6
 		Effect: &history.Effect{Landed: true, Answered: ms(answered)}})
 }
 
+// blind marks the run begun last as one of a lock whose release ends
+// whoever's lock (history.RunInfo.BlindRelease).
+func (h *hist) blind() *hist {
+	for i := len(h.events) - 1; i >= 0; i-- {
+		if h.events[i].Kind == history.RunStart {
+			h.events[i].Run.BlindRelease = true
+			break
+		}
+	}
+	return h
+}
+
+// releaseTimedOut: a release invoked at inv whose client gave up on it at
+// done, not knowing whether it ran.
+func (h *hist) releaseTimedOut(c int, key string, inv, done float64) *hist {
+	h.op(c, history.Invoke, history.Release, key, inv)
+	return h.add(history.Event{Time: ms(done), Kind: history.Fail, Client: c, F: history.Release, Key: key, Error: "read timed out"})
+}
+
 // ttl sets the lease of the run begun last (its run-start's TTL), in ms.
 func (h *hist) ttl(leaseMs int64) *hist {
 	for i := len(h.events) - 1; i >= 0; i-- {

@@ -48,6 +48,14 @@ type hold struct {
 	freed, freedSince, freedLate, freedLateSince int64
 	// overlapped: another client's hold of the key overlapped it.
 	overlapped bool
+	// released is when the hold's release answered ok (0: it failed, got
+	// no answer, or the hold did not end by a release): its effect on the
+	// store came between end and released, or, unanswered, at any time
+	// after end.
+	released int64
+	// before are the key's holds that had ended when this one began, kept
+	// when it began while another client held the key (lateRelease).
+	before []*hold
 }
 
 // resourceOp is one completed or abandoned read or write of the resource.
@@ -483,6 +491,9 @@ func (rp *replayer) complete(cs *clientState, e history.Event) {
 		case e.Kind == history.OK:
 			tr.release.OK++
 			how = EndRelease
+			if p.hold != nil {
+				p.hold.released = e.Time
+			}
 		case e.Kind == history.Fail && e.Error == history.ErrNotHeld:
 			tr.release.NotHeld++
 			how = EndReleaseNotHeld

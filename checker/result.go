@@ -211,6 +211,20 @@ type Overlap struct {
 	// the holder (or of the coordinator) that bears on it.
 	Cause string     `json:"cause"`
 	Stall *StallNote `json:"stall,omitempty"`
+	// Late, with a lock whose release ends whoever's lock, is another
+	// client's release that may have reached the store late and ended the
+	// earlier holder's live lease (what delayed it is the cause).
+	Late *LateRelease `json:"late_release,omitempty"`
+}
+
+// LateRelease is a release that may have ended another client's lease.
+type LateRelease struct {
+	// Client released; InvokedMs is when, in ms since the run started;
+	// Victim is the client whose lease it may have ended.
+	Client    int     `json:"client"`
+	InvokedMs float64 `json:"invoked_ms"`
+	Victim    int     `json:"victim"`
+	Text      string  `json:"text"`
 }
 
 // StallNote is a stall of the harness behind an overlap.
@@ -493,7 +507,8 @@ func (r Result) RaceNotRun() string {
 // 4 added faults[].left_in_time and evidence.leases_lost_left_in_time: a
 // lease lost after its holder left opened no race (Result.RaceNotRun);
 // later, within 4, fields omitted when empty: mutex.overlaps[].stall's
-// lease_lived, liveness.stalled and the stuck spans' stalled_ms.
+// lease_lived, liveness.stalled and the stuck spans' stalled_ms; and
+// mutex.overlaps[].late_release (2026-11-30).
 const ResultSchema = 4
 
 // Reproduce is how to make the run again: written into result.json by the

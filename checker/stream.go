@@ -283,6 +283,9 @@ func (s *Stream) holdStarted(h *hold) {
 		if a.client != h.client {
 			if !s.opts.Live {
 				s.pairs = append(s.pairs, [2]*hold{a, h})
+				if h.before == nil {
+					h.before = slices.Clone(ks.recent)
+				}
 			}
 			if s.overlap != nil && a.start < h.start {
 				s.overlap(Overlap{Key: h.key, Clients: [2]int{a.client, h.client}, StartMs: float64(h.start-s.origin()) / 1e6})

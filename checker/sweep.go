@@ -43,10 +43,14 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, keptSpans []kep
 		count++
 		end := min(a.end, b.end)
 		cause, causes, st := attribute(a, b, b.start, end, tl.lease, faults, holderStalls, keptSpans)
+		var late *LateRelease
 		if cause == CauseNone {
 			if r := freedBy(stale, a, b, tl.lease); r != nil && r.cause != CauseNone {
 				cause, causes, st = r.cause, r.faults, r.note(a.client)
 			}
+		}
+		if cause == CauseNone && tl.blindRelease {
+			cause, causes, st, late = lateRelease(a, b, tl, faults, stalls, causes, st)
 		}
 		if a.how == EndRelease {
 			// b took the key while a held it: a's release, whenever it
@@ -73,6 +77,7 @@ func sweep(pairs [][2]*hold, faults []faultSpan, stalls []stall, keptSpans []kep
 				Faults:  causes,
 				Cause:   cause,
 				Stall:   st,
+				Late:    late,
 			}})
 		}
 	}
@@ -129,6 +134,69 @@ func (r *staleRelease) note(victim int) *StallNote {
 	n := *r.why
 	n.Text = fmt.Sprintf("client %d's release, after another client had taken its key, deleted client %d's lease; the chain began with a stall: %s", r.client, victim, r.why.Text)
 	return &n
+}
+
+// lateRelease explains an overlap of a and b that nothing else explains,
+// with a lock whose release ends the key's lock whoever holds it: another
+// hold's release, invoked before b's acquire returned, may have reached
+// the store after its own lease had run out and after a's key was set —
+// ending a's live lease, so that b took the key (2026-11-30: ShedLock
+// JDBC's unlock, timed out on the client, ran 1.3 s late on a database
+// that waited 747 ms for a CPU, and ended the next holder's lock). Such a
+// release is the lock's weakness; what delayed it past a's grant says
+// whose doing the overlap is:
+//
+//   - a stall of the harness (the releasing client's process, the
+//     coordinator, the lock's servers) between the release's invoke and
+//     the earliest a's key could have been set, at least as long as from
+//     then to b's ok: without it the release would have come before a's
+//     key, however late in that span it came. A stall explains it first,
+//     as for the holders' own (attribute).
+//   - otherwise the faults active in that span;
+//   - otherwise nothing: the lock's own, as before.
+//
+// A release that answered ok before a's key could have been set, or that
+// was invoked while its lease lived and answered before it ran out, ended
+// nothing of a's. It returns the cause, faults, stall note and the release
+// it blames (nil: none), or what it was given.
+func lateRelease(a, b *hold, tl timeline, spans []faultSpan, stalls []stall, faults []int, st *StallNote) (string, []int, *StallNote, *LateRelease) {
+	lease := tl.lease
+	if lease <= 0 || a.grantedOK <= 0 || b.start >= a.grantedOK+lease {
+		return CauseNone, faults, st, nil // a's lease had run out: a outlived it on its own
+	}
+	fromA := max(a.granted, setFrom(a, lease, spans, stalls))
+	var byFault *hold
+	var byFaultIDs []int
+	for i := len(b.before) - 1; i >= 0; i-- {
+		p := b.before[i]
+		if p.client == a.client || p.end >= b.start || p.granted <= 0 || (p.how != EndRelease && p.how != EndReleaseUnknown) {
+			continue
+		}
+		// The store ended p's key no sooner than a lease after p's grant
+		// was invoked (unless p's release did it), and a set its key after
+		// both that and setFrom.
+		from := max(fromA, p.granted+lease)
+		if from >= b.start || p.how == EndRelease && p.released <= from {
+			continue // answered before a's key could have been set
+		}
+		if d, worst := stalled(stalls, spans, p.client, p.end, from, from, from); d > 0 && d >= b.start-from {
+			n := stallNote(worst, d)
+			n.Text = fmt.Sprintf("client %d's release, invoked at %.2f s, may have reached the store only after client %d's key was set, and ended it (the lock's release ends whoever's lock); what delayed it: %s", p.client, tl.ms(p.end)/1000, a.client, n.Text)
+			return CauseStall, faults, n, lateNote(p, a, tl, "while the harness stalled it")
+		}
+		if ids := faultsBefore(spans, p.end, from); len(ids) > 0 && byFault == nil {
+			byFault, byFaultIDs = p, ids
+		}
+	}
+	if byFault != nil {
+		return CauseFault, byFaultIDs, st, lateNote(byFault, a, tl, "while a fault was active")
+	}
+	return CauseNone, faults, st, nil
+}
+
+func lateNote(p, a *hold, tl timeline, while string) *LateRelease {
+	return &LateRelease{Client: p.client, InvokedMs: tl.ms(p.end), Victim: a.client,
+		Text: fmt.Sprintf("client %d's release, invoked at %.2f s %s, may have reached the store after its lease had run out and client %d's key was set, and ended client %d's lease (the lock's release ends whoever's lock)", p.client, tl.ms(p.end)/1000, while, a.client, a.client)}
 }
 
 func span(h *hold, tl timeline) HoldSpan {

@@ -227,6 +227,9 @@ type RunInfo struct {
 	KeepsAlive bool `json:"keeps_alive,omitempty"`
 	// Renew: clients renewed their leases every TTL/3 while holding.
 	Renew bool `json:"renew,omitempty"`
+	// BlindRelease: the lock's release ends the key's lock whoever holds
+	// it (locks.Spec.BlindRelease).
+	BlindRelease bool `json:"blind_release,omitempty"`
 	// Store is the kind of server the lock kept its state in (redis, etcd,
 	// zookeeper, postgres); empty in histories from before 2026-11-28,
 	// which left it out for redis.

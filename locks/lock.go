@@ -204,6 +204,11 @@ type Spec struct {
 	KeepsAlive bool
 	// Reentrant locks let the same owner acquire again while holding.
 	Reentrant bool
+	// BlindRelease locks release by ending the key's lock whoever holds it
+	// (a plain DEL, ShedLock's unlock): a release that reaches the store
+	// after its lease ran out ends the next holder's. The checker then asks
+	// what delayed such a release (history.RunInfo.BlindRelease).
+	BlindRelease bool
 	// Quorum locks hold a key when a majority of their nodes granted it
 	// (Redlock); the others need their one node.
 	Quorum bool

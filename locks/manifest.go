@@ -281,7 +281,7 @@ func (m *Manifest) Spec() Spec {
 	}
 	return Spec{
 		Name: m.Name, Description: desc, Library: m.Code(), Weakness: m.Weakness, Store: m.Store, Nodes: m.Nodes,
-		Leaseless: m.Leaseless, KeyPrefix: m.KeyPrefix, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum,
+		Leaseless: m.Leaseless, KeyPrefix: m.KeyPrefix, KeepsAlive: m.KeepsAlive, Reentrant: m.Reentrant, Quorum: m.Quorum, BlindRelease: m.BlindRelease,
 		Options: m.Declared(), Adapter: m,
 		New: func(cfg Config) (Locker, error) { return newAdapter(m, cfg) },
 	}

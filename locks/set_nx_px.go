@@ -15,12 +15,13 @@ type SetNxPx struct{ cfg Config }
 
 func init() {
 	Register(Spec{
-		Name:        "set-nx-px",
-		Description: "SET key 1 NX PX ttl, release with plain DEL (deletes whoever holds it)",
-		Library:     "Go, lockchaos (go-redis 9.23.0)",
-		Weakness:    "a client whose lease expired deletes the next holder's lock",
-		Nodes:       1,
-		New:         func(cfg Config) (Locker, error) { return &SetNxPx{cfg: cfg}, nil },
+		Name:         "set-nx-px",
+		Description:  "SET key 1 NX PX ttl, release with plain DEL (deletes whoever holds it)",
+		Library:      "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:     "a client whose lease expired deletes the next holder's lock",
+		Nodes:        1,
+		BlindRelease: true,
+		New:          func(cfg Config) (Locker, error) { return &SetNxPx{cfg: cfg}, nil },
 	})
 }
 

@@ -21,12 +21,13 @@ type SetnxExpireOptions struct {
 
 func init() {
 	Register(Spec{
-		Name:        "setnx-expire",
-		Description: "SETNX then a separate EXPIRE, release with DEL (non-atomic: a crash between them deadlocks the key)",
-		Library:     "Go, lockchaos (go-redis 9.23.0)",
-		Weakness:    "a crash between the two steps leaves a key that never expires (deadlock); `DEL` removes anyone's lock",
-		Nodes:       1,
-		Options:     SetnxExpireOptions{},
+		Name:         "setnx-expire",
+		Description:  "SETNX then a separate EXPIRE, release with DEL (non-atomic: a crash between them deadlocks the key)",
+		Library:      "Go, lockchaos (go-redis 9.23.0)",
+		Weakness:     "a crash between the two steps leaves a key that never expires (deadlock); `DEL` removes anyone's lock",
+		Nodes:        1,
+		BlindRelease: true,
+		Options:      SetnxExpireOptions{},
 		New: func(cfg Config) (Locker, error) {
 			return &SetnxExpire{cfg: cfg, o: *cfg.Options.(*SetnxExpireOptions)}, nil
 		},

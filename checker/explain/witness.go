@@ -81,6 +81,9 @@ func Witness(res checker.Result) []string {
 		second += fmt.Sprintf(", about when client %d's lease ran out, while client %d still held it", a.Client, a.Client)
 	}
 	lines = append(lines, second+".")
+	if o.Late != nil {
+		lines = append(lines, fmt.Sprintf("How: %s.", o.Late.Text))
+	}
 	if s := grantAfterLease(res, o, b, ttl); s != "" {
 		lines = append(lines, s)
 	}
