@@ -112,13 +112,14 @@ func verdictCases() []verdictCase {
 				acquireAnswer(1, k0, 20, 30, history.Info).
 				acquireAnswer(1, k0, 31, 32, history.Fail).
 				release(0, k0, 50, 51).
+				acquire(1, k0, 60, 65).release(1, k0, 70, 71).
 				exit(0, 200, true).exit(1, 200, true).end(210),
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
-				if r.Acquire != (AcquireStats{Attempted: 3, OK: 1, Failed: 1, Unknown: 1, P50ms: 5, P99ms: 5, Maxms: 5}) {
+				if r.Acquire != (AcquireStats{Attempted: 4, OK: 2, Failed: 1, Unknown: 1, P50ms: 5, P99ms: 5, Maxms: 5}) {
 					t.Errorf("acquire %+v", r.Acquire)
 				}
-				if r.Mutex.Ops != 2 || r.Mutex.Holds != 1 {
+				if r.Mutex.Ops != 4 || r.Mutex.Holds != 2 {
 					t.Errorf("mutex %+v", r.Mutex)
 				}
 			},
@@ -407,6 +408,7 @@ func verdictCases() []verdictCase {
 				write(0, "res:0", 23, 24, history.Fail, 2, 5).
 				write(1, "res:0", 26, 27, history.OK, 2, 6).
 				write(1, "res:0", 28, 29, history.Fail, 3, 4).
+				hold(1, k0, 100, 110).
 				probeResource("res:0", 205, 2).
 				exit(0, 200, true).exit(1, 200, true).end(210),
 			verdict: Safe,
@@ -435,13 +437,30 @@ func verdictCases() []verdictCase {
 		{
 			name: "a deadlocked key is reported, separate from safety",
 			history: new(hist).start().
-				hold(0, k0, 10, 25).
+				hold(0, k0, 10, 25).hold(1, k0, 100, 110).
 				probeLock("lock:1", 205, 1000, -1, -2).probeLock(k0, 205, -2, -2).probeLock("lock:1", 206, -1).
-				exit(0, 200, true).end(210),
+				exit(0, 200, true).exit(1, 200, true).end(210),
 			verdict: Safe,
 			check: func(t *testing.T, r Result) {
 				if !slices.Equal(r.Liveness.DeadlockedKeys, []string{"lock:1"}) {
 					t.Errorf("deadlocked %v", r.Liveness.DeadlockedKeys)
+				}
+			},
+		},
+		{
+			// Without faults, a run is evidence only when its clients
+			// contended: a key no second client ever got (its write and
+			// release timed out, the others' acquires refused or cut
+			// off) excluded nobody.
+			name: "a run without faults in which no key passed between clients tests nothing",
+			history: new(hist).start().
+				hold(0, k0, 10, 250).acquireAnswer(1, k0, 20, 30, history.Fail).acquireAnswer(1, k0, 40, 140, history.Info).
+				hold(0, k0, 260, 270).
+				exit(0, 300, true).exit(1, 300, true).end(310),
+			verdict: Inconclusive,
+			check: func(t *testing.T, r Result) {
+				if !slices.ContainsFunc(r.Reasons, func(s string) bool { return strings.Contains(s, "no key ever passed from one client to another (2 holds, all by one client of 2)") }) {
+					t.Errorf("reasons %q", r.Reasons)
 				}
 			},
 		},

@@ -40,6 +40,9 @@ type Stream struct {
 	dirty        []*keyState
 	holds        int
 	heldKeys     int
+	// handovers counts holds that began after another client's hold of
+	// the key had (a key passed between clients).
+	handovers int
 	firstHolds   []*hold
 	pairs        [][2]*hold // holds of two clients on one key, each begun while the other was held
 	faults       []*faultRecord
@@ -76,6 +79,8 @@ type keyState struct {
 	releases int
 	dirty    bool
 	held     bool // some client held it
+	// lastHolder is the client whose hold of it began last (once held).
+	lastHolder int
 	res      resourceKey
 	live     keyLive
 }
@@ -278,7 +283,10 @@ func (s *Stream) holdStarted(h *hold) {
 	if !ks.held {
 		ks.held = true
 		s.heldKeys++
+	} else if ks.lastHolder != h.client {
+		s.handovers++
 	}
+	ks.lastHolder = h.client
 	for _, a := range ks.open {
 		if a.client != h.client {
 			if !s.opts.Live {
@@ -673,7 +681,7 @@ func (s *Stream) Result() Result {
 		}
 		r.FirstViolationMs, r.FirstViolationCause = &first, cause
 	}
-	decide(&r, tr, s.answer, s.timeout, resourceGaps, tl, s.holds, s.heldKeys)
+	decide(&r, tr, s.answer, s.timeout, resourceGaps, tl, s.holds, s.heldKeys, s.handovers)
 	return r
 }
 
