@@ -459,7 +459,9 @@ func verdictCases() []verdictCase {
 				exit(0, 300, true).exit(1, 300, true).end(310),
 			verdict: Inconclusive,
 			check: func(t *testing.T, r Result) {
-				if !slices.ContainsFunc(r.Reasons, func(s string) bool { return strings.Contains(s, "no key ever passed from one client to another (2 holds, all by one client of 2)") }) {
+				if !slices.ContainsFunc(r.Reasons, func(s string) bool {
+					return strings.Contains(s, "no key ever passed from one client to another (2 holds, all by one client of 2)")
+				}) {
 					t.Errorf("reasons %q", r.Reasons)
 				}
 			},

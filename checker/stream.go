@@ -32,17 +32,17 @@ type Stream struct {
 	rp      *replayer
 	tr      *trace
 
-	seen         bool
-	first, last  int64 // the first and the last event's time
-	runStart     *history.Event
-	probes       []history.Event
-	keys         map[string]*keyState
-	dirty        []*keyState
-	holds        int
-	heldKeys     int
+	seen        bool
+	first, last int64 // the first and the last event's time
+	runStart    *history.Event
+	probes      []history.Event
+	keys        map[string]*keyState
+	dirty       []*keyState
+	holds       int
+	heldKeys    int
 	// handovers counts holds that began after another client's hold of
 	// the key had (a key passed between clients).
-	handovers int
+	handovers    int
 	firstHolds   []*hold
 	pairs        [][2]*hold // holds of two clients on one key, each begun while the other was held
 	faults       []*faultRecord
@@ -81,8 +81,8 @@ type keyState struct {
 	held     bool // some client held it
 	// lastHolder is the client whose hold of it began last (once held).
 	lastHolder int
-	res      resourceKey
-	live     keyLive
+	res        resourceKey
+	live       keyLive
 }
 
 const (
