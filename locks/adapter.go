@@ -40,6 +40,10 @@ const AdapterGrace = 500 * time.Millisecond
 // lock's own refusal does not count it as one.
 const NoAnswer = "adapter gave no answer"
 
+// NoValidityLeft is in the error of an acquire the adapter granted with no
+// validity left (valid_ms 0 or less): given up at once, a refusal.
+const NoValidityLeft = "granted with no validity left"
+
 // AdapterStartTimeout bounds an adapter's start: the init_ok must come
 // within it (a JVM under load takes seconds, never this long).
 const AdapterStartTimeout = 2 * time.Minute
@@ -590,6 +594,20 @@ func (a *adapter) acquire(ctx context.Context, key string, wait time.Duration) (
 			}
 		}
 		l := Lease{Key: key, Owner: a.cfg.Owner, Token: ans.token(), Fence: ans.Fence}
+		if ans.ValidMs != nil && *ans.ValidMs <= 0 {
+			// Granted with no validity left: a caller that checks it never
+			// enters, and undoes the grant, as Redlock's step 5 does (and
+			// the Go Redlock: a refusal). Recorded as a granted hold that
+			// was lost at once, it overlapped a next holder by the
+			// microseconds between the two (node-redlock 5 with its
+			// validity checked, on containers beside CPU hogs, 2026-11-30).
+			rerr := a.release(context.WithoutCancel(ctx), l)
+			msg := fmt.Sprintf("%s (valid_ms %d): given up, as a caller that checks its validity does", NoValidityLeft, *ans.ValidMs)
+			if rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+				msg += fmt.Sprintf("; its release: %v", rerr)
+			}
+			return Lease{}, fmt.Errorf("%w: %s", ErrNotAcquired, msg)
+		}
 		if ans.ValidMs != nil {
 			l.Deadline = history.Now() + *ans.ValidMs*int64(time.Millisecond)
 		}

@@ -315,6 +315,9 @@ type Acquire struct {
 	// adapter silent past its timeout, locks.NoAnswer): no refusal of the
 	// lock's, and the library may still be acquiring.
 	Unanswered bool
+	// NoValidity: refused because it was granted with no validity left
+	// (locks.NoValidityLeft): the caller gave a late lease up at once.
+	NoValidity bool
 	// Error is the error it ended with; Cancelled, that the client was
 	// asked to cancel it in flight (Canceller).
 	Error     string

@@ -188,6 +188,10 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 			return acq.Key == key && acq.Invoked >= after && acq.Outcome == history.OK
 		}
 		switch {
+		case acq.Outcome == history.Fail && acq.NoValidity:
+			// Granted late, with no validity left: the caller that checks
+			// it gave the lease up at once, and its acquire was refused.
+			return true
 		case acq.Outcome == history.Info && acq.Unanswered:
 			// The harness gave up on the adapter, not the lock on its
 			// lease: the library may still be waiting for it.
@@ -220,6 +224,11 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		return f, errors.Join(ctx.Err(), proc.Unstretch(c))
 	}
 	took := time.Duration(acq.Done - acq.Invoked)
+	if acq.Outcome == history.Fail {
+		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s, granted with no validity left, and it gave the lease up at once (a refusal)", c, key, round(took))}
+		f.Duration = time.Until(timeOf(start).Add(duration))
+		return f, proc.Unstretch(c)
+	}
 	if acq.Outcome != history.OK {
 		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s under the slow replies got no lease: it gave up after %s with a reply %s late still held back for it, so a late lease was not handed out", c, key, round(took), delay)}
 		f.Duration = time.Until(timeOf(start).Add(duration))

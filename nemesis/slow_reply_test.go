@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/runner"
 	"github.com/lockchaos/lockchaos/runner/runtest"
@@ -128,6 +129,32 @@ func TestSlowReplyLandsOnALeaseRefusedByDesign(t *testing.T) {
 				t.Errorf("no fault landed in three runs: %s", res.Summary)
 			}
 		})
+	}
+}
+
+// An adapter's grant with no validity left (valid_ms 0 or less) is given
+// up at once and recorded as a refused acquire, as a caller that checks
+// its validity never enters: node-redlock 5 resolves acquire() with the
+// quorum alone, and replies held back 0.97 TTL bring it an expiration
+// already past (the catalogue scenario node-redlock-5-checked-validity-is-safe). (Recorded as an ok and a loss at once, such a grant
+// overlapped the next holder by microseconds: 2026-11-30, on containers
+// beside CPU hogs.)
+func TestAGrantWithNoValidityLeftIsRefused(t *testing.T) {
+	t.Parallel()
+	const lock = "node-redlock-5.0.0-beta.2"
+	c := runtest.FaultConfig(t, lock, []string{"slow-reply"}, lock+".checkValidity=true", lock+".driftFactor=0.05", "slow-reply.delay=0.97ttl")
+	c.TTL, c.Hold = time.Second, 200*time.Millisecond
+	c.Clients, c.Think, c.Wait, c.OpTimeout, c.Duration = 2, c.TTL, c.TTL, 3*c.TTL, 13*c.TTL
+	res, events := runtest.RunFaults(t, &c)
+	runtest.Verdict(t, res, checker.Safe)
+	refused := 0
+	for _, e := range events {
+		if e.Kind == history.Fail && e.F == history.Acquire && strings.Contains(e.Message, locks.NoValidityLeft) {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Errorf("no acquire was refused for a grant with no validity left: %s", res.Summary)
 	}
 }
 

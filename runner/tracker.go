@@ -120,6 +120,7 @@ func (t *tracker) observe(e history.Event) {
 		if a, ok := t.acquires[e.Client]; ok && a.Outcome == "" {
 			a.Done, a.Outcome, a.Error = e.Time, e.Kind, e.Error
 			a.Unanswered = e.Kind == history.Info && strings.Contains(e.Error, locks.NoAnswer)
+			a.NoValidity = e.Kind == history.Fail && strings.Contains(e.Message, locks.NoValidityLeft)
 			t.acquires[e.Client] = a
 			if a.Cancelled {
 				t.cancelledAcq[e.Client] = a
