@@ -129,6 +129,9 @@ type MutexResult struct {
 	Ops int `json:"ops"`
 	// Holds is the number of critical sections (outermost acquire to hold end).
 	Holds int `json:"holds"`
+	// KeyHolders is the most clients that held one key: under 2, no key
+	// ever passed from one client to another.
+	KeyHolders int `json:"key_holders"`
 	// Linearizable is porcupine's answer; null when it timed out.
 	Linearizable *bool `json:"linearizable"`
 	// Porcupine is porcupine's raw result: "Ok", "Illegal" or "Unknown".
@@ -472,6 +475,8 @@ func (r Result) Overdone() string {
 // machine, not the lock; a matrix (and a test) runs it again.
 func (r Result) NoEvidence() string {
 	switch {
+	case r.Uncontended():
+		return "no key ever passed from one client to another"
 	case r.StallOnly():
 		return "every overlap came from a stall of the harness"
 	case r.Overdone() != "":
@@ -480,6 +485,14 @@ func (r Result) NoEvidence() string {
 		return fmt.Sprintf("none of the %d faults landed", r.Evidence.Faults)
 	}
 	return r.RaceNotRun()
+}
+
+// Uncontended says of a run without faults, of two clients or more, that
+// no key ever passed from one client to another and none got stuck:
+// nothing was excluded, so it is no evidence either way (decide).
+func (r Result) Uncontended() bool {
+	return r.Mutex.Holds > 0 && r.Mutex.KeyHolders < 2 && r.Settings != nil && r.Settings.Clients > 1 &&
+		len(r.Settings.Nemesis) == 0 && len(r.Faults) == 0 && len(r.Liveness.Stuck) == 0
 }
 
 // RaceNotRun says, of a safe run in which a fault took a live lease away
@@ -508,7 +521,7 @@ func (r Result) RaceNotRun() string {
 // lease lost after its holder left opened no race (Result.RaceNotRun);
 // later, within 4, fields omitted when empty: mutex.overlaps[].stall's
 // lease_lived, liveness.stalled and the stuck spans' stalled_ms; and
-// mutex.overlaps[].late_release (2026-11-30).
+// mutex.overlaps[].late_release and mutex.key_holders (2026-11-30).
 const ResultSchema = 4
 
 // Reproduce is how to make the run again: written into result.json by the

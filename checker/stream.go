@@ -40,9 +40,8 @@ type Stream struct {
 	dirty       []*keyState
 	holds       int
 	heldKeys    int
-	// handovers counts holds that began after another client's hold of
-	// the key had (a key passed between clients).
-	handovers    int
+	// keyHolders is the most clients that held one key.
+	keyHolders   int
 	firstHolds   []*hold
 	pairs        [][2]*hold // holds of two clients on one key, each begun while the other was held
 	faults       []*faultRecord
@@ -79,10 +78,10 @@ type keyState struct {
 	releases int
 	dirty    bool
 	held     bool // some client held it
-	// lastHolder is the client whose hold of it began last (once held).
-	lastHolder int
-	res        resourceKey
-	live       keyLive
+	// holders are the clients that held it, up to two.
+	holders []int
+	res     resourceKey
+	live    keyLive
 }
 
 const (
@@ -283,10 +282,11 @@ func (s *Stream) holdStarted(h *hold) {
 	if !ks.held {
 		ks.held = true
 		s.heldKeys++
-	} else if ks.lastHolder != h.client {
-		s.handovers++
 	}
-	ks.lastHolder = h.client
+	if len(ks.holders) < 2 && !slices.Contains(ks.holders, h.client) {
+		ks.holders = append(ks.holders, h.client)
+		s.keyHolders = max(s.keyHolders, len(ks.holders))
+	}
 	for _, a := range ks.open {
 		if a.client != h.client {
 			if !s.opts.Live {
@@ -636,6 +636,7 @@ func (s *Stream) Result() Result {
 		Mutex: MutexResult{
 			Ops:          tr.opCount,
 			Holds:        s.holds,
+			KeyHolders:   s.keyHolders,
 			OverlapCount: count,
 			Overlaps:     overlaps,
 			CheckMs:      float64(s.checkDur.Microseconds()) / 1e3,
@@ -681,7 +682,7 @@ func (s *Stream) Result() Result {
 		}
 		r.FirstViolationMs, r.FirstViolationCause = &first, cause
 	}
-	decide(&r, tr, s.answer, s.timeout, resourceGaps, tl, s.holds, s.heldKeys, s.handovers)
+	decide(&r, tr, s.answer, s.timeout, resourceGaps, tl, s.holds, s.heldKeys)
 	return r
 }
 

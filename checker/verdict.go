@@ -54,9 +54,8 @@ func checkResultName(c porcupine.CheckResult) string {
 // every gap in the evidence is listed; a violation wins over gaps (damage
 // seen in part of a history is damage), and gaps forbid safe.
 //
-// holds and keys are how many holds the history has, on how many keys;
-// handovers how many of those holds began after another client's.
-func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Duration, resourceGaps []string, tl timeline, holds, keys, handovers int) {
+// holds and keys are how many holds the history has, on how many keys.
+func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Duration, resourceGaps []string, tl timeline, holds, keys int) {
 	m, violations, mutexGaps := mutexAnswer(answer, r.Mutex.OverlapCount, timeout)
 	r.Mutex.Linearizable, r.Mutex.Porcupine, r.Mutex.Agree = m.Linearizable, m.Porcupine, m.Agree
 
@@ -111,15 +110,14 @@ func decide(r *Result, tr *trace, answer porcupine.CheckResult, timeout time.Dur
 	switch {
 	case holds == 0:
 		gaps = append(gaps, "no client ever held a lock: nothing was tested")
-	case handovers == 0 && tr.runStart != nil && tr.runStart.Run != nil && tr.runStart.Run.Clients > 1 &&
-		len(tr.runStart.Run.Nemesis) == 0 && len(r.Faults) == 0 && len(r.Liveness.Stuck) == 0:
+	case r.Uncontended():
 		// A run without faults whose keys one client held, and no other
 		// ever did: no hand-over was made, so a safe verdict would rest on
 		// nothing (2026-11-30: a run on containers beside CPU hogs made 1
 		// hold in 6 s, its write and release timed out, and it was judged
 		// safe). A key found stuck says why no other client got it. (With
 		// faults, what they did is the evidence: noFaultLanded.)
-		gaps = append(gaps, fmt.Sprintf("no key ever passed from one client to another (%s, all by one client of %d): mutual exclusion was never put to the test", plural(holds, "hold", "holds"), tr.runStart.Run.Clients))
+		gaps = append(gaps, fmt.Sprintf("no key ever passed from one client to another (%s, all by one client of %d): mutual exclusion was never put to the test", plural(holds, "hold", "holds"), r.Settings.Clients))
 	}
 	if g := noFaultLanded(r); g != "" {
 		gaps = append(gaps, g)
