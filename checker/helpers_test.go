@@ -181,13 +181,18 @@ func (h *hist) slowReply(id, c int, key string, since, from, to, answered float6
 // blind marks the run begun last as one of a lock whose release ends
 // whoever's lock (history.RunInfo.BlindRelease).
 func (h *hist) blind() *hist {
+	h.lastRun().BlindRelease = true
+	return h
+}
+
+// lastRun is the run-start of the run begun last.
+func (h *hist) lastRun() *history.RunInfo {
 	for i := len(h.events) - 1; i >= 0; i-- {
 		if h.events[i].Kind == history.RunStart {
-			h.events[i].Run.BlindRelease = true
-			break
+			return h.events[i].Run
 		}
 	}
-	return h
+	panic("hist: no run-start")
 }
 
 // releaseTimedOut: a release invoked at inv whose client gave up on it at
@@ -199,12 +204,7 @@ func (h *hist) releaseTimedOut(c int, key string, inv, done float64) *hist {
 
 // ttl sets the lease of the run begun last (its run-start's TTL), in ms.
 func (h *hist) ttl(leaseMs int64) *hist {
-	for i := len(h.events) - 1; i >= 0; i-- {
-		if h.events[i].Kind == history.RunStart {
-			h.events[i].Run.TTLms = leaseMs
-			break
-		}
-	}
+	h.lastRun().TTLms = leaseMs
 	return h
 }
 

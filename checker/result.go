@@ -471,7 +471,8 @@ func (r Result) Overdone() string {
 
 // NoEvidence says why the run is no evidence about the lock either way, or
 // "" when it is: every overlap it found was a stall of the harness (or a
-// fault the machine overdid), or it had faults and none of them landed. Such a run says something about the
+// fault the machine overdid), it had faults and none of them landed, or it
+// had none and no key passed between clients (Uncontended). Such a run says something about the
 // machine, not the lock; a matrix (and a test) runs it again.
 func (r Result) NoEvidence() string {
 	switch {
