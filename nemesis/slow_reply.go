@@ -224,7 +224,7 @@ func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, err
 		return f, errors.Join(ctx.Err(), proc.Unstretch(c))
 	}
 	took := time.Duration(acq.Done - acq.Invoked)
-	if acq.Outcome == history.Fail {
+	if acq.NoValidity {
 		f.Effect = &history.Effect{Landed: true, Note: fmt.Sprintf("client %d's acquire of %s returned after %s, granted with no validity left, and it gave the lease up at once (a refusal)", c, key, round(took))}
 		f.Duration = time.Until(timeOf(start).Add(duration))
 		return f, proc.Unstretch(c)
