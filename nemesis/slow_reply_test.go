@@ -136,9 +136,10 @@ func TestSlowReplyLandsOnALeaseRefusedByDesign(t *testing.T) {
 // up at once and recorded as a refused acquire, as a caller that checks
 // its validity never enters: node-redlock 5 resolves acquire() with the
 // quorum alone, and replies held back 0.97 TTL bring it an expiration
-// already past (the catalogue scenario node-redlock-5-checked-validity-is-safe). (Recorded as an ok and a loss at once, such a grant
-// overlapped the next holder by microseconds: 2026-11-30, on containers
-// beside CPU hogs.)
+// already past (the catalogue scenario
+// node-redlock-5-checked-validity-is-safe). Recorded as an ok and a loss
+// at once, such a grant overlapped the next holder by microseconds
+// (2026-11-30, on containers beside CPU hogs).
 func TestAGrantWithNoValidityLeftIsRefused(t *testing.T) {
 	t.Parallel()
 	const lock = "node-redlock-5.0.0-beta.2"

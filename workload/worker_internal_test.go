@@ -288,11 +288,12 @@ func TestDeadlinePassedEndsTheHoldThere(t *testing.T) {
 			return ev, fmt.Sprintf("lost message %q", all[4].Message)
 		}
 		// The validity is the TTL less the acquire's time and the drift:
-		// the loss comes when it ends, long before the 900 ms hold would
-		// have (a stall of the test's process may delay it by that much;
-		// untilUnstalled runs it again then).
-		if held := time.Duration(all[4].Time - all[1].Time); held >= 600*ms {
-			return ev, fmt.Sprintf("lost %v after the acquire returned, not at its 300ms lease's end", held)
+		// the loss comes before the TTL has passed since the acquire
+		// returned, long before the 900 ms hold would have ended (a timer
+		// that fires late records a stall, and untilUnstalled runs it
+		// again).
+		if held := time.Duration(all[4].Time - all[1].Time); held >= 300*ms {
+			return ev, fmt.Sprintf("lost %v after the acquire returned, at or past the 300ms TTL", held)
 		}
 		return ev, ""
 	})
