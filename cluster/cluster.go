@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/logtail"
-	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // Backend starts Redis nodes: local processes, containers, … Each backend
@@ -209,15 +208,6 @@ func tail(b []byte) string {
 	return strings.Join(logtail.Lines(b, 3, nil), " | ")
 }
 
-// FreePort finds a free TCP port on 127.0.0.1 for a server to bind, below
-// the kernel's ephemeral range (internal/ports): ports that listen(":0")
-// hands out and every client connection can then never take a node's port
-// between this check and the server's bind, or while a crashed node is down
-// before its restart. Two runs may still pick the same port at the same
-// moment; the loser's server fails to bind and waitReady's identity check
-// catches the case where the winner answers in its place.
-func FreePort() (int, error) { return ports.Free() }
-
 // onOwnPort starts a node again on the ports it must keep (a restart, a
 // rejoin), and when the start fails because the port is still taken
 // (taken(err): what the server's log said), waits until they are free
@@ -261,10 +251,4 @@ func waitPortFree(ctx context.Context, port int, limit time.Duration) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// onFreePort calls start with a free port until it succeeds, five times at
-// most: another run may bind the same port first.
-func onFreePort[T any](ctx context.Context, start func(port int) (T, error)) (T, error) {
-	return ports.Retry(ctx, start)
 }

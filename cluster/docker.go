@@ -23,6 +23,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // DefaultImage is the docker backend's image when --image is not given: built
@@ -216,7 +218,7 @@ func (d *Docker) Close() error {
 // StartNode starts one container and waits until its redis-server answers
 // PING on 127.0.0.1.
 func (d *Docker) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
-	n, err := onFreePort(ctx, func(port int) (*DockerNode, error) { return d.startNode(ctx, spec, port) })
+	n, err := ports.Retry(ctx, func(port int) (*DockerNode, error) { return d.startNode(ctx, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start redis node %s in a %s container: %w", spec.Name, d.image, err)
 	}
@@ -227,7 +229,7 @@ func (d *Docker) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
 // sentinel mode, from the same image as the nodes) and waits until it
 // answers on 127.0.0.1.
 func (d *Docker) StartSentinel(ctx context.Context, spec SentinelSpec) (Sentinel, error) {
-	s, err := onFreePort(ctx, func(port int) (*DockerSentinel, error) { return d.startSentinel(ctx, spec, port) })
+	s, err := ports.Retry(ctx, func(port int) (*DockerSentinel, error) { return d.startSentinel(ctx, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start sentinel %s in a %s container: %w", spec.Name, d.image, err)
 	}

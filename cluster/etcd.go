@@ -17,6 +17,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // StoreEtcd is the store of the etcd locks: one etcd cluster of
@@ -56,18 +58,14 @@ const etcdStartTimeout = 30 * time.Second
 
 // etcdPorts picks a client and a peer port for each of n members; tests
 // replace it to hand out a port that is taken.
-var etcdPorts = func(n int) ([]int, error) {
-	seen := map[int]bool{}
-	var ps []int
-	for len(ps) < 2*n {
-		p, err := FreePort()
+var etcdPorts = func(ctx context.Context, n int) ([]int, error) {
+	ps := make([]int, 2*n)
+	for i := range ps {
+		p, err := ports.Free(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if !seen[p] {
-			seen[p] = true
-			ps = append(ps, p)
-		}
+		ps[i] = p
 	}
 	return ps, nil
 }
@@ -109,7 +107,7 @@ func startEtcd(ctx context.Context, backend Backend, spec EnsembleSpec) (Ensembl
 var errPortTaken = errors.New("port taken")
 
 func tryStartEtcd(ctx context.Context, box *storeContainers, bin string, members int) (*EtcdEnsemble, error) {
-	ps, err := etcdPorts(members)
+	ps, err := etcdPorts(ctx, members)
 	if err != nil {
 		return nil, err
 	}

@@ -208,9 +208,9 @@ func TestEtcdStartMovesOffATakenPort(t *testing.T) {
 	taken := l.Addr().(*net.TCPAddr).Port
 	orig := etcdPorts
 	calls := 0
-	etcdPorts = func(n int) ([]int, error) {
+	etcdPorts = func(ctx context.Context, n int) ([]int, error) {
 		calls++
-		ps, err := orig(n)
+		ps, err := orig(ctx, n)
 		if calls == 1 && err == nil {
 			ps[2] = taken // member 1's client port
 		}

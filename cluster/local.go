@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // Local starts redis-server processes on this host: the embedded default
@@ -36,7 +38,7 @@ func NewLocal() (*Local, error) {
 
 // StartNode starts one redis-server and waits until it answers PING.
 func (l *Local) StartNode(ctx context.Context, spec NodeSpec) (Node, error) {
-	n, err := onFreePort(ctx, func(port int) (*LocalNode, error) { return l.start(ctx, spec, port) })
+	n, err := ports.Retry(ctx, func(port int) (*LocalNode, error) { return l.start(ctx, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start redis node %s: %w", spec.Name, err)
 	}

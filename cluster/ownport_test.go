@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"net"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // another program after the wait starts again (issue 42: a rejoined
 // PostgreSQL member exited with "could not create listen socket").
 func TestOnOwnPortWaitsForThePort(t *testing.T) {
-	port, err := FreePort()
+	port, err := ports.Free(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestOnOwnPortWaitsForThePort(t *testing.T) {
 	}
 
 	// A start that fails for another reason is not tried again.
-	other, err := FreePort()
+	other, err := ports.Free(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

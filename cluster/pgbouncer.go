@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // PoolerPgBouncer is the one pooler (Topology.Pooler): PgBouncer in
@@ -70,7 +72,7 @@ func startPgBouncer(ctx context.Context, n *pgNode) (*pgBouncer, error) {
 		}
 	}
 	b := &pgBouncer{member: n, dir: dir}
-	_, err = onFreePort(ctx, func(port int) (struct{}, error) {
+	_, err = ports.Retry(ctx, func(port int) (struct{}, error) {
 		b.port = port
 		return struct{}{}, b.launch(ctx, bin)
 	})

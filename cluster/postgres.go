@@ -18,6 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sys/unix"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // StorePostgres is PostgreSQL: a primary and streaming standbys, each a
@@ -591,7 +593,7 @@ func (n *pgNode) tool(ctx context.Context, name string, args ...string) error {
 
 // launchOnFreePort picks the member's port for good: a restart reuses it.
 func (n *pgNode) launchOnFreePort(ctx context.Context) error {
-	_, err := onFreePort(ctx, func(port int) (struct{}, error) {
+	_, err := ports.Retry(ctx, func(port int) (struct{}, error) {
 		n.port = port
 		return struct{}{}, n.launch(ctx)
 	})

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // Monitor is one primary a sentinel watches, under the name clients ask for.
@@ -127,7 +129,7 @@ func startLocalSentinel(ctx context.Context, spec SentinelSpec) (Sentinel, error
 	if err != nil {
 		return nil, errors.New("redis-sentinel not found in PATH: install it with `apt-get install -y redis-sentinel` (Debian/Ubuntu), or run `make setup` as root")
 	}
-	s, err := onFreePort(ctx, func(port int) (*localSentinel, error) { return launchLocalSentinel(ctx, bin, spec, port) })
+	s, err := ports.Retry(ctx, func(port int) (*localSentinel, error) { return launchLocalSentinel(ctx, bin, spec, port) })
 	if err != nil {
 		return nil, fmt.Errorf("start sentinel %s: %w", spec.Name, err)
 	}

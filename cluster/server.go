@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // ServerSpec says how to start one member of a store that lives in a
@@ -59,7 +61,7 @@ func StartServer(ctx context.Context, backend Backend, spec ServerSpec) (*Server
 	if err != nil {
 		return nil, err
 	}
-	s, err := onFreePort(ctx, func(port int) (*Server, error) {
+	s, err := ports.Retry(ctx, func(port int) (*Server, error) {
 		dir, err := mkScratch(spec.Name)
 		if err != nil {
 			return nil, err

@@ -105,21 +105,11 @@ var errZKPort = errors.New("port conflict")
 
 func launchZKEnsemble(ctx context.Context, box *storeContainers, java string, n int) (*zkEnsemble, error) {
 	e := &zkEnsemble{}
-	used := map[int]bool{}
-	free := func() (int, error) {
-		for {
-			p, err := ports.Free()
-			if err != nil || !used[p] {
-				used[p] = true
-				return p, err
-			}
-		}
-	}
 	for i := 0; i < n; i++ {
 		s := &zkServer{name: "zk" + strconv.Itoa(i), id: i + 1, java: java, ens: e}
 		for _, p := range []*int{&s.clientPort, &s.peerPort, &s.electionPort} {
 			var err error
-			if *p, err = free(); err != nil {
+			if *p, err = ports.Free(ctx); err != nil {
 				return nil, err
 			}
 		}

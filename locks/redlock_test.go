@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func deadNode(t *testing.T) *redis.Client {
 	t.Helper()
 	redis.SetLogger(quietLogger{})
-	port, err := cluster.FreePort()
+	port, err := ports.Free(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ func init() { log.Logger = zerolog.Nop() }
 // Proxies owns every link of a run.
 type Proxies struct {
 	server *toxiproxy.ApiServer
+	ports  *ports.Lease // the links' ports, given back by Close
 
 	mu     sync.Mutex
 	links  []*Link
@@ -36,7 +37,7 @@ type Proxies struct {
 // New returns an empty set of proxies. No HTTP API is opened: the nemeses
 // drive toxiproxy as a library.
 func New() *Proxies {
-	return &Proxies{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())}
+	return &Proxies{server: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), ports: ports.NewLease()}
 }
 
 // Link is one proxied connection path from a client to a node, or, for a
@@ -105,7 +106,7 @@ func (ps *Proxies) AddRelay(name string, node int, upstream string) (*Link, erro
 // same port again, and a port from the ephemeral range could meanwhile be
 // taken by any outgoing connection on the machine.
 func (ps *Proxies) start(name, upstream string) (*Link, error) {
-	return ports.Retry(context.Background(), func(port int) (*Link, error) {
+	return ports.Retry(ports.WithLease(context.Background(), ps.ports), func(port int) (*Link, error) {
 		p := toxiproxy.NewProxy(ps.server, name, fmt.Sprintf("127.0.0.1:%d", port), upstream)
 		if err := p.Start(); err != nil {
 			return nil, fmt.Errorf("start proxy %s to %s: %w", name, upstream, err)
@@ -248,7 +249,7 @@ func (ps *Proxies) Relays(node int) []*Link {
 	return out
 }
 
-// Close stops every proxy and its connections.
+// Close stops every proxy and its connections, and gives their ports back.
 func (ps *Proxies) Close() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -256,4 +257,5 @@ func (ps *Proxies) Close() {
 		l.p.Stop()
 	}
 	ps.links, ps.relays = nil, nil
+	ps.ports.Release()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/nemesis"
 	"github.com/lockchaos/lockchaos/proxy"
@@ -258,6 +259,13 @@ func (r *run) seenLive(o checker.Overlap) {
 
 func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	var problems []string // recorded in run-end: each makes the evidence doubtful
+	// The nodes' ports stay reserved until the run ends (deferred first,
+	// so given back after every node has stopped): a node a nemesis
+	// killed comes back on its own port, which no other run can pick
+	// while it is down.
+	lease := ports.NewLease()
+	defer lease.Release()
+	ctx = ports.WithLease(ctx, lease)
 	backend, err := cluster.Open(r.cfg.Backend, cluster.BackendOptions{Image: r.cfg.Image})
 	if err != nil {
 		return err

@@ -346,8 +346,10 @@ func warm(java, jar string) {
 		return
 	}
 	defer os.RemoveAll(dir)
+	lease := ports.NewLease()
+	defer lease.Release()
 	_ = jvmcds.Write(java, jar, func(flags []string) error {
-		port, err := ports.Free()
+		port, err := ports.Free(ports.WithLease(context.Background(), lease))
 		if err != nil {
 			return err
 		}
