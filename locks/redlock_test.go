@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
-	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/redis/go-redis/v9"
