@@ -50,12 +50,14 @@ type storeContainers struct {
 }
 
 // member is the container a member named name, whose files are all in dir,
-// runs in; nil (a child process) when c is.
-func (c *storeContainers) member(name, dir string) *memberBox {
+// runs in; nil (a child process) when c is. The folders in mounts (a
+// server lockchaos built itself, which no image holds) are mounted
+// read-only at their own paths.
+func (c *storeContainers) member(name, dir string, mounts ...string) *memberBox {
 	if c == nil {
 		return nil
 	}
-	return &memberBox{c: c, name: name, dir: dir}
+	return &memberBox{c: c, name: name, dir: dir, mounts: mounts}
 }
 
 // memberBox runs a member's command, each start in a fresh container:
@@ -78,9 +80,19 @@ func (c *storeContainers) member(name, dir string) *memberBox {
 type memberBox struct {
 	c         *storeContainers
 	name, dir string
+	mounts    []string // read-only, at their own paths
 
 	mu sync.Mutex
 	id string // the latest start's container
+}
+
+// readOnly binds each folder at its own path, read-only.
+func readOnly(dirs []string) []string {
+	var binds []string
+	for _, d := range dirs {
+		binds = append(binds, d+":"+d+":ro")
+	}
+	return binds
 }
 
 // containerLogEnv names the log file for the container's shell.
@@ -134,11 +146,11 @@ func (b *memberBox) run(cmd *exec.Cmd) (*os.Process, chan struct{}, error) {
 		HostConfig: &container.HostConfig{
 			NetworkMode: "host",
 			IpcMode:     "host",
-			Binds: []string{
+			Binds: append([]string{
 				b.dir + ":" + b.dir,
 				"/etc/passwd:/etc/passwd:ro",
 				"/etc/group:/etc/group:ro",
-			},
+			}, readOnly(b.mounts)...),
 		},
 	})
 	if err != nil {

@@ -37,6 +37,11 @@ type ServerSpec struct {
 	HoldsLease func(ctx context.Context, addr, key, token string) (bool, error)
 	// StartTimeout bounds a start; 0 is 30 s.
 	StartTimeout time.Duration
+	// Mounts are folders of this machine the command needs that the
+	// store's image does not hold (a server lockchaos built itself, in
+	// its cache): on the docker backend they are mounted read-only at
+	// their own paths.
+	Mounts []string
 }
 
 // Server is one member of a store in a folder of its own, started by
@@ -66,7 +71,7 @@ func StartServer(ctx context.Context, backend Backend, spec ServerSpec) (*Server
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{spec: spec, dir: dir, port: port, proc: process{box: box.member(spec.Name, dir)}}
+		s := &Server{spec: spec, dir: dir, port: port, proc: process{box: box.member(spec.Name, dir, spec.Mounts...)}}
 		if err := s.launch(ctx); err != nil {
 			os.RemoveAll(dir)
 			return nil, err

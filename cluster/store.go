@@ -70,6 +70,11 @@ type Store struct {
 	// given them as this client reaches them (PostgreSQL's dsn, ZooKeeper's
 	// connect string); nil for nothing more.
 	AdapterInit func(addrs []string) map[string]any
+	// ServerVersion is the release of its server the store builds from
+	// source by default (NATS's nats-server, from the Go module proxy), which
+	// a run may change (Topology.ServerVersion); "" for a store whose servers
+	// are this machine's packages.
+	ServerVersion string
 	// Start starts one ensemble of the store on backend: its members on
 	// free loopback ports, each in its own scratch directory (mkScratch),
 	// proved to be the server it started before Start returns. On the local
@@ -97,6 +102,9 @@ type EnsembleSpec struct {
 	Replicas, Sentinels int
 	FailoverTimeout     time.Duration
 	AOF                 string
+	// ServerVersion is the release of the server to build and run, for a
+	// store with a Store.ServerVersion; "" is that one.
+	ServerVersion string
 	// Pooler, for PostgreSQL: PoolerPgBouncer puts PgBouncer in front of
 	// each member (Serving then gives its address), "" none.
 	Pooler string

@@ -197,6 +197,16 @@ hz=repository/com/hazelcast/hazelcast
 mkdir -p "$root/home/lockchaos/.m2/$hz"
 cp -r "$HOME/.m2/$hz/." "$root/home/lockchaos/.m2/$hz/"
 chmod -R a+rwX "$root/home/lockchaos/.m2"
+# The nats store's server, which the store builds from the Go module proxy
+# into lockchaos's cache on first use (stores/nats/server.go), as it would:
+# the image has no Go to build it.
+nats=$(sed -n 's/^const ServerVersion = "\(v[^"]*\)"$/\1/p' "$repo/stores/nats/server.go")
+[ -n "$nats" ] || die "no ServerVersion in stores/nats/server.go"
+natsdir="$root/home/lockchaos/.cache/lockchaos/nats-server-$nats"
+mkdir -p "$natsdir"
+GOBIN="$natsdir" GOFLAGS= CGO_ENABLED=0 go install -trimpath "github.com/nats-io/nats-server/v2@$nats" \
+  || die "could not build nats-server $nats from the Go module proxy"
+chmod -R a+rX "$natsdir"
 built=$(date +%s)
 
 # The image: POSIX tar keeps the files' times to the nanosecond.

@@ -80,6 +80,7 @@ func (r *run) startTopology(ctx context.Context, backend cluster.Backend, rs res
 	e, err := store.Start(ctx, backend, cluster.EnsembleSpec{
 		Members: r.cfg.Nodes, Lease: r.cfg.TTL, Replicas: r.cfg.Replicas, Sentinels: r.cfg.Sentinels, AOF: aof(r.cfg.Persistence),
 		FailoverTimeout: 2 * r.cfg.Duration, Clocks: clocks, Relays: r.proxies, Pooler: r.cfg.Pooler,
+		ServerVersion: r.cfg.ServerVersion,
 	})
 	if err != nil {
 		return nil, nil, settings.StartError{Err: fmt.Errorf("start the %s ensemble: %w", name, err)}

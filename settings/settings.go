@@ -358,6 +358,11 @@ func (c Run) Weight() int {
 // and standby).
 func (cfg Run) CheckStore(spec locks.Spec) error {
 	var errs []error
+	if cfg.ServerVersion != "" {
+		if st, err := cluster.LookupStore(spec.Store); err == nil && st.ServerVersion == "" {
+			errs = append(errs, bad("ServerVersion", "%s: lock %s keeps its state in %s, whose servers are this machine's packages: drop --server-version", cfg.ServerVersion, spec.Name, spec.Store))
+		}
+	}
 	if cfg.Pooler != "" && spec.Store != cluster.StorePostgres {
 		errs = append(errs, bad("Pooler", "%s: lock %s keeps its state in %s; the pooler is PostgreSQL's: drop --pooler", cfg.Pooler, spec.Name, spec.Store))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/lockchaos/lockchaos/locks"
@@ -33,7 +34,7 @@ func init() {
 		Description: "NATS JetStream key-value lock: Create(key, token) in a bucket whose TTL is the lease, release Delete at the created revision, renew Update at it",
 		Library:     "Go, lockchaos (nats.go 1.55.0)",
 		Weakness:    "a lease; survives a restart of the server (its file store)",
-		Store:       Name, Nodes: 1,
+		Store:       Name, Nodes: 3,
 		New: func(cfg locks.Config) (locks.Locker, error) { return &KVLock{cfg: cfg}, nil },
 	})
 }
@@ -46,18 +47,18 @@ func (l *KVLock) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	l.drop()
 	if len(l.cfg.Addrs) < 1 {
-		return nil, errors.New("nats lock: no address for the server (Config.Addrs)")
+		return nil, errors.New("nats lock: no address of a server (Config.Addrs)")
 	}
-	nc, err := connect(l.cfg.Addrs[0], l.cfg.Owner, l.cfg.OpTimeout)
+	nc, err := connect(l.cfg.Addrs, l.cfg.Owner, l.cfg.OpTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("connect to nats at %s: %w", l.cfg.Addrs[0], err)
+		return nil, fmt.Errorf("connect to nats at %s: %w", strings.Join(l.cfg.Addrs, ", "), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket, TTL: l.cfg.TTL, History: 1})
+	kv, err := js.CreateOrUpdateKeyValue(ctx, bucketConfig(l.cfg.TTL, len(l.cfg.Addrs)))
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("nats key-value bucket %s: %w", Bucket, err)

@@ -1,19 +1,26 @@
-// Package nats is the NATS store: one nats-server with JetStream per lock
-// node, each a child of the coordinator on a free port, and its lock on a
-// JetStream key-value bucket (kv_lock.go).
+// Package nats is the NATS store: nats-servers with JetStream, each a
+// child of the coordinator on a free port — one alone, or three (the
+// lock's nodes) in a JetStream cluster that replicates the locks' bucket —
+// and its lock on a JetStream key-value bucket (kv_lock.go).
 package nats
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/internal/logtail"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,36 +33,35 @@ const Bucket = "lockchaos"
 
 func init() {
 	cluster.RegisterStore(cluster.Store{
-		Name:        Name,
-		Description: "NATS with JetStream: one nats-server per lock node (no cluster); its locks are keys of a key-value bucket whose age limit is the lease",
-		Packages:    []string{"nats-server"},
-		Installed:   func() bool { _, err := serverBin(); return err == nil },
-		Services:    []string{"nats-server"},
-		Modules:     []string{"github.com/nats-io/nats.go"},
-		References:  []string{"nats-kv-lock", "etcd-mutex-fenced"},
-		NoClock:     "nats-server is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
-		Start:       start,
+		Name:          Name,
+		Description:   "NATS with JetStream: a cluster of nats-server " + ServerVersion + " (built from the Go module proxy on first use; one server alone with --nodes 1); its locks are keys of a key-value bucket, replicated on every server, whose age limit is the lease",
+		FailsOver:     true,
+		ServerVersion: ServerVersion,
+		Modules:       []string{"github.com/nats-io/nats.go"},
+		References:    []string{"nats-kv-lock", "etcd-mutex-fenced"},
+		NoClock:       "nats-server is a Go binary, which reads time through the vDSO: the LD_PRELOAD clock shim cannot move its clock",
+		Start:         start,
 	})
 }
 
-// serverBin finds nats-server.
-func serverBin() (string, error) { return cluster.ServerBin("nats-server", "nats-server") }
-
-// start starts one nats-server with JetStream per lock node, each named
-// after its directory, which Ready checks.
+// start starts one nats-server with JetStream per member, each named
+// after its directory, which Ready checks. One member is a server alone;
+// more are a JetStream cluster (ensemble), whose bucket is replicated on
+// every member and whose stream leader a failover kills.
 func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSpec) (cluster.Ensemble, error) {
-	bin, err := serverBin()
+	bin, err := serverBin(ctx, spec.ServerVersion)
 	if err != nil {
 		return nil, err
 	}
-	return cluster.StartServers(ctx, backend, spec.Members, cluster.ServerSpec{
-		Store: Name, Name: "nats",
+	n := max(spec.Members, 1)
+	server := cluster.ServerSpec{
+		Store: Name, Name: "nats", Mounts: []string{filepath.Dir(bin)},
 		Command: func(dir string, port int) *exec.Cmd {
 			return exec.Command(bin, "--jetstream", "--store_dir", filepath.Join(dir, "jetstream"),
 				"--addr", "127.0.0.1", "--port", strconv.Itoa(port), "--server_name", filepath.Base(dir))
 		},
 		Ready: func(ctx context.Context, addr, dir string) error {
-			nc, err := connect(addr, "lockchaos", time.Second)
+			nc, err := connect([]string{addr}, "lockchaos", time.Second)
 			if err != nil {
 				return err
 			}
@@ -66,13 +72,195 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 			return nil
 		},
 		HoldsLease: holdsLease,
-	})
+	}
+	if n == 1 {
+		return cluster.StartServers(ctx, backend, 1, server)
+	}
+	// A cluster: each member also listens for its peers' routes on a port
+	// of its own, which every member's --routes lists; the cluster's name
+	// is this ensemble's alone, so a server of another run that answered on
+	// a route port would not join it.
+	routes := make([]string, n)
+	for i := range routes {
+		p, err := ports.Free(ctx)
+		if err != nil {
+			return nil, err
+		}
+		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(p)
+	}
+	token := make([]byte, 6)
+	_, _ = rand.Read(token)
+	name := "lockchaos-" + hex.EncodeToString(token)
+	e := &ensemble{}
+	for i := range n {
+		spec := server
+		command := server.Command
+		spec.Command = func(dir string, port int) *exec.Cmd {
+			cmd := command(dir, port)
+			cmd.Args = append(cmd.Args, "--cluster_name", name, "--cluster", routes[i], "--routes", strings.Join(routes, ","))
+			return cmd
+		}
+		spec.Name = "nats" + strconv.Itoa(i)
+		s, err := cluster.StartServer(ctx, backend, spec)
+		if err != nil {
+			e.stop()
+			return nil, err
+		}
+		e.Servers = append(e.Servers, s)
+	}
+	// The bucket, replicated on every member, made once the members have
+	// elected JetStream's meta leader, with the locks' settings (the
+	// lock's bucket() finds it as it would make it): so that its stream,
+	// whose leader a failover kills, exists before any client.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := e.makeBucket(wctx, spec.Lease)
+		if err == nil {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			err = fmt.Errorf("nats: the cluster made no bucket %s within 30 s: %v (log of %s: %s)", Bucket, err, e.Servers[0].Name(), strings.Join(logtail.File(e.Servers[0].Log(), 3, nil), " | "))
+			e.stop()
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if _, err := cluster.AwaitNewLeader(ctx, e.Leader, -1, 30*time.Second); err != nil {
+		e.stop()
+		return nil, fmt.Errorf("nats: the bucket's stream has no leader: %w", err)
+	}
+	return e, nil
 }
 
-// connect dials the server at addr once, without reconnecting: a lock
-// that lost its connection dials again itself.
-func connect(addr, name string, timeout time.Duration) (*nats.Conn, error) {
-	return nats.Connect("nats://"+addr, nats.Name(name), nats.Timeout(timeout), nats.NoReconnect())
+// ensemble is a JetStream cluster: every member serves clients (a client
+// connects to any of them), and the bucket's stream, replicated on all,
+// elects its leader by Raft.
+type ensemble struct {
+	cluster.Servers
+	failMu sync.Mutex
+}
+
+func (e *ensemble) stop() {
+	for _, s := range e.Servers {
+		s.Stop()
+	}
+}
+
+func (e *ensemble) addrs() []string {
+	var as []string
+	for _, s := range e.Servers {
+		as = append(as, s.Addr())
+	}
+	return as
+}
+
+// makeBucket makes the locks' bucket as KVLock's bucket() does.
+func (e *ensemble) makeBucket(ctx context.Context, lease time.Duration) error {
+	nc, err := connect(e.addrs(), "lockchaos", time.Second)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	// A request made before the meta leader is elected gets no answer:
+	// each attempt waits 2 s at most.
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = js.CreateOrUpdateKeyValue(qctx, bucketConfig(lease, len(e.Servers)))
+	return err
+}
+
+// Leader is the member that leads the bucket's stream, as the member
+// asked first that answers says (JetStream's stream info comes from the
+// stream's leader, through whichever member is asked).
+func (e *ensemble) Leader(ctx context.Context) (int, error) {
+	var errs []error
+	for _, s := range e.Servers {
+		if s.Signal(0) != nil {
+			continue // killed: it answers nothing
+		}
+		i, err := e.leaderSays(ctx, s.Addr())
+		if err == nil {
+			return i, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", s.Name(), err))
+	}
+	return -1, fmt.Errorf("nats: no member names the leader of the bucket's stream: %w", errors.Join(errs...))
+}
+
+func (e *ensemble) leaderSays(ctx context.Context, addr string) (int, error) {
+	nc, err := connect([]string{addr}, "lockchaos-probe", time.Second)
+	if err != nil {
+		return -1, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return -1, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := js.Stream(qctx, "KV_"+Bucket)
+	if err != nil {
+		return -1, err
+	}
+	info := st.CachedInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return -1, errors.New("the stream has no leader")
+	}
+	for i, s := range e.Servers {
+		if filepath.Base(s.Dir()) == info.Cluster.Leader {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("the stream's leader %q is none of the members", info.Cluster.Leader)
+}
+
+// FailOver kills the stream's leader (SIGKILL) and waits until the others
+// elect another (NATS's Raft waits 4 to 9 s without a heartbeat before an
+// election). heal restarts the old leader on its port and directory: it
+// rejoins as a follower and catches up.
+func (e *ensemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	from, err = e.Leader(ctx)
+	if err != nil {
+		return -1, -1, nil, fmt.Errorf("nats failover: %w", err)
+	}
+	old := e.Servers[from]
+	if err := old.Signal(syscall.SIGKILL); err != nil {
+		return from, -1, nil, fmt.Errorf("nats failover: kill leader %s: %w", old.Name(), err)
+	}
+	heal = old.Restart
+	to, err = cluster.AwaitNewLeader(ctx, e.Leader, from, 30*time.Second)
+	if err != nil {
+		return from, -1, heal, fmt.Errorf("nats failover: no new leader after killing %s: %w", old.Name(), err)
+	}
+	return from, to, heal, nil
+}
+
+// connect dials the first of the servers at addrs that answers, in their
+// order, without reconnecting (a lock that lost its connection dials again
+// itself) and without the cluster's other servers, which a server tells
+// its clients of: a client reaches the servers only through its links.
+func connect(addrs []string, name string, timeout time.Duration) (*nats.Conn, error) {
+	urls := make([]string, len(addrs))
+	for i, a := range addrs {
+		urls[i] = "nats://" + a
+	}
+	return nats.Connect(strings.Join(urls, ","), nats.Name(name), nats.Timeout(timeout), nats.NoReconnect(),
+		nats.DontRandomize(), nats.IgnoreDiscoveredServers())
+}
+
+// bucketConfig is the locks' bucket: its age limit is the lease, one value
+// per key, on replicas members (at most 5, JetStream's most).
+func bucketConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: Bucket, TTL: lease, History: 1, Replicas: min(max(replicas, 1), 5)}
 }
 
 // kvKey is the bucket's key of a lock key: a key-value key allows letters,
@@ -81,7 +269,7 @@ func kvKey(key string) string { return strings.ReplaceAll(key, ":", "_") }
 
 // holdsLease: the bucket's key holds the lease's token.
 func holdsLease(ctx context.Context, addr, key, token string) (bool, error) {
-	nc, err := connect(addr, "lockchaos-probe", 2*time.Second)
+	nc, err := connect([]string{addr}, "lockchaos-probe", 2*time.Second)
 	if err != nil {
 		return false, err
 	}

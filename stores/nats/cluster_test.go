@@ -1,0 +1,101 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockchaos/lockchaos/cluster"
+	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/stores/storetest"
+)
+
+// Three servers in a JetStream cluster: the bucket is replicated on all,
+// so a lease survives the death of its stream's leader. The others elect
+// a new leader, which still holds the key: a second client is refused, the
+// holder releases it; the old leader comes back (heal) and follows.
+func TestAClusterKeepsTheLeaseThroughAFailover(t *testing.T) {
+	storetest.Server(t, Name) // skips when nats-server is not installed
+	st, err := cluster.LookupStore(Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := cluster.NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	en, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: 3, Lease: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, m := range en.Members() {
+			m.Stop()
+		}
+	})
+	e := en.(cluster.Elected)
+	var addrs []string
+	for _, m := range e.Serving() {
+		addrs = append(addrs, m.Addr())
+	}
+	if len(addrs) != 3 {
+		t.Fatalf("serving %v, want every member", addrs)
+	}
+	client := func(owner string) locks.Locker {
+		spec, err := locks.Lookup("nats-kv-lock")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := spec.New(locks.Config{Addrs: addrs, OpTimeout: 2 * time.Second, TTL: 30 * time.Second, Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.(interface{ Close() error }).Close() })
+		return l
+	}
+	a, b := client("client-a"), client("client-b")
+	la, err := a.Acquire(ctx, "lock:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to, heal, err := e.FailOver(ctx)
+	if err != nil || from == to || heal == nil {
+		t.Fatalf("failover: from %d to %d, heal %v: %v", from, to, heal != nil, err)
+	}
+	if err := e.Members()[from].(*cluster.Server).Signal(0); !errors.Is(err, cluster.ErrNotRunning) {
+		t.Fatalf("the old leader %d still runs after the failover: %v", from, err)
+	}
+	if held, err := e.Members()[to].(*cluster.Server).HoldsLease(ctx, "lock:0", la.Token); err != nil || !held {
+		t.Fatalf("the new leader does not keep a's token: %v %v", held, err)
+	}
+	// b dials again past the dead member (its connection may have been
+	// to it) and is refused: the key is a's.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := b.Acquire(ctx, "lock:0")
+		if errors.Is(err, locks.ErrNotAcquired) {
+			break
+		}
+		if err == nil {
+			t.Fatal("b acquired a's lock after the failover")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b after the failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, la); err != nil {
+		t.Fatalf("a's release after the failover: %v", err)
+	}
+	if _, err := b.Acquire(ctx, "lock:0"); err != nil {
+		t.Errorf("b after a's release: %v", err)
+	}
+	if l, err := e.Leader(ctx); err != nil {
+		t.Errorf("no leader after the heal: %v (%d)", err, l)
+	}
+}
