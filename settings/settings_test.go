@@ -91,6 +91,13 @@ func TestRedisSettingsAreRefusedForAnotherStore(t *testing.T) {
 	if err := r.CheckStore(pg); err != nil {
 		t.Errorf("pg-advisory behind pgbouncer: %v", err)
 	}
+	// A server's release is the store's to build: refused for a store
+	// whose servers are this machine's packages.
+	r = valid()
+	r.ServerVersion = "v2.9.20"
+	if err := r.CheckStore(spec); err == nil || !strings.Contains(err.Error(), "--server-version v2.9.20: lock etcd-mutex keeps its state in etcd, whose servers are this machine's packages") {
+		t.Errorf("etcd-mutex with a server version: %v", err)
+	}
 	r = valid()
 	r.Lock, r.Pooler = "pg-advisory", "pgpool"
 	if _, err := r.WithDefaults(); err == nil || !strings.Contains(err.Error(), `--pooler "pgpool": want pgbouncer`) {

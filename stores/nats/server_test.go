@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -32,6 +33,16 @@ func TestTheImageScriptsReadTheServerVersion(t *testing.T) {
 		}
 		if got := strings.TrimSpace(string(out)); got != ServerVersion {
 			t.Errorf("%s reads %q from server.go, want %q", script, got, ServerVersion)
+		}
+	}
+}
+
+// A release that is not a nats-server tag is refused before go install
+// sees it.
+func TestAServerVersionMustBeAReleaseTag(t *testing.T) {
+	for _, v := range []string{"latest", "2.9.20", "v2.9.20 -x", "master"} {
+		if _, err := serverBin(context.Background(), v); err == nil || !strings.Contains(err.Error(), "want a nats-server release tag") {
+			t.Errorf("server version %q: %v", v, err)
 		}
 	}
 }
