@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	_ "github.com/lockchaos/lockchaos/internal/linuxonly" // syscall.FcntlFlock
 )
 
 // A Lease holds the ports handed out to one owner (a run, a set of
