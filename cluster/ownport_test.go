@@ -2,12 +2,13 @@ package cluster
 
 import (
 	"context"
-	"github.com/lockchaos/lockchaos/internal/ports"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockchaos/lockchaos/internal/ports"
 )
 
 // A restart on a port that a killed server's process still holds waits

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lockchaos/lockchaos/internal/registry"
@@ -93,6 +94,9 @@ type EnsembleSpec struct {
 	// Lease is the run's lease (--ttl), for a store whose servers set it
 	// (Hazelcast's CP sessions live that long).
 	Lease time.Duration
+	// ServerVersion is the release of the server to build and run, for a
+	// store with a Store.ServerVersion; "" is that one.
+	ServerVersion string
 	// The rest shapes Redis only (settings.CheckStore refuses them for a
 	// lock of another store, whose replication and durability are its own).
 	//
@@ -102,9 +106,6 @@ type EnsembleSpec struct {
 	Replicas, Sentinels int
 	FailoverTimeout     time.Duration
 	AOF                 string
-	// ServerVersion is the release of the server to build and run, for a
-	// store with a Store.ServerVersion; "" is that one.
-	ServerVersion string
 	// Pooler, for PostgreSQL: PoolerPgBouncer puts PgBouncer in front of
 	// each member (Serving then gives its address), "" none.
 	Pooler string
@@ -194,6 +195,28 @@ func AwaitNewLeader(ctx context.Context, leader func(context.Context) (int, erro
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// KillLeader fails over an ensemble whose members elect their leader
+// (Elected) the way a crashed machine would: it kills the member leader
+// names (SIGKILL) and waits, within timeout, until another leads. heal
+// restarts the killed member on its port and directory, and it rejoins.
+// store names the ensemble in the errors.
+func KillLeader(ctx context.Context, store string, members []Node, leader func(context.Context) (int, error), timeout time.Duration) (from, to int, heal func(context.Context) error, err error) {
+	from, err = leader(ctx)
+	if err != nil {
+		return -1, -1, nil, fmt.Errorf("%s failover: %w", store, err)
+	}
+	old := members[from]
+	if err := old.Signal(syscall.SIGKILL); err != nil {
+		return from, -1, nil, fmt.Errorf("%s failover: kill leader %s: %w", store, old.Name(), err)
+	}
+	heal = old.Restart
+	to, err = AwaitNewLeader(ctx, leader, from, timeout)
+	if err != nil {
+		return from, -1, heal, fmt.Errorf("%s failover: no new leader after killing %s: %w", store, old.Name(), err)
+	}
+	return from, to, heal, nil
 }
 
 // LeaseHolder is a node that can say whether it still holds a lease:

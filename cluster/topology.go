@@ -20,10 +20,10 @@ type Topology struct {
 	// Persistence of the lock nodes and replicas: "none" (the default),
 	// "everysec" or "always" (AOF with that appendfsync).
 	Persistence string `flag:"persistence" file:"topology.persistence" help:"lock nodes' persistence: none, everysec or always (AOF appendfsync; matters to crash-restart)"`
-	// Pooler puts a connection pooler between the clients and each lock
-	// node: "" (none) or "pgbouncer" (PostgreSQL).
 	// ServerVersion is the release of the store's server, for a store that
 	// builds its server from source (Store.ServerVersion); "" its default.
 	ServerVersion string `flag:"server-version" file:"topology.server-version" help:"the release of the store's server, for a store that builds its own from the Go module proxy (NATS: a nats-server tag such as v2.9.20; default the store's pinned one)"`
-	Pooler        string `flag:"pooler" file:"topology.pooler" help:"a connection pooler between the clients and the store: pgbouncer (PostgreSQL locks: PgBouncer in transaction mode with one server connection, so that every client's statements share one backend session)"`
+	// Pooler puts a connection pooler between the clients and each lock
+	// node: "" (none) or "pgbouncer" (PostgreSQL).
+	Pooler string `flag:"pooler" file:"topology.pooler" help:"a connection pooler between the clients and the store: pgbouncer (PostgreSQL locks: PgBouncer in transaction mode with one server connection, so that every client's statements share one backend session)"`
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/lockchaos/lockchaos/internal/ports"
 	"testing"
 	"time"
 
 	"github.com/lockchaos/lockchaos/checker"
 	"github.com/lockchaos/lockchaos/history"
+	"github.com/lockchaos/lockchaos/internal/ports"
 	"github.com/lockchaos/lockchaos/locks"
 	"github.com/redis/go-redis/v9"
 )

@@ -577,20 +577,7 @@ func atoi(b []byte) int64 { n, _ := strconv.ParseInt(string(b), 10, 64); return 
 func (e *ensemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
-	from, err = e.Leader(ctx)
-	if err != nil {
-		return -1, -1, nil, fmt.Errorf("hazelcast failover: %w", err)
-	}
-	old := e.Members()[from].(*cluster.Server)
-	if err := old.Signal(syscall.SIGKILL); err != nil {
-		return from, -1, nil, fmt.Errorf("hazelcast failover: kill leader %s: %w", old.Name(), err)
-	}
-	heal = old.Restart
-	to, err = cluster.AwaitNewLeader(ctx, e.Leader, from, 30*time.Second)
-	if err != nil {
-		return from, -1, heal, fmt.Errorf("hazelcast failover: no new leader after killing %s: %w", old.Name(), err)
-	}
-	return from, to, heal, nil
+	return cluster.KillLeader(ctx, Name, e.Members(), e.Leader, 30*time.Second)
 }
 
 // holdsLease: the CP session the lease's token names (FENCE/SESSION, as

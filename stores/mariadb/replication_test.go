@@ -15,26 +15,8 @@ import (
 // old primary. The old primary rejoins as a replica of the new one (heal),
 // and the ensemble fails over again, back to it.
 func TestAPromotedReplicaHasNoneOfThePrimarysLocks(t *testing.T) {
-	storetest.Server(t, Name) // skips when mariadbd is not installed
-	st, err := cluster.LookupStore(Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	en, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, m := range en.Members() {
-			m.Stop()
-		}
-	})
-	e := en.(cluster.Elected)
+	e := storetest.Ensemble(t, Name, cluster.EnsembleSpec{Members: 2}).(cluster.Elected)
 	if l, err := e.Leader(ctx); err != nil || l != 0 {
 		t.Fatalf("leader %d, %v; want mdb0", l, err)
 	}

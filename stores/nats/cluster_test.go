@@ -16,26 +16,8 @@ import (
 // a new leader, which still holds the key: a second client is refused, the
 // holder releases it; the old leader comes back (heal) and follows.
 func TestAClusterKeepsTheLeaseThroughAFailover(t *testing.T) {
-	storetest.Server(t, Name) // skips when nats-server is not installed
-	st, err := cluster.LookupStore(Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := cluster.NewLocal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	en, err := st.Start(ctx, local, cluster.EnsembleSpec{Members: 3, Lease: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, m := range en.Members() {
-			m.Stop()
-		}
-	})
-	e := en.(cluster.Elected)
+	e := storetest.Ensemble(t, Name, cluster.EnsembleSpec{Members: 3, Lease: 30 * time.Second}).(cluster.Elected)
 	var addrs []string
 	for _, m := range e.Serving() {
 		addrs = append(addrs, m.Addr())

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockchaos/lockchaos/cluster"
@@ -228,20 +227,7 @@ func (e *ensemble) leaderSays(ctx context.Context, addr string) (int, error) {
 func (e *ensemble) FailOver(ctx context.Context) (from, to int, heal func(context.Context) error, err error) {
 	e.failMu.Lock()
 	defer e.failMu.Unlock()
-	from, err = e.Leader(ctx)
-	if err != nil {
-		return -1, -1, nil, fmt.Errorf("nats failover: %w", err)
-	}
-	old := e.Servers[from]
-	if err := old.Signal(syscall.SIGKILL); err != nil {
-		return from, -1, nil, fmt.Errorf("nats failover: kill leader %s: %w", old.Name(), err)
-	}
-	heal = old.Restart
-	to, err = cluster.AwaitNewLeader(ctx, e.Leader, from, 30*time.Second)
-	if err != nil {
-		return from, -1, heal, fmt.Errorf("nats failover: no new leader after killing %s: %w", old.Name(), err)
-	}
-	return from, to, heal, nil
+	return cluster.KillLeader(ctx, Name, e.Members(), e.Leader, 30*time.Second)
 }
 
 // connect dials the first of the servers at addrs that answers, in their

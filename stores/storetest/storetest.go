@@ -18,6 +18,14 @@ import (
 // when its servers are not installed (make setup installs them).
 func Server(t *testing.T, store string) *cluster.Server {
 	t.Helper()
+	return Ensemble(t, store, cluster.EnsembleSpec{Members: 1}).Serving()[0].(*cluster.Server)
+}
+
+// Ensemble starts one ensemble of the store named store as spec says, on
+// the local backend, stopped when the test ends, or skips the test when
+// its servers are not installed.
+func Ensemble(t *testing.T, store string, spec cluster.EnsembleSpec) cluster.Ensemble {
+	t.Helper()
 	s, err := cluster.LookupStore(store)
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +37,7 @@ func Server(t *testing.T, store string) *cluster.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Start(context.Background(), local, cluster.EnsembleSpec{Members: 1})
+	e, err := s.Start(context.Background(), local, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +47,7 @@ func Server(t *testing.T, store string) *cluster.Server {
 		}
 		e.Close()
 	})
-	return e.Serving()[0].(*cluster.Server)
+	return e
 }
 
 // Client is a client of the lock named lock, on the server at addr, as
