@@ -63,6 +63,9 @@ func TestKVLockExcludesExpiresAndReleasesOnlyItsOwn(t *testing.T) {
 	if err := b.Release(ctx, lb); err != nil {
 		t.Fatal(err)
 	}
+	if held, err := s.HoldsLease(ctx, "lock:0", lb.Token); err != nil || held {
+		t.Errorf("the server keeps b's token after its release (the key's delete marker): %v %v", held, err)
+	}
 	if _, err := a.Acquire(ctx, "lock:0"); err != nil {
 		t.Errorf("a after b's release (the key's delete marker): %v", err)
 	}

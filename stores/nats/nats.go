@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -253,30 +254,44 @@ func bucketConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
 // digits and - / _ = . only.
 func kvKey(key string) string { return strings.ReplaceAll(key, ":", "_") }
 
-// holdsLease: the bucket's key holds the lease's token.
+// holdsLease: the bucket's key holds the lease's token, as the leader of
+// its stream says (JetStream's message get, which only the leader
+// answers: a key-value Get may be a direct get, which any replica answers,
+// one that lags too), asked through the server at addr. A delete marker
+// holds no token.
 func holdsLease(ctx context.Context, addr, key, token string) (bool, error) {
 	nc, err := connect([]string{addr}, "lockchaos-probe", 2*time.Second)
 	if err != nil {
 		return false, err
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + Bucket + "." + kvKey(key)})
 	if err != nil {
 		return false, err
 	}
-	kv, err := js.KeyValue(ctx, Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	msg, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+Bucket, req)
+	if err != nil {
+		return false, err
+	}
+	var resp struct {
+		Message *struct {
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Code        int    `json:"code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return false, fmt.Errorf("nats: the leader's answer to a message get: %w", err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.Code == 404: // no such key, or no bucket yet
 		return false, nil
+	case resp.Error != nil:
+		return false, fmt.Errorf("nats: message get of %s: %s", key, resp.Error.Description)
+	case resp.Message == nil:
+		return false, fmt.Errorf("nats: message get of %s: no message and no error", key)
 	}
-	if err != nil {
-		return false, err
-	}
-	e, err := kv.Get(ctx, kvKey(key))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return string(e.Value()) == token, nil
+	return string(resp.Message.Data) == token, nil
 }
