@@ -373,7 +373,7 @@ func TestAimedFaultsLandAndTheirLeasesFate(t *testing.T) {
 
 // A run that asked for a nemesis and in which no fault landed tested
 // nothing of what it asked for: inconclusive, never safe, with the reason;
-// a step that became no fault says why.
+// a step that became no fault says why. With two nemeses, each must land.
 func TestNoFaultLandedIsInconclusive(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -391,6 +391,25 @@ func TestNoFaultLandedIsInconclusive(t *testing.T) {
 				add(history.Event{Time: ms(50), Kind: history.FaultMissed, Client: history.NoClient,
 					Fault: &history.Fault{Name: "pause-client", Step: 1}, Message: "no target: client 3 has exited"}),
 			want: "inconclusive: nemesis pause-client was asked for, but no fault was injected: 1 step missed (the first: no target: client 3 has exited)",
+		},
+		{
+			// Each nemesis counts on its own: a failover that landed does
+			// not stand for the pause the workload's end cut short.
+			name: "one of two nemeses landed nothing",
+			h: new(hist).asked("failover", "pause-client").hold(0, k0, 10, 100).
+				aimed(1, "failover", 0, k0, 10, 12, 60, &history.Effect{Landed: true, Lease: history.LeaseKept, Note: "the new leader kept it"}).
+				hold(1, k0, 110, 200).
+				aimed(2, "pause-client", 1, k0, 110, 150, 190, &history.Effect{Landed: false, Note: "the workload ended"}),
+			want: "inconclusive: nemesis pause-client (beside failover) was asked for, but none of its 1 fault landed (pause-client (lock node 0): the workload ended)",
+		},
+		{
+			name: "one of two nemeses injected nothing",
+			h: new(hist).asked("failover", "pause-client").hold(0, k0, 10, 100).
+				aimed(1, "failover", 0, k0, 10, 12, 60, &history.Effect{Landed: true, Lease: history.LeaseKept, Note: "the new leader kept it"}).
+				hold(1, k0, 110, 200).
+				add(history.Event{Time: ms(250), Kind: history.FaultMissed, Client: history.NoClient,
+					Fault: &history.Fault{Name: "pause-client", Step: 1}, Message: "the workload ended before the step's time"}),
+			want: "inconclusive: nemesis pause-client (beside failover) was asked for, but no fault was injected: 1 step missed (the first: the workload ended before the step's time)",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
