@@ -84,6 +84,9 @@ type pgEnsemble struct {
 	primary int // index in members of the primary clients are served by
 
 	note string // the last promotion's PromotionNote, under failMu
+	// cut is the standby whose replication CutReplication stopped, -1
+	// for none (under failMu).
+	cut int
 }
 
 // startPostgres starts spec.Members servers: pg0 initialised by initdb, the
@@ -103,7 +106,7 @@ func startPostgres(ctx context.Context, backend Backend, spec EnsembleSpec) (Ens
 	if env.box, err = storeBox(ctx, backend, StorePostgres); err != nil {
 		return nil, err
 	}
-	e := &pgEnsemble{}
+	e := &pgEnsemble{cut: -1}
 	fail := func(err error) (Ensemble, error) {
 		e.Close()
 		for _, m := range e.members {
@@ -271,8 +274,11 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	n := e.members[to]
 	pctx, cancel := boundCtx(ctx, 30*time.Second)
 	defer cancel()
-	note, err := catchUp(pctx, e.members[from], n)
-	if err != nil {
+	var note string
+	if e.cut == to {
+		// Cut on purpose (CutReplication): promoted with what it had.
+		note = fmt.Sprintf("promoted with what it had received when its replication from %s was cut, without the rest", e.members[from].name)
+	} else if note, err = catchUp(pctx, e.members[from], n); err != nil {
 		return from, -1, nil, fmt.Errorf("postgres: promote %s: %w (log: %s)", n.name, err, n.logTail())
 	}
 	e.note = note
@@ -291,6 +297,7 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 	}
 	// Promoted: it is the primary now, whether or not the wait below ends
 	// in time.
+	e.cut = -1
 	e.mu.Lock()
 	n.standby = false
 	e.primary = to
@@ -318,6 +325,77 @@ func (e *pgEnsemble) FailOver(ctx context.Context) (from, to int, heal func(cont
 		return old.rejoin(ctx, n, &e.mu)
 	}
 	return from, to, heal, nil
+}
+
+// CutReplication: cluster.Promoting. Once the standby has replayed what
+// the primary had written (catchUp), its primary_conninfo is emptied
+// (ALTER SYSTEM, then a reload): its WAL receiver stops, no other starts,
+// and it stays a standby with what it had received. restore sets the
+// conninfo it had back.
+func (e *pgEnsemble) CutReplication(ctx context.Context) (restore func(context.Context) error, err error) {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	from, to := e.standby()
+	if to < 0 {
+		return nil, fmt.Errorf("postgres: cut replication: %w", ErrNoStandby)
+	}
+	n := e.members[to]
+	qctx, cancel := boundCtx(ctx, 10*time.Second)
+	defer cancel()
+	if note, err := catchUp(qctx, e.members[from], n); err != nil || note != "" {
+		return nil, fmt.Errorf("postgres: cut the replication of %s: %w%s", n.name, err, note)
+	}
+	var conninfo string
+	if err := n.query(qctx, func(c *pgx.Conn) error { return c.QueryRow(qctx, "SHOW primary_conninfo").Scan(&conninfo) }); err != nil {
+		return nil, fmt.Errorf("postgres: cut the replication of %s: %w", n.name, err)
+	}
+	err = n.setConninfo(qctx, "")
+	for err == nil {
+		var receiving bool
+		err = n.query(qctx, func(c *pgx.Conn) error {
+			return c.QueryRow(qctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_wal_receiver)").Scan(&receiving)
+		})
+		if err == nil && !receiving {
+			break
+		}
+		select {
+		case <-qctx.Done():
+			err = errors.Join(err, fmt.Errorf("its WAL receiver still ran: %w", qctx.Err()))
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	restore = func(ctx context.Context) error {
+		e.failMu.Lock()
+		defer e.failMu.Unlock()
+		if e.cut != to {
+			return nil // promoted since: a primary, which receives nothing
+		}
+		e.cut = -1
+		qctx, cancel := boundCtx(ctx, 10*time.Second)
+		defer cancel()
+		if err := n.setConninfo(qctx, conninfo); err != nil {
+			return fmt.Errorf("postgres: restore the replication of %s: %w (log: %s)", n.name, err, n.logTail())
+		}
+		return nil
+	}
+	e.cut = to
+	if err != nil {
+		return restore, fmt.Errorf("postgres: cut the replication of %s: %w (log: %s)", n.name, err, n.logTail())
+	}
+	return restore, nil
+}
+
+// setConninfo sets a standby's primary_conninfo and reloads its
+// configuration: "" stops its WAL receiver, a conninfo starts one.
+func (n *pgNode) setConninfo(ctx context.Context, conninfo string) error {
+	return n.query(ctx, func(c *pgx.Conn) error {
+		// ALTER SYSTEM takes no parameters: a literal, quotes doubled.
+		if _, err := c.Exec(ctx, "ALTER SYSTEM SET primary_conninfo = '"+strings.ReplaceAll(conninfo, "'", "''")+"'"); err != nil {
+			return err
+		}
+		_, err := c.Exec(ctx, "SELECT pg_reload_conf()")
+		return err
+	})
 }
 
 // catchUp waits until standby has replayed the WAL that primary has

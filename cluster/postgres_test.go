@@ -534,3 +534,74 @@ func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
 }
+
+// CutReplication stops the standby's replication: a row the primary
+// commits afterwards never reaches it, and a failover promotes it without
+// that row (the lossy promotion of asynchronous replication); restore, on
+// a standby not promoted, lets what the primary committed meanwhile
+// reach it.
+func TestPostgresCutReplicationLosesLaterCommitsToAPromotion(t *testing.T) {
+	e := startPG(t, 2)
+	ctx := context.Background()
+	pg0, pg1 := e.members[0], e.members[1]
+	count := func(n *pgNode, name string) int {
+		var c int
+		if err := pgQueryRow(t, n, []any{&c}, "SELECT count(*) FROM "+PostgresLockTable+" WHERE name = $1", name); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	insert := func(name string) {
+		if err := pgQueryRow(t, pg0, nil, "INSERT INTO "+PostgresLockTable+" VALUES ($1)", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Cut, then restored: what was committed meanwhile arrives.
+	restore, err := e.CutReplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert("during-cut")
+	if err := restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the standby receives what the primary committed while it was cut off, once restored", func() bool { return count(pg1, "during-cut") == 1 })
+
+	// Cut, then promoted: the row committed after the cut is not there.
+	restore, err = e.CutReplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert("after-cut")
+	var senders int
+	if err := pgQueryRow(t, pg0, []any{&senders}, "SELECT count(*) FROM pg_stat_replication WHERE application_name = $1", pg1.ident()); err != nil || senders != 0 {
+		t.Fatalf("the primary still sends to the cut standby: %d senders, %v", senders, err)
+	}
+	from, to, heal, err := e.FailOver(ctx)
+	if err != nil || from != 0 || to != 1 {
+		t.Fatalf("FailOver = %d, %d, %v", from, to, err)
+	}
+	if n := count(pg1, "after-cut"); n != 0 {
+		t.Fatalf("the promoted standby has the row committed after its replication was cut (%d)", n)
+	}
+	if n := count(pg1, "during-cut"); n != 1 {
+		t.Fatalf("the promoted standby lacks a row it had received before the cut (%d)", n)
+	}
+	if note := e.PromotionNote(); !strings.Contains(note, "replication from pg0 was cut") {
+		t.Errorf("PromotionNote = %q; want it to say the replication was cut", note)
+	}
+	// Promoted, it is a primary: restore has nothing to do.
+	if err := restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := heal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The rebuilt old primary streams from the new one (its conninfo
+	// written anew by pg_basebackup, the promoted one's emptied one
+	// notwithstanding).
+	if err := pg1.waitStreaming(ctx, pg0); err != nil {
+		t.Fatalf("the rebuilt standby does not stream: %v", err)
+	}
+}

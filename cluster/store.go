@@ -167,6 +167,18 @@ type Promoting interface {
 	// did not keep, when it may not have kept everything: "" when the
 	// standby had replayed all the old primary wrote.
 	PromotionNote() string
+	// CutReplication stops the standby FailOver would promote from
+	// receiving the primary's changes (the failover nemesis's cut), once
+	// it has what the primary had committed when asked (a release made
+	// before the cut is not lost with it): what the primary commits from
+	// then on is on the primary alone, and a
+	// FailOver before restore promotes the standby with what it had
+	// received, without waiting for the rest — the promotion of
+	// asynchronous replication that loses the last commits, by
+	// construction rather than by how far the standby lagged. restore
+	// lets it receive again (after a FailOver, the promoted standby is a
+	// primary and restore has nothing to do).
+	CutReplication(ctx context.Context) (restore func(context.Context) error, err error)
 }
 
 // asNodes is an ensemble's members as Nodes, for Ensemble.Members.

@@ -25,14 +25,14 @@ import (
 type Failover struct {
 	onNode
 	onVotes
-	Cut      string        `opt:"cut" default:"all" oneof:"all,promoted,none" help:"replication cut, in every lock node's group, before the acquire: all, promoted (only the replica that will be promoted) or none (replication stays healthy)"`
+	Cut      string        `opt:"cut" default:"all" oneof:"all,promoted,none" help:"replication cut before the acquire, in every lock node's group (Redis) or to the standby (PostgreSQL, MariaDB): all, promoted (only the replica that will be promoted) or none (replication stays healthy; a PostgreSQL standby replays all before its promotion). A consensus store has nothing to cut"`
 	Duration time.Duration `opt:"duration" default:"3ttl" help:"how long after the promotion the old primary stays dead (then it restarts as a replica)"`
 }
 
 func init() {
 	Register(Spec{
 		Name:        "failover",
-		Description: "Redis: cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas); etcd, ZooKeeper: kill the leader; PostgreSQL, MariaDB: promote the standby",
+		Description: "Redis: cut replication, let a client acquire on the primary, kill it, promote a replica (needs --replicas); PostgreSQL, MariaDB: cut replication, let a client acquire, promote the standby; etcd, ZooKeeper, NATS, Hazelcast: kill the leader",
 		Action:      history.ActionFailover,
 		New:         func() Nemesis { return new(Failover) },
 	})

@@ -18,17 +18,44 @@ type Stores interface {
 	Ensemble() cluster.Ensemble
 }
 
+// cutWhileFree cuts the standby's replication (CutReplication, which
+// first lets it catch up) at a moment when nobody holds a lock: the
+// clients are asked to rest once they are done with what they are doing
+// (hush), and let go once it is cut. A row or key of a hold whose release
+// came after the cut would shield the next holder on the promoted standby
+// until its lease ran out, and hide the loss (shedlock-jdbc's row, its
+// lock_until ahead, beside a holder kept inside less than a lease). When
+// the lock does not fall free within a TTL it cuts anyway.
+func cutWhileFree(ctx context.Context, env Env, p cluster.Promoting, key string) (restore func(context.Context) error, err error) {
+	unhush := hush(ctx, env, key)
+	defer unhush()
+	wctx, cancel := context.WithTimeout(ctx, env.TTL())
+	_ = env.Await(wctx, func(v View) bool { return len(v.Holders) == 0 })
+	cancel()
+	restore, err = p.CutReplication(ctx)
+	if err != nil && restore != nil {
+		err = errors.Join(err, restore(ctx))
+	}
+	return restore, err
+}
+
 // storeFailover is failover for a lock of another store: the store fails
 // over its own way (cluster.Elected.FailOver) while the step's client
 // holds its key and is kept inside its critical section — etcd's or
 // ZooKeeper's leader is killed and the others elect a new one;
 // PostgreSQL's standby, MariaDB's replica is promoted (a store with a
-// primary: cluster.Store.Primary). A store with a primary has its
-// clients cut off first (every client link disabled: their connections
-// close, new ones are refused), so that nothing is written to the old
-// primary that the promoted one could lack: a promotion then takes away
-// only what the store never replicates, by construction, not by how far
-// the standby lagged. Every client link of a lock node whose serving
+// primary: cluster.Store.Primary). On a store with a primary, cut (all,
+// promoted) first stops the standby's replication (Promoting.CutReplication),
+// as on Redis: the holder's acquire, which comes after, is on the old
+// primary alone, and the standby is promoted without it — asynchronous
+// replication's lossy promotion, by construction. With cut=none the
+// standby replays all the primary wrote before it is promoted, and the
+// clients are cut off first (every client link disabled: their
+// connections close, new ones are refused), so that nothing is written to
+// the old primary that the promoted one could lack: the promotion then
+// takes away only what the store never replicates (a session's locks),
+// not what a lag would. A consensus store replicates before it answers:
+// it has nothing to cut. Every client link of a lock node whose serving
 // member changed is pointed at the new one, as a moved virtual IP would
 // be, and the links are enabled again. Then it asks the
 // members that serve now whether the lease survived: a consensus store
@@ -54,13 +81,19 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 		// are not cut off for nothing.
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoTarget, store, cluster.ErrNoStandby)
 	}
-	a, held, err := aimHolder(ctx, env, step, stretchBound(env), f.Votes)
-	if err != nil {
-		return nil, err
-	}
 	primary := false
 	if s, err := cluster.LookupStore(store); err == nil {
 		primary = s.Primary
+	}
+	restore := func(context.Context) error { return nil }
+	if p, ok := e.(cluster.Promoting); ok && primary && f.Cut != "none" {
+		if restore, err = cutWhileFree(ctx, env, p, step.Key); err != nil {
+			return nil, fmt.Errorf("failover: %w", err)
+		}
+	}
+	a, held, err := aimHolder(ctx, env, step, stretchBound(env), f.Votes)
+	if err != nil {
+		return nil, errors.Join(err, restore(ctx))
 	}
 	var cut []*proxy.Link
 	if primary {
@@ -85,13 +118,16 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	if errors.Is(ferr, cluster.ErrNoStandby) {
 		// Nothing was failed over: a missed step, said so, not a failure
 		// of the run.
-		if err := errors.Join(reconnect(), a.release()); err != nil {
+		if err := errors.Join(reconnect(), a.release(), restore(ctx)); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w: %v", ErrNoTarget, ferr)
 	}
 	members := e.Members()
 	params := map[string]string{"store": store, "holder": strconv.Itoa(a.Client), "key": a.Key}
+	if primary {
+		params["cut"] = f.Cut
+	}
 	fault := &Fault{Params: params, Aim: a.aim(), Start: start, Heal: heal}
 	if ferr != nil {
 		if heal == nil && to < 0 {
@@ -102,7 +138,7 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 				fault.Target = fmt.Sprintf("%s: failover from %s (did not complete)", store, members[from].Name())
 			}
 		}
-		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, ferr), reconnect(), a.release())
+		return fault, errors.Join(fmt.Errorf("failover of the %s ensemble: %w", store, ferr), reconnect(), a.release(), restore(ctx))
 	}
 	if i := slices.Index(before, members[from]); i >= 0 {
 		fault.Nodes = []int{i}
@@ -139,6 +175,9 @@ func (f *Failover) storeFailover(ctx context.Context, env Env, step Step) (*Faul
 	what := fmt.Sprintf("%s led %s after %s was failed over", members[to].Name(), store, members[from].Name())
 	if primary {
 		what = fmt.Sprintf("%s was the primary after %s was failed over", members[to].Name(), members[from].Name())
+		if f.Cut != "none" {
+			what += " (its replication cut before the holder's acquire)"
+		}
 	}
 	// The failover began while the lease lived; how long the election
 	// took does not change that.

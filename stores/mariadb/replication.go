@@ -268,6 +268,47 @@ func (e *ensemble) PromotionNote() string {
 	return "promoted without waiting for the replica to apply the rest of the primary's binary log"
 }
 
+// CutReplication: cluster.Promoting. Once the replica has applied the
+// primary's binary log up to where it was (its GTID position), the
+// replica's I/O thread stops: it receives nothing more (its SQL thread
+// applies what it had received). restore starts it again, unless a
+// failover promoted the replica meanwhile.
+func (e *ensemble) CutReplication(ctx context.Context) (restore func(context.Context) error, err error) {
+	e.failMu.Lock()
+	defer e.failMu.Unlock()
+	from, to := e.replica()
+	if to < 0 {
+		return nil, fmt.Errorf("mariadb: cut replication: %w", cluster.ErrNoStandby)
+	}
+	n := e.members[to]
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var pos string
+	var waited int
+	if err := query(cctx, e.members[from].Addr(), "SELECT @@gtid_binlog_pos", nil, &pos); err != nil {
+		return nil, fmt.Errorf("mariadb: cut the replication of %s: the primary's position: %w", n.Name(), err)
+	}
+	if err := query(cctx, n.Addr(), "SELECT MASTER_GTID_WAIT(?, 8)", []any{pos}, &waited); err != nil || waited != 0 {
+		return nil, fmt.Errorf("mariadb: cut the replication of %s: it did not apply the primary's binary log up to %s within 8 s (%d, %v)", n.Name(), pos, waited, err)
+	}
+	if err := run(cctx, n.Addr(), "STOP SLAVE IO_THREAD"); err != nil {
+		return nil, fmt.Errorf("mariadb: cut the replication of %s: %w", n.Name(), err)
+	}
+	return func(ctx context.Context) error {
+		e.failMu.Lock()
+		defer e.failMu.Unlock()
+		if !n.replica.Load() {
+			return nil // promoted since: a primary, which receives nothing
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := run(cctx, n.Addr(), "START SLAVE IO_THREAD"); err != nil {
+			return fmt.Errorf("mariadb: restore the replication of %s: %w", n.Name(), err)
+		}
+		return nil
+	}, nil
+}
+
 // FailOver promotes the first replica, as an operator (or MaxScale) would
 // when the primary looks dead: replication stopped and forgotten, writes
 // allowed. The old primary is left running, a primary still, its

@@ -81,3 +81,56 @@ func TestAPromotedReplicaHasNoneOfThePrimarysLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// CutReplication stops the replica's I/O thread: a database the primary
+// creates afterwards never reaches it, and a failover promotes it
+// without; restored before a failover, the replica receives it.
+func TestACutReplicaIsPromotedWithoutLaterWrites(t *testing.T) {
+	ctx := context.Background()
+	e := storetest.Ensemble(t, Name, cluster.EnsembleSpec{Members: 2}).(cluster.Promoting)
+	primary, replica := e.Members()[0].(*cluster.Server), e.Members()[1].(*cluster.Server)
+	has := func(addr, db string) bool {
+		var n int
+		if err := query(ctx, addr, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", []any{db}, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	restore, err := e.CutReplication(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, primary.Addr(), "CREATE DATABASE during_cut"); err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !has(replica.Addr(), "during_cut") {
+		if time.Now().After(deadline) {
+			t.Fatal("the restored replica never received what the primary wrote while it was cut off")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err = e.CutReplication(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, primary.Addr(), "CREATE DATABASE after_cut"); err != nil {
+		t.Fatal(err)
+	}
+	// Slave_running is ON only while both threads run.
+	var running string
+	if err := query(ctx, replica.Addr(), "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVE_RUNNING'", nil, &running); err != nil || running != "OFF" {
+		t.Fatalf("the cut replica's Slave_running is %q, %v; want OFF", running, err)
+	}
+	if _, to, _, err := e.FailOver(ctx); err != nil || to != 1 {
+		t.Fatalf("failover to %d: %v", to, err)
+	}
+	if has(replica.Addr(), "after_cut") {
+		t.Fatal("the promoted replica has what the primary wrote after its replication was cut")
+	}
+	if !has(replica.Addr(), "during_cut") {
+		t.Fatal("the promoted replica lacks what it had received before the cut")
+	}
+}
