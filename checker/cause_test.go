@@ -403,6 +403,13 @@ func TestNoFaultLandedIsInconclusive(t *testing.T) {
 			want: "inconclusive: nemesis pause-client (beside failover) was asked for, but none of its 1 fault landed (pause-client (lock node 0): the workload ended)",
 		},
 		{
+			// The same nemesis asked for twice (two option sets) is one
+			// pool of faults, named once.
+			name: "a nemesis asked for twice landed nothing",
+			h:    new(hist).asked("latency", "latency").hold(0, k0, 10, 20).fault(1, "latency", nil, 100, 200).hold(1, k0, 30, 40),
+			want: "inconclusive: nemesis latency was asked for, but none of its 1 fault landed: nothing was tested of what it does",
+		},
+		{
 			name: "one of two nemeses injected nothing",
 			h: new(hist).asked("failover", "pause-client").hold(0, k0, 10, 100).
 				aimed(1, "failover", 0, k0, 10, 12, 60, &history.Effect{Landed: true, Lease: history.LeaseKept, Note: "the new leader kept it"}).

@@ -314,7 +314,10 @@ func askedNemeses(run *history.RunInfo) []string {
 // lock).
 func noFaultLanded(r *Result) string {
 	var idle []string
-	for _, name := range r.Nemesis {
+	for i, name := range r.Nemesis {
+		if slices.Contains(r.Nemesis[:i], name) {
+			continue // asked for twice (two option sets): its faults are one pool
+		}
 		if s := nemesisIdle(r, name); s != "" {
 			idle = append(idle, s)
 		}
@@ -339,7 +342,13 @@ func nemesisIdle(r *Result, name string) string {
 		faults = append(faults, f)
 	}
 	asked := "nemesis " + name
-	if others := slices.DeleteFunc(slices.Clone(r.Nemesis), func(n string) bool { return n == name }); len(others) > 0 {
+	var others []string
+	for _, n := range r.Nemesis {
+		if n != name && !slices.Contains(others, n) {
+			others = append(others, n)
+		}
+	}
+	if len(others) > 0 {
 		asked += " (beside " + strings.Join(others, ", ") + ")"
 	}
 	if len(faults) == 0 {
