@@ -62,6 +62,11 @@ type Store struct {
 	// through the clock shim) cannot reach what this store's locks depend
 	// on; "" for Redis, whose wall clock decides a key's expiry.
 	NoClock string
+	// Peers: its members talk to each other through relays (the run's
+	// proxies, EnsembleSpec.Relays), which a link fault with links=peers
+	// slows or cuts: NATS's routes. (Redis's replicas replicate through
+	// relays of their own, with --replicas.)
+	Peers bool
 	// JVM: the store's servers are Java processes (ZooKeeper), whose start
 	// and warm-up keep a core busy: a run of it takes two of a grid's
 	// --parallel slots (settings.Run.Weight).

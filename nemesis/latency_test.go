@@ -30,7 +30,7 @@ func TestBadLatencyOptionsAreRefused(t *testing.T) {
 	t.Parallel()
 	refused(t, []badOption{
 		{"latency", "stream", "sideways", `option latency.stream="sideways": want upstream, downstream or both`},
-		{"latency", "links", "client=x", "want all, holder, client, node, client=N or node=N"},
+		{"latency", "links", "client=x", "want all, holder, client, node, client=N, node=N or peers"},
 		{"latency", "delay", "300", "a number needs a unit"},
 	})
 }
@@ -39,6 +39,9 @@ func TestLatencyAppliesChecksTheTopology(t *testing.T) {
 	t.Parallel()
 	applies(t, []appliesCase{
 		{"latency", map[string]string{"links": "node=3"}, topoRun, "links=node=3"},
+		{"latency", map[string]string{"links": "peers"}, topoRun, "without replicas (--replicas)"},
+		{"latency", map[string]string{"links": "peers"}, topoReplicated, ""},
+		{"latency", map[string]string{"links": "peers"}, nemesis.Topology{Store: "etcd", LockNodes: 3, Quorum: 1}, "etcd's servers do not talk to each other through the run's proxies"},
 	})
 }
 

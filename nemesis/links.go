@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/proxy"
 )
@@ -16,7 +17,7 @@ import (
 // onLinks is the option of every nemesis that acts on client links (one
 // that defaults to other links than all declares its own Links field).
 type onLinks struct {
-	Links linkChoice `opt:"links" default:"all" help:"which client↔lock-node links: all, holder (the step's client's, once it holds its key), client (the step's client's), node (the step's lock node's), client=N (client N's: the fault is aimed at, judged on and described by N), node=N"`
+	Links linkChoice `opt:"links" default:"all" help:"which links: all (every client↔lock-node link), holder (the step's client's, once it holds its key), client (the step's client's), node (the step's lock node's), client=N (client N's: the fault is aimed at, judged on and described by N), node=N, peers (the servers' links to each other: Redis replication with --replicas, a NATS cluster's routes)"`
 	When  string     `opt:"when" default:"hold" oneof:"hold,wait" help:"hold: once the step's client holds the key; wait: once it waits in a blocking acquire behind another client's hold (needs --wait) — the faults on its links then slow or cut a waiter's keep-alives"`
 }
 
@@ -42,7 +43,7 @@ func (c *linkChoice) UnmarshalText(b []byte) error {
 	kind, arg, has := strings.Cut(string(b), "=")
 	*c = linkChoice{kind: kind, n: -1}
 	switch kind {
-	case "all", "holder":
+	case "all", "holder", "peers":
 		if !has {
 			return nil
 		}
@@ -56,7 +57,7 @@ func (c *linkChoice) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return errors.New("want all, holder, client, node, client=N or node=N")
+	return errors.New("want all, holder, client, node, client=N, node=N or peers")
 }
 
 // available checks a fixed client or node number against the topology.
@@ -66,6 +67,15 @@ func (c linkChoice) available(t Topology) error {
 		return fmt.Errorf("links=client=%d, but the run has clients 0 to %d", c.n, t.Clients-1)
 	case c.kind == "node" && c.n >= t.LockNodes:
 		return fmt.Errorf("links=node=%d, but the run has lock nodes 0 to %d", c.n, t.LockNodes-1)
+	case c.kind == "peers" && t.OnRedis() && t.Replicas == 0:
+		return errors.New("links=peers: Redis lock nodes talk to no other server without replicas (--replicas)")
+	case c.kind == "peers" && !t.OnRedis():
+		if s, err := cluster.LookupStore(t.Store); err == nil && !s.Peers {
+			return fmt.Errorf("links=peers: %s's servers do not talk to each other through the run's proxies (Redis replication with --replicas and a NATS cluster's routes do)", t.Store)
+		}
+		if t.LockNodes < 2 {
+			return errors.New("links=peers: a single server has no peers (--nodes)")
+		}
 	}
 	return nil
 }
@@ -100,6 +110,9 @@ func (c linkChoice) pick(env Env, ps *proxy.Proxies, step Step, a *aimed) ([]*pr
 			n = step.Node % max(len(env.LockNodes()), 1)
 		}
 		return ps.Links(nil, is(n)), fmt.Sprintf("links to lock node %d", n), nil
+	case "peers":
+		links := ps.Relays(-1)
+		return links, fmt.Sprintf("all %d links between servers", len(links)), nil
 	}
 	links := ps.Links(nil, nil)
 	return links, fmt.Sprintf("all %d client links", len(links)), nil
@@ -129,6 +142,10 @@ func linkFault(ctx context.Context, env Env, step Step, o onLinks, duration time
 		return nil, err
 	}
 	links, target, clients := choice.pick(env, net.Proxies(), step, a)
+	if len(links) == 0 && choice.kind == "peers" {
+		_ = a.release()
+		return nil, errors.New("links=peers: this run's servers have no links to each other through its proxies")
+	}
 	start := history.Now()
 	heal, err := install(links)
 	if rerr := a.release(); err == nil {

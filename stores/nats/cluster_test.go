@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockchaos/lockchaos/cluster"
 	"github.com/lockchaos/lockchaos/locks"
+	"github.com/lockchaos/lockchaos/proxy"
 	"github.com/lockchaos/lockchaos/stores/storetest"
 )
 
@@ -79,5 +80,58 @@ func TestAClusterKeepsTheLeaseThroughAFailover(t *testing.T) {
 	}
 	if l, err := e.Leader(ctx); err != nil {
 		t.Errorf("no leader after the heal: %v (%d)", err, l)
+	}
+}
+
+// In a run, the servers reach each other's route ports through relays
+// (the run's proxies), which is where links=peers acts: with every relay
+// disabled the stream's leader cannot replicate a create, and no client
+// gets the lock; enabled again, the cluster commits it.
+func TestTheRoutesRunThroughRelays(t *testing.T) {
+	ps := proxy.New()
+	t.Cleanup(ps.Close)
+	e := storetest.Ensemble(t, Name, cluster.EnsembleSpec{Members: 3, Lease: 30 * time.Second, Relays: ps})
+	relays := ps.Relays(-1)
+	if len(relays) != 3 {
+		t.Fatalf("%d relays, want one per member", len(relays))
+	}
+	var addrs []string
+	for _, m := range e.Serving() {
+		addrs = append(addrs, m.Addr())
+	}
+	spec, err := locks.Lookup("nats-kv-lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.New(locks.Config{Addrs: addrs, OpTimeout: 2 * time.Second, TTL: 30 * time.Second, Owner: "client-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.(interface{ Close() error }).Close() })
+	ctx := context.Background()
+	if _, err := l.Acquire(ctx, "lock:warm"); err != nil {
+		t.Fatalf("before the cut: %v", err)
+	}
+	for _, r := range relays {
+		r.Disable()
+	}
+	if lease, err := l.Acquire(ctx, "lock:0"); err == nil {
+		t.Fatalf("granted %+v with every route cut: the servers do not talk through the relays", lease)
+	}
+	for _, r := range relays {
+		if err := r.Enable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := l.Acquire(ctx, "lock:1")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no grant within 30 s of the routes' return: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

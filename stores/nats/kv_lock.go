@@ -99,7 +99,12 @@ func (l *KVLock) Acquire(ctx context.Context, key string) (locks.Lease, error) {
 		l.grants++
 		token := l.cfg.Owner + "#" + strconv.Itoa(l.grants)
 		rev, err := kv.Create(ctx, kvKey(key), []byte(token))
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		// Create refuses a key with a value (ErrKeyExists); after a release
+		// it writes at the delete marker's revision, which nats.go returns
+		// the server's refusal of as is: another create got there first
+		// (one the stream's leader had proposed and not yet applied, on a
+		// cluster: "wrong last sequence", code 10164).
+		if errors.Is(err, jetstream.ErrKeyExists) || wrongRevision(err) {
 			return locks.ErrNotAcquired
 		}
 		lease = locks.Lease{Key: key, Owner: l.cfg.Owner, Token: token, Data: revision(rev)}

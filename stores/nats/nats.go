@@ -36,6 +36,7 @@ func init() {
 		Name:          Name,
 		Description:   "NATS with JetStream: a cluster of nats-server " + ServerVersion + " (built from the Go module proxy on first use; one server alone with --nodes 1); its locks are keys of a key-value bucket, replicated on every server, whose age limit is the lease",
 		FailsOver:     true,
+		Peers:         true,
 		ServerVersion: ServerVersion,
 		Modules:       []string{"github.com/nats-io/nats.go"},
 		References:    []string{"nats-kv-lock", "etcd-mutex-fenced"},
@@ -79,14 +80,25 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 	// A cluster: each member also listens for its peers' routes on a port
 	// of its own, which every member's --routes lists; the cluster's name
 	// is this ensemble's alone, so a server of another run that answered on
-	// a route port would not join it.
-	routes := make([]string, n)
+	// a route port would not join it. In a run (spec.Relays), the peers
+	// reach a member's route port through its relay, which it advertises
+	// as its own: the routes are the links between servers that a link
+	// fault with links=peers slows or cuts.
+	listen, routes := make([]string, n), make([]string, n)
 	for i := range routes {
 		p, err := ports.Free(ctx)
 		if err != nil {
 			return nil, err
 		}
-		routes[i] = "nats://127.0.0.1:" + strconv.Itoa(p)
+		listen[i] = "127.0.0.1:" + strconv.Itoa(p)
+		routes[i] = listen[i]
+		if spec.Relays != nil {
+			l, err := spec.Relays.AddRelay("route-nats"+strconv.Itoa(i), i, listen[i])
+			if err != nil {
+				return nil, err
+			}
+			routes[i] = l.Addr()
+		}
 	}
 	token := make([]byte, 6)
 	_, _ = rand.Read(token)
@@ -97,7 +109,14 @@ func start(ctx context.Context, backend cluster.Backend, spec cluster.EnsembleSp
 		command := server.Command
 		spec.Command = func(dir string, port int) *exec.Cmd {
 			cmd := command(dir, port)
-			cmd.Args = append(cmd.Args, "--cluster_name", name, "--cluster", routes[i], "--routes", strings.Join(routes, ","))
+			var peers []string
+			for j, r := range routes {
+				if j != i {
+					peers = append(peers, "nats://"+r)
+				}
+			}
+			cmd.Args = append(cmd.Args, "--cluster_name", name, "--cluster", "nats://"+listen[i],
+				"--cluster_advertise", routes[i], "--routes", strings.Join(peers, ","))
 			return cmd
 		}
 		spec.Name = "nats" + strconv.Itoa(i)
