@@ -118,12 +118,25 @@ func TestEtcdEnsembleLeadsFailsOverRestartsAndCleansUp(t *testing.T) {
 			t.Errorf("member port %d is in the ephemeral range", port)
 		}
 	}
-	lead, err := e.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// Two answers in a row name the same member: a fresh ensemble beside
+	// busy cores may still elect again (a heartbeat missed), so the
+	// leader may change between two asks, but not every time.
+	lead, again := -1, -2
+	var err error
+	for try := 0; try < 10 && again != lead; try++ {
+		if lead, err = e.Leader(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if again, err = e.Leader(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if again != lead {
+			t.Logf("Leader said %d, then %d: an election meanwhile", lead, again)
+			time.Sleep(500 * time.Millisecond)
+		}
 	}
-	if again, err := e.Leader(ctx); err != nil || again != lead {
-		t.Fatalf("Leader said %d, then %d (%v)", lead, again, err)
+	if again != lead {
+		t.Fatalf("Leader never said the same twice in a row in 10 tries (last %d, then %d)", lead, again)
 	}
 
 	began = time.Now()
