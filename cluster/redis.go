@@ -166,8 +166,9 @@ func startRedis(ctx context.Context, backend Backend, spec EnsembleSpec) (ens En
 	return e, nil
 }
 
-// Relays makes a replication relay: a proxy named name for lock node i
-// whose upstream is the primary (proxy.Proxies.AddRelay).
+// Relays makes a relay between servers: a proxy named name for lock node
+// i whose upstream is another server (a Redis primary, a NATS member's
+// route port; proxy.Proxies.AddRelay).
 type Relays interface {
 	AddRelay(name string, node int, upstream string) (*proxy.Link, error)
 }

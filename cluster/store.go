@@ -117,8 +117,10 @@ type EnsembleSpec struct {
 	// Clocks: the nodes run under the clock shim, each with its own clock
 	// (Replicated.Clock), for the clock nemeses.
 	Clocks bool
-	// Relays makes each member's replication relay (the run's proxies),
-	// where the replication nemeses act; nil only without replicas.
+	// Relays makes the relays between servers (the run's proxies): each
+	// Redis replica's to its primary, where the replication nemeses act,
+	// and a NATS cluster's routes (Store.Peers); nil where no fault acts
+	// (a check, a benchmark).
 	Relays Relays
 }
 

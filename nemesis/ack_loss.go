@@ -49,7 +49,7 @@ func (a *AckLoss) Applies(t Topology) error {
 	if !t.OnRedis() {
 		return fmt.Errorf("ack-loss reads the Redis protocol (a reconnecting client's HELLO is answered) and asks the lock's nodes for the key: lock %s keeps its state in %s", t.Lock, t.Store)
 	}
-	return a.Links.available(t)
+	return a.Links.clientsOnly("ack-loss", t)
 }
 
 func (a *AckLoss) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {

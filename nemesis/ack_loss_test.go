@@ -13,6 +13,7 @@ func TestAckLossAppliesToRedisLocksOnly(t *testing.T) {
 	applies(t, []appliesCase{
 		{"ack-loss", nil, topoRun, ""},
 		{"ack-loss", map[string]string{"links": "client=4"}, topoRun, "links=client=4"},
+		{"ack-loss", map[string]string{"links": "peers"}, topoReplicated, "client links only"},
 	})
 }
 

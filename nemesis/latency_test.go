@@ -42,6 +42,7 @@ func TestLatencyAppliesChecksTheTopology(t *testing.T) {
 		{"latency", map[string]string{"links": "peers"}, topoRun, "without replicas (--replicas)"},
 		{"latency", map[string]string{"links": "peers"}, topoReplicated, ""},
 		{"latency", map[string]string{"links": "peers"}, nemesis.Topology{Store: "etcd", LockNodes: 3, Quorum: 1}, "etcd's servers do not talk to each other through the run's proxies"},
+		{"latency", map[string]string{"links": "peers"}, nemesis.Topology{Store: "no-such-store", LockNodes: 3, Quorum: 1}, "no-such-store's servers do not talk"},
 	})
 }
 

@@ -70,7 +70,7 @@ func (c linkChoice) available(t Topology) error {
 	case c.kind == "peers" && t.OnRedis() && t.Replicas == 0:
 		return errors.New("links=peers: Redis lock nodes talk to no other server without replicas (--replicas)")
 	case c.kind == "peers" && !t.OnRedis():
-		if s, err := cluster.LookupStore(t.Store); err == nil && !s.Peers {
+		if s, err := cluster.LookupStore(t.Store); err != nil || !s.Peers {
 			return fmt.Errorf("links=peers: %s's servers do not talk to each other through the run's proxies (Redis replication with --replicas and a NATS cluster's routes do)", t.Store)
 		}
 		if t.LockNodes < 2 {
@@ -78,6 +78,15 @@ func (c linkChoice) available(t Topology) error {
 		}
 	}
 	return nil
+}
+
+// clientsOnly is available for a fault that acts on client links alone
+// (its replies are a client's): links=peers is refused.
+func (c linkChoice) clientsOnly(nemesis string, t Topology) error {
+	if c.kind == "peers" {
+		return fmt.Errorf("links=peers: %s acts on what a client is answered, on client links only", nemesis)
+	}
+	return c.available(t)
 }
 
 // aimedAt is step aimed at the client the choice names (client=N): the
@@ -118,6 +127,15 @@ func (c linkChoice) pick(env Env, ps *proxy.Proxies, step Step, a *aimed) ([]*pr
 	return links, fmt.Sprintf("all %d client links", len(links)), nil
 }
 
+// noPeers is the error of links=peers that found no link between servers
+// (Applies refuses a run without them; this guards the rest).
+func noPeers(choice linkChoice, links []*proxy.Link) error {
+	if choice.kind == "peers" && len(links) == 0 {
+		return errors.New("links=peers: this run's servers have no links to each other through its proxies")
+	}
+	return nil
+}
+
 // linkFault is a fault on links: it waits for the step's client to hold
 // the step's key (a live lease under the fault), installs the fault on the
 // chosen links, and records whether the fault lasted past that lease. what
@@ -142,9 +160,9 @@ func linkFault(ctx context.Context, env Env, step Step, o onLinks, duration time
 		return nil, err
 	}
 	links, target, clients := choice.pick(env, net.Proxies(), step, a)
-	if len(links) == 0 && choice.kind == "peers" {
+	if err := noPeers(choice, links); err != nil {
 		_ = a.release()
-		return nil, errors.New("links=peers: this run's servers have no links to each other through its proxies")
+		return nil, err
 	}
 	start := history.Now()
 	heal, err := install(links)
@@ -181,6 +199,9 @@ func waiterLinkFault(ctx context.Context, env Env, step Step, choice linkChoice,
 		choice = linkChoice{kind: "client", n: c}
 	}
 	links, target, clients := choice.pick(env, net.Proxies(), step, nil)
+	if err := noPeers(choice, links); err != nil {
+		return nil, err
+	}
 	start := history.Now()
 	answered := followAcquire(env, c)
 	heal, err := install(links)

@@ -128,7 +128,8 @@ type Processes interface {
 
 // Links is the capability to act on the run's proxied links.
 type Links interface {
-	// Proxies are the client↔lock-node links and the replication relays.
+	// Proxies are the client↔lock-node links and the relays between
+	// servers (replication, routes).
 	Proxies() *proxy.Proxies
 }
 

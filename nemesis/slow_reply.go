@@ -58,7 +58,7 @@ func (s *SlowReply) Applies(t Topology) error {
 	if err := leased("slow-reply", t); err != nil {
 		return err
 	}
-	return s.Links.available(t)
+	return s.Links.clientsOnly("slow-reply", t)
 }
 
 func (s *SlowReply) Inject(ctx context.Context, env Env, step Step) (*Fault, error) {

@@ -36,6 +36,7 @@ func TestSlowReplyAppliesChecksTheTopology(t *testing.T) {
 	applies(t, []appliesCase{
 		{"slow-reply", map[string]string{"links": "client=4"}, topoRun, "links=client=4"},
 		{"slow-reply", map[string]string{"links": "client=3"}, topoRun, ""},
+		{"slow-reply", map[string]string{"links": "peers"}, topoReplicated, "client links only"},
 	})
 }
 

@@ -41,7 +41,8 @@ func New() *Proxies {
 }
 
 // Link is one proxied connection path from a client to a node, or, for a
-// relay, from a replica to its primary.
+// relay, from one server to another (a replica to its primary, a NATS
+// server to a peer's route port).
 type Link struct {
 	Client int // -1 for a relay
 	Node   int // the lock node (replication group) it leads to
@@ -85,10 +86,11 @@ func (ps *Proxies) AddMember(client, node int, member, upstream string) (*Link, 
 	return l, nil
 }
 
-// AddRelay starts a replication link called name: a replica of lock node
-// node connects to it (REPLICAOF 127.0.0.1 <its port>) and it forwards to
-// upstream, the primary, so a nemesis can cut or delay replication alone.
-// Relays are not among Links.
+// AddRelay starts a link between servers called name, which forwards to
+// upstream: a replica of lock node node connects to it (REPLICAOF
+// 127.0.0.1 <its port>) to reach its primary, or a NATS server to reach
+// member node's route port, so a nemesis can cut or delay replication
+// alone. Relays are not among Links.
 func (ps *Proxies) AddRelay(name string, node int, upstream string) (*Link, error) {
 	l, err := ps.start(name, upstream)
 	if err != nil {
@@ -235,8 +237,8 @@ func (ps *Proxies) Links(client func(int) bool, node func(int) bool) []*Link {
 	return out
 }
 
-// Relays returns the replication links of lock node node (every one for
-// node < 0), in the order they were added.
+// Relays returns the relays of lock node node (every one for node < 0),
+// in the order they were added.
 func (ps *Proxies) Relays(node int) []*Link {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
