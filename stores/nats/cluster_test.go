@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -123,9 +124,11 @@ func TestTheRoutesRunThroughRelays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A fresh key each try: a try that timed out while the cluster came
+	// back may still have been committed, and its key refuses the next.
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := l.Acquire(ctx, "lock:1")
+	for try := 1; ; try++ {
+		_, err := l.Acquire(ctx, "lock:1-"+strconv.Itoa(try))
 		if err == nil {
 			break
 		}
