@@ -240,9 +240,14 @@ func TestALockFileThatFailsTheCheckIsRefused(t *testing.T) {
 		{"run", "--lock-file", "lock.yaml", "--duration", "1s", "--out", "r"},
 		{"audit", "--lock-file", "lock.yaml", "--nemeses", "none", "--refs", "none", "--out", "au"},
 	} {
-		_, stderr, code := lockchaosIn(t, root, nil, args...)
+		// The failed check's logs are kept, in the temporary folder the
+		// error names: this test's own, so that none outlives it.
+		_, stderr, code := lockchaosIn(t, root, []string{"TMPDIR=" + root}, args...)
 		if code != ExitUsage || !strings.Contains(stderr, "lockchaos "+args[0]+": adapter bad-lease") {
 			t.Errorf("%s of an adapter that fails the check: exit %d, stderr %q; want %d naming what failed", args[0], code, stderr, ExitUsage)
+		}
+		if !strings.Contains(stderr, "its logs are in "+filepath.Join(root, "lockchaos-adapter-check-")) {
+			t.Errorf("%s of an adapter that fails the check names no logs in its temporary folder: %q", args[0], stderr)
 		}
 	}
 }
