@@ -111,7 +111,7 @@ func (s *Server) launch(ctx context.Context) error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("%w: it exited before it was ready (%v; log: %s)", errPortTaken, err, logTail(s.Log()))
+			return exitedEarly{fmt.Sprintf("it exited before it was ready: another process may have its port, or its log says why (%v; log: %s)", err, logTail(s.Log()))}
 		case <-rctx.Done():
 			s.proc.kill()
 			return fmt.Errorf("not ready after %s: %v (log: %s)", limit, err, logTail(s.Log()))
@@ -119,6 +119,15 @@ func (s *Server) launch(ctx context.Context) error {
 		}
 	}
 }
+
+// exitedEarly: a server exited during its start. A port that another
+// process took is one reason, so a start on other ports is tried
+// (errPortTaken); its message names neither as certain, since a server
+// refused by its own settings exits the same way.
+type exitedEarly struct{ msg string }
+
+func (e exitedEarly) Error() string      { return e.msg }
+func (exitedEarly) Is(target error) bool { return target == errPortTaken }
 
 func (s *Server) Name() string { return s.spec.Name }
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }

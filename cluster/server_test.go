@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -102,5 +103,34 @@ func TestServersStartPauseRestartAndStop(t *testing.T) {
 	}
 	if err := s.Signal(syscall.SIGCONT); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("signal after Stop: %v, want ErrNotRunning", err)
+	}
+}
+
+// A server that its own settings refuse exits during its start: the error
+// quotes its log and names a taken port only as one possible reason (a new
+// store's author reads it first).
+func TestAServerThatExitsAtStartSaysWhy(t *testing.T) {
+	local, err := NewLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = StartServer(context.Background(), local, ServerSpec{
+		Store: "throwaway", Name: "tw",
+		Command: func(dir string, port int) *exec.Cmd {
+			return exec.Command("sh", "-c", "echo can\\'t run as root without the -u switch >&2; exit 64")
+		},
+		Ready:      func(ctx context.Context, addr, dir string) error { return errors.New("no answer") },
+		HoldsLease: func(ctx context.Context, addr, key, token string) (bool, error) { return false, nil },
+	})
+	if err == nil {
+		t.Fatal("a server that exits at once started")
+	}
+	for _, want := range []string{"start throwaway member tw: it exited before it was ready", "its log says why", "can't run as root without the -u switch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.HasPrefix(strings.TrimPrefix(err.Error(), "start throwaway member tw: "), "port taken") {
+		t.Errorf("error %q takes a server's own refusal for a taken port", err)
 	}
 }
