@@ -44,6 +44,7 @@ func lockchaos(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var o, e bytes.Buffer
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), ownTemp(t))
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
 	var ee *exec.ExitError
@@ -56,6 +57,11 @@ func lockchaos(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	}
 	return o.String(), e.String(), code
 }
+
+// ownTemp gives a command of the test a temporary folder of the test's
+// own (TMPDIR): what it keeps there on purpose — the logs of a failed
+// adapter check, which its error names — goes with the test.
+func ownTemp(t *testing.T) string { return "TMPDIR=" + t.TempDir() }
 
 // list fits one screen and names everything; list KIND gives one line
 // each, list NAME the options; a misspelt NAME gets a suggestion.

@@ -23,7 +23,7 @@ func lockchaosIn(t *testing.T, dir string, env []string, args ...string) (stdout
 	t.Helper()
 	var o, e bytes.Buffer
 	cmd := exec.Command(bin, args...)
-	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	cmd.Dir, cmd.Env = dir, append(append(os.Environ(), ownTemp(t)), env...)
 	cmd.Stdout, cmd.Stderr = &o, &e
 	var ee *exec.ExitError
 	if err := cmd.Run(); errors.As(err, &ee) {
