@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockchaos/lockchaos/rundir"
+	"github.com/lockchaos/lockchaos/scenarios"
 )
 
 // SlowTestsEnv, set to 1, runs the tests that take minutes (.ci/run sets
@@ -89,12 +90,32 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 	start = time.Now()
 	stdout, stderr, code = run("chaos", "--quick", "--scenarios", strings.Join(installedQuick, ","), "--out", filepath.Join(work, "quick"))
 	t.Logf("chaos --quick, a scenario of each store and adapter language, the adapters they use built first: %.0f s\n%s", time.Since(start).Seconds(), stderr)
-	if code != ExitSafe || !strings.Contains(stdout, "PASSED: every verdict as expected") {
-		t.Errorf("chaos --quick: exit %d\n%s\n%s", code, stdout, stderr)
-	}
 	// adapter build builds the rest (the quick catalogue uses some of
 	// them), and not the ones chaos built.
 	built := strings.Count(stderr, "is not built yet: building it now")
+	// A cell the machine left with no evidence (inconclusive after its
+	// own reruns: CI runs this test beside the whole matrix) is run again,
+	// twice at most; a verdict that differs fails at once.
+	for again := 1; again <= 2 && code == ExitMatrixIncomplete; again++ {
+		sum, err := scenarios.ReadSummary(filepath.Join(work, "quick"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var missing []string
+		for _, c := range sum.Cells {
+			if c.Status == scenarios.StatusInconclusive {
+				missing = append(missing, c.Name)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		t.Logf("chaos --quick: no evidence from %v: run again", missing)
+		stdout, stderr, code = run("chaos", "--quick", "--force", "--scenarios", strings.Join(missing, ","), "--out", filepath.Join(work, "quick"))
+	}
+	if code != ExitMatrixPassed || !strings.Contains(stdout, "PASSED: every verdict as expected") {
+		t.Errorf("chaos --quick: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	start = time.Now()
 	stdout, stderr, code = run("adapter", "build")
 	t.Logf("adapter build, the rest: %.0f s\n%s", time.Since(start).Seconds(), stdout)
@@ -104,7 +125,13 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 	if stdout, _, _ = run("list", "locks"); strings.Contains(stdout, "not built yet") {
 		t.Errorf("after adapter build, list locks still shows adapters not built\n%s", stdout)
 	}
-	_, stderr, code = run("run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(work, "again"))
+	for attempt := 1; attempt <= 3; attempt++ {
+		// A run the machine left with no evidence is run again.
+		os.RemoveAll(filepath.Join(work, "again"))
+		if _, stderr, code = run("run", "--lock", "redis-py-lock", "--duration", "1s", "--out", filepath.Join(work, "again")); code != ExitInconclusive {
+			break
+		}
+	}
 	if code != ExitSafe || strings.Contains(stderr, "not built yet") {
 		t.Errorf("a run after the builds: exit %d, want the adapter found built\n%s", code, stderr)
 	}
@@ -132,8 +159,16 @@ func TestGoInstallFromModuleProxy(t *testing.T) {
 	if x, _ := os.ReadFile(filepath.Join(work, "a.xml")); code != ExitClaimsHeld || !strings.Contains(string(x), `failures="0"`) {
 		t.Errorf("audit --claims latency: exit %d, want %d with a passing JUnit\n%s%s\n%s", code, ExitClaimsHeld, stdout, stderr, x)
 	}
-	stdout, stderr, code = run("audit", "--lock-file", lf, "--claims", "pause-client", "--nemeses", "pause-client", "--refs", "none",
-		"--seeds", "3", "--min-seeds", "3", "--parallel", "2", "--shrink-budget", "20s", "--shrink-tries", "1", "--out", "broken")
+	for attempt := 1; attempt <= 2; attempt++ {
+		// Likewise: a claim left with too few seeds of evidence is no
+		// finding either way.
+		os.RemoveAll(filepath.Join(work, "broken"))
+		stdout, stderr, code = run("audit", "--lock-file", lf, "--claims", "pause-client", "--nemeses", "pause-client", "--refs", "none",
+			"--seeds", "3", "--min-seeds", "3", "--parallel", "2", "--shrink-budget", "20s", "--shrink-tries", "1", "--out", "broken")
+		if !strings.Contains(stdout, "not enough evidence for pause-client") {
+			break
+		}
+	}
 	if code != ExitClaimsBroken || !strings.Contains(stdout, "CLAIM BROKEN: pause-client broke mylock (witness: broken/witness/pause-client/") {
 		t.Errorf("audit --claims pause-client: exit %d, want %d naming the witness\n%s%s", code, ExitClaimsBroken, stdout, stderr)
 	}
