@@ -230,10 +230,6 @@ type RunInfo struct {
 	// BlindRelease: the lock's release ends the key's lock whoever holds
 	// it (locks.Spec.BlindRelease).
 	BlindRelease bool `json:"blind_release,omitempty"`
-	// Store is the kind of server the lock kept its state in (redis, etcd,
-	// zookeeper, postgres); empty in histories from before 2026-11-28,
-	// which left it out for redis.
-	Store string `json:"store,omitempty"`
 	// Options are the lock's option values in force, defaults included
 	// ("etcd-mutex.recheck": "true"), as config.json cannot say them.
 	Options map[string]string `json:"options,omitempty"`

@@ -31,6 +31,7 @@ import (
 	"github.com/lockchaos/lockchaos/history"
 	"github.com/lockchaos/lockchaos/internal/lockargs"
 	"github.com/lockchaos/lockchaos/internal/shellwords"
+	"github.com/lockchaos/lockchaos/locks"
 	"github.com/lockchaos/lockchaos/rundir"
 	"github.com/lockchaos/lockchaos/settings"
 )
@@ -344,6 +345,23 @@ type nextStep struct {
 	ID, Text, Cmd string
 }
 
+// fencedLock is the fenced lock of the store the run's lock kept its state
+// in (the run's settings resolve the lock, an adapter's manifest naming
+// its store), unless that is the lock itself: "" when there is none.
+func (r *Run) fencedLock(lock string) string {
+	spec, err := locks.Lookup(lock)
+	if r.Settings != nil {
+		spec, err = r.Settings.LockSpec()
+	}
+	if err != nil {
+		return ""
+	}
+	if st, err := cluster.LookupStore(spec.Store); err == nil && st.Fenced != lock {
+		return st.Fenced
+	}
+	return ""
+}
+
 // nextSteps says what to do after this run: shrink a violation, run it
 // again fault for fault, fence a resource that lost updates, run more seeds
 // of a run that found nothing.
@@ -365,8 +383,7 @@ func (r *Run) nextSteps(reproduce string) []nextStep {
 		step := nextStep{"next-fence", fmt.Sprintf("%d %s of the protected counter %s lost: the resource took writes from two holders. "+
 			"A lock that hands out a fencing token lets the resource refuse the stale holder's writes (the README's \"A fencing token\" says how).",
 			rs.LostUpdates, plural(rs.LostUpdates, "update", "updates"), plural(rs.LostUpdates, "was", "were")), ""}
-		if s, err := cluster.LookupStore(r.Info.Store); err == nil && s.Fenced != "" && s.Fenced != res.Lock {
-			fenced := s.Fenced
+		if fenced := r.fencedLock(res.Lock); fenced != "" {
 			step.Text += fmt.Sprintf(" Run the same faults with %s, its fenced counterpart on this store, side by side:", fenced)
 			step.Cmd = fmt.Sprintf("%s compare%s --locks %s,%s --nemeses %s --seeds 10 --out %s", rundir.Program(), lockargs.FileArgs("", res.Lock), res.Lock, fenced, cmp.Or(nemeses, "none"), shellwords.Quote(dir+"-fencing"))
 		}

@@ -361,7 +361,7 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 	r.record(history.Event{Time: r.startedAt, Kind: history.RunStart, Client: history.NoClient, Run: &history.RunInfo{
 		Lock: rs.lock.Name, Nemesis: nemNames, Seed: r.cfg.Seed, Clients: r.cfg.Clients,
 		TTLms: r.cfg.TTL.Milliseconds(), LeaseMs: rs.lease.Milliseconds(), Leaseless: rs.lock.Leaseless, KeepsAlive: rs.lock.KeepsAlive, BlindRelease: rs.lock.BlindRelease,
-		Renew: r.cfg.Renew, Store: rs.lock.Store, Options: options, NodeRoles: r.nodeRoles(ctx),
+		Renew: r.cfg.Renew, Options: options, NodeRoles: r.nodeRoles(ctx),
 	}})
 	r.begun = true
 	if r.cfg.Progress != nil && !rs.lock.Leaseless && rs.lease != r.cfg.TTL {
