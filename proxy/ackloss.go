@@ -3,6 +3,7 @@ package proxy
 import (
 	"sync"
 
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -55,25 +56,17 @@ func (t *tally) get(tag string) int {
 // drops that one and all that follow.
 func (t *AckLossToxic) Pipe(stub *toxics.ToxicStub) {
 	dead := false
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case c := <-stub.Input:
-			if c == nil {
-				stub.Close()
-				return
-			}
-			switch {
-			case dead:
-			case IsHelloReply(c.Data):
-				stub.Output <- c
-			default:
-				dead = true
-				dropped.add(t.Tag)
-			}
+	eachChunk(stub, func(c *stream.StreamChunk) bool {
+		switch {
+		case dead:
+		case IsHelloReply(c.Data):
+			stub.Output <- c
+		default:
+			dead = true
+			dropped.add(t.Tag)
 		}
-	}
+		return true
+	})
 }
 
 func init() { toxics.Register("ack-loss", new(AckLossToxic)) }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -25,6 +26,20 @@ func (t *CountToxic) NewState() any { return new(bool) }
 
 func (t *CountToxic) Pipe(stub *toxics.ToxicStub) {
 	seen := stub.State.(*bool)
+	eachChunk(stub, func(c *stream.StreamChunk) bool {
+		if !*seen {
+			*seen = true
+			carried.add(t.Tag)
+		}
+		stub.Output <- c
+		return true
+	})
+}
+
+// eachChunk calls f with each chunk of stub's input, in order, until the
+// stub is interrupted, its input ends (then it closes the stub) or f says
+// to stop: a toxic's Pipe, as toxiproxy's own toxics loop.
+func eachChunk(stub *toxics.ToxicStub, f func(c *stream.StreamChunk) bool) {
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -34,11 +49,9 @@ func (t *CountToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if !*seen {
-				*seen = true
-				carried.add(t.Tag)
+			if !f(c) {
+				return
 			}
-			stub.Output <- c
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 
 	"github.com/lockchaos/lockchaos/history"
@@ -102,32 +103,24 @@ func (t *SlowReplyToxic) Pipe(stub *toxics.ToxicStub) {
 	if l, ok := replyLogs.Load(t.Log); ok && t.Log != "" {
 		log = l.(*ReplyLog)
 	}
-	for {
-		select {
-		case <-stub.Interrupt:
-			return
-		case c := <-stub.Input:
-			if c == nil {
-				stub.Close()
-				return
-			}
-			if IsHelloReply(c.Data) {
-				stub.Output <- c
-				continue
-			}
-			if log != nil {
-				came := history.Now() - time.Since(c.Timestamp).Nanoseconds()
-				log.add(came, came+delay.Nanoseconds())
-			}
-			select {
-			case <-time.After(delay - time.Since(c.Timestamp)):
-				stub.Output <- c
-			case <-stub.Interrupt:
-				stub.Output <- c // drop nothing on the floor
-				return
-			}
+	eachChunk(stub, func(c *stream.StreamChunk) bool {
+		if IsHelloReply(c.Data) {
+			stub.Output <- c
+			return true
 		}
-	}
+		if log != nil {
+			came := history.Now() - time.Since(c.Timestamp).Nanoseconds()
+			log.add(came, came+delay.Nanoseconds())
+		}
+		select {
+		case <-time.After(delay - time.Since(c.Timestamp)):
+			stub.Output <- c
+			return true
+		case <-stub.Interrupt:
+			stub.Output <- c // drop nothing on the floor
+			return false
+		}
+	})
 }
 
 // IsHelloReply says whether b begins with the reply to HELLO: a RESP2
