@@ -434,12 +434,6 @@ func GivenFile(name string) string {
 	return given[name]
 }
 
-// RegisterManifest registers m (--lock-cmd's, or a test's).
-func RegisterManifest(m *Manifest) (Spec, error) {
-	s := m.Spec()
-	return s, register(s)
-}
-
 // storeName is what a store's name looks like (cluster.RegisterStore's).
 var storeName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
