@@ -218,7 +218,26 @@ func want(what, wanted string, err error, granted string) error {
 	return nil
 }
 
+// run checks the adapter step by step: each step a claim of the protocol
+// (docs/protocol.md), or of the manifest, which a step it does not make
+// skips.
 func (c *checker) run(ctx context.Context) {
+	c.exclusion(ctx)
+	c.releases()
+	c.fences()
+	c.expiry()
+	c.renewal()
+	c.keptAlive()
+	c.reentry()
+	c.lost(ctx)
+	c.cancels()
+	c.unreachable()
+	c.protocolLines()
+}
+
+// exclusion: a free key is granted to one client, marked on the nodes by
+// its key and token, and refused to the other while it is held.
+func (c *checker) exclusion(ctx context.Context) {
 	c.step("acquire, then a second client refused", func() error {
 		l, err := c.grant(0, "check:a")
 		if err := want("client 0's acquire of a free key", "granted", err, "granted"); err != nil {
@@ -241,6 +260,11 @@ func (c *checker) run(ctx context.Context) {
 		}
 		return want("client 1's acquire of a key that client 0 holds", "refused", err, "granted")
 	})
+}
+
+// releases: a release frees the key, and a second release of the same
+// lease is not_held.
+func (c *checker) releases() {
 	c.step("release, then not_held for the same lease", func() error {
 		l, err := c.grant(0, "check:b")
 		if err := want("acquire", "granted", err, "granted"); err != nil {
@@ -258,7 +282,11 @@ func (c *checker) run(ctx context.Context) {
 		}
 		return want("its release", "released", c.release(1, l1), "released")
 	})
-	c.fences()
+}
+
+// expiry: once a lease ran out another client takes the key, and the
+// first release is then not_held (released, for a blind release).
+func (c *checker) expiry() {
 	if c.m.KeepsAlive || c.m.Leaseless {
 		c.skip("not_held after expiry", "the lock keeps its lease alive or has none")
 	} else {
@@ -280,6 +308,11 @@ func (c *checker) run(ctx context.Context) {
 			return want("release of the expired lease, now someone else's", "not_held", c.release(0, l), "released")
 		})
 	}
+}
+
+// renewal: a lock that claims renew keeps its lease past its TTL by
+// renewing it.
+func (c *checker) renewal() {
 	if !c.m.Renew {
 		c.skip("renew", "the manifest does not claim renew")
 	} else {
@@ -301,6 +334,11 @@ func (c *checker) run(ctx context.Context) {
 			return want(fmt.Sprintf("another client's acquire 1.8 leases after the grant, renewed twice"), "refused", err, "granted")
 		})
 	}
+}
+
+// keptAlive: a lock that claims keeps_alive still holds its key two
+// leases on.
+func (c *checker) keptAlive() {
 	if !c.m.KeepsAlive {
 		c.skip("the lease is kept alive", "the manifest does not claim keeps_alive")
 	} else {
@@ -315,6 +353,11 @@ func (c *checker) run(ctx context.Context) {
 			return want(fmt.Sprintf("another client's acquire two leases (%v) after the grant", 2*c.lease), "refused", err, "granted")
 		})
 	}
+}
+
+// reentry: a reentrant lock is taken twice by its holder and held until
+// both levels are released.
+func (c *checker) reentry() {
 	if !c.m.Reentrant {
 		c.skip("reentry", "the manifest does not claim reentrant")
 	} else {
@@ -340,6 +383,11 @@ func (c *checker) run(ctx context.Context) {
 			return want("release of the outer level", "released", c.release(0, outer), "released")
 		})
 	}
+}
+
+// lost: a lock that claims lost says so when its key is deleted behind
+// its back (on Redis).
+func (c *checker) lost(ctx context.Context) {
 	if !c.m.Lost {
 		c.skip("lost", "the manifest does not claim lost")
 	} else if c.direct == nil {
@@ -365,6 +413,11 @@ func (c *checker) run(ctx context.Context) {
 			}
 		})
 	}
+}
+
+// cancels: a lock that claims cancel answers a release and an acquire
+// cancelled before they run.
+func (c *checker) cancels() {
 	if !c.m.Cancel {
 		c.skip("cancel", "the manifest does not claim cancel")
 	} else {
@@ -417,6 +470,11 @@ func (c *checker) run(ctx context.Context) {
 			return nil
 		})
 	}
+}
+
+// unreachable: an acquire while every node is paused is answered within
+// its timeout, and never granted.
+func (c *checker) unreachable() {
 	c.step("unknown (never granted) when its nodes are unreachable", func() error {
 		for _, n := range c.nodes {
 			if err := n.Signal(syscall.SIGSTOP); err != nil {
@@ -438,6 +496,10 @@ func (c *checker) run(ctx context.Context) {
 		}
 		return nil
 	})
+}
+
+// protocolLines: every line the adapter wrote was a protocol message.
+func (c *checker) protocolLines() {
 	c.step("every line is a protocol message", func() error {
 		time.Sleep(200 * time.Millisecond) // late lines land
 		var all []string

@@ -300,14 +300,10 @@ func RegisterStore(s Store) {
 	}
 }
 
-// LookupStore finds a store by name ("" is redis, as a lock that names
-// none keeps its state there); the error lists the known ones.
-func LookupStore(name string) (Store, error) {
-	if name == "" {
-		name = StoreRedis
-	}
-	return stores.Lookup(name)
-}
+// LookupStore finds a store by name; the error lists the known ones. (A
+// lock that names none keeps its state in redis: locks.Spec's register
+// and a manifest's parse write that name down.)
+func LookupStore(name string) (Store, error) { return stores.Lookup(name) }
 
 // StoreNames lists every store, redis (most locks') first, then in the
 // order they registered.

@@ -148,65 +148,101 @@ type detail struct {
 // every listed overlap is drawn in red on both clients' lanes. Each shape
 // carries a <title> for a tooltip and data- attributes for tools.
 func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
+	g := r.frame(from, to, id)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<div class="tl-scroll"><svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" style="min-width:%.0fpx" width="100%%" role="img" aria-label="timeline of holds and faults, t=%s to t=%s" data-from="%.1f" data-to="%.1f">`,
+		g.id, tlWidth, g.height, tlWidth, checker.Seconds(g.from), checker.Seconds(g.to), g.from, g.to)
+	fmt.Fprintf(&b, `<defs><pattern id="%s-hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff" fill-opacity="0.35"/><line x1="0" y1="0" x2="0" y2="6" stroke="%s" stroke-width="2.2"/></pattern></defs>`, g.id, colorLeaseEnd)
+	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#fff"/>`)
+	r.tlAxis(&b, g)
+	r.tlLabels(&b, g)
+	r.tlFaults(&b, g)
+	r.tlNodeMarks(&b, g)
+	r.tlHolds(&b, g, d)
+	r.tlAcquires(&b, g, d)
+	r.tlOverlaps(&b, g)
+	b.WriteString(`</svg></div>`)
+	return template.HTML(b.String())
+}
+
+// tlFrame is a timeline's geometry: the span of the run it draws, where
+// each lane lies, and the colour of each key.
+type tlFrame struct {
+	id                     string
+	from, to, plot, height float64
+	faultTop, lanesTop     float64
+	faults                 []string       // the nemeses' lanes, in order
+	faultLane              map[string]int // a nemesis's lane
+	nodes                  []int          // the lock nodes' lanes, in order
+	nodeY                  map[int]float64
+	rowOf                  []int       // each node mark's row in its node's lane
+	rows                   map[int]int // each node lane's rows
+	lane                   map[int]int // a client's lane
+	keyColor               map[string]string
+}
+
+// frame lays out a timeline of [from, to] ms of the run: its nemeses'
+// lanes on top, then its lock nodes', then its clients'.
+func (r *Run) frame(from, to float64, id string) *tlFrame {
 	if to <= from {
 		to = from + 1
 	}
-	plot := tlWidth - tlLabel - tlPad
-	x := func(t float64) float64 {
-		t = math.Max(from, math.Min(to, t))
-		return tlLabel + (t-from)/(to-from)*plot
-	}
-	visible := func(a, b float64) bool { return b >= from && a <= to }
-	lane := map[int]int{}
+	g := &tlFrame{id: id, from: from, to: to, plot: tlWidth - tlLabel - tlPad, lane: map[int]int{}, keyColor: map[string]string{},
+		faults: r.faultLanes(), faultLane: map[string]int{}, nodes: r.nodeLanes(), nodeY: map[int]float64{}}
 	for i, c := range r.Clients {
-		lane[c] = i
+		g.lane[c] = i
 	}
-	keyColor := map[string]string{}
 	for i, k := range r.Keys {
-		keyColor[k] = keyColors[i%len(keyColors)]
+		g.keyColor[k] = keyColors[i%len(keyColors)]
 	}
-	faults := r.faultLanes()
-	faultLane := map[string]int{}
-	for i, n := range faults {
-		faultLane[n] = i
+	for i, n := range g.faults {
+		g.faultLane[n] = i
 	}
-	nodes := r.nodeLanes()
-	rowOf, rows := r.nodeRows()
-	faultTop := tlAxis + 6
-	nodeTop := faultTop + float64(len(faults))*(tlFaultH+2) + 4
-	nodeY := map[int]float64{} // the top of each node's lane
-	y0 := nodeTop
-	for _, n := range nodes {
-		nodeY[n] = y0
-		y0 += float64(max(rows[n], 1))*tlNodeH + 2
+	g.rowOf, g.rows = r.nodeRows()
+	g.faultTop = tlAxis + 6
+	y0 := g.faultTop + float64(len(g.faults))*(tlFaultH+2) + 4
+	for _, n := range g.nodes {
+		g.nodeY[n] = y0 // the top of the node's lane
+		y0 += float64(max(g.rows[n], 1))*tlNodeH + 2
 	}
-	lanesTop := y0 + 4
-	height := lanesTop + float64(len(r.Clients))*tlLane + 4
-	laneY := func(c int) float64 { return lanesTop + float64(lane[c])*tlLane }
+	g.lanesTop = y0 + 4
+	g.height = g.lanesTop + float64(len(r.Clients))*tlLane + 4
+	return g
+}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, `<div class="tl-scroll"><svg id="%s" class="timeline" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" style="min-width:%.0fpx" width="100%%" role="img" aria-label="timeline of holds and faults, t=%s to t=%s" data-from="%.1f" data-to="%.1f">`,
-		id, tlWidth, height, tlWidth, checker.Seconds(from), checker.Seconds(to), from, to)
-	fmt.Fprintf(&b, `<defs><pattern id="%s-hatch" patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff" fill-opacity="0.35"/><line x1="0" y1="0" x2="0" y2="6" stroke="%s" stroke-width="2.2"/></pattern></defs>`, id, colorLeaseEnd)
-	b.WriteString(`<rect x="0" y="0" width="100%" height="100%" fill="#fff"/>`)
+// x is where time t (ms) lies on the timeline, t clamped to its span.
+func (g *tlFrame) x(t float64) float64 {
+	t = math.Max(g.from, math.Min(g.to, t))
+	return tlLabel + (t-g.from)/(g.to-g.from)*g.plot
+}
 
-	// Axis and grid lines.
-	step := tickStep(to - from)
-	for t := math.Ceil(from/step) * step; t <= to+1e-9; t += step {
-		xx := x(t)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, xx, tlAxis, xx, height)
-		fmt.Fprintf(&b, `<text x="%.1f" y="13" font-size="%.0f" text-anchor="middle" fill="#555">%s</text>`, xx, tlFont+1, tickLabel(t, step))
-	}
+// visible says whether [a, b] ms meets the timeline's span.
+func (g *tlFrame) visible(a, b float64) bool { return b >= g.from && a <= g.to }
 
-	// Lane labels and backgrounds.
-	for i, n := range faults {
-		y := faultTop + float64(i)*(tlFaultH+2)
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fff9e6"/>`, tlLabel, y, plot, tlFaultH)
-		fmt.Fprintf(&b, `<text class="lane-label fault-lane" x="4" y="%.1f" font-size="%.0f" fill="#5c4400" data-nemesis="%s">%s</text>`, y+13, tlFont+1, esc(n), esc(clip(n, 15)))
+// laneY is the top of client c's lane.
+func (g *tlFrame) laneY(c int) float64 { return g.lanesTop + float64(g.lane[c])*tlLane }
+
+// tlAxis draws the time axis and its grid lines.
+func (r *Run) tlAxis(b *strings.Builder, g *tlFrame) {
+	step := tickStep(g.to - g.from)
+	for t := math.Ceil(g.from/step) * step; t <= g.to+1e-9; t += step {
+		xx := g.x(t)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, xx, tlAxis, xx, g.height)
+		fmt.Fprintf(b, `<text x="%.1f" y="13" font-size="%.0f" text-anchor="middle" fill="#555">%s</text>`, xx, tlFont+1, tickLabel(t, step))
 	}
-	for _, n := range nodes {
-		y := nodeY[n]
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f1f3f5"/>`, tlLabel, y, plot, float64(max(rows[n], 1))*tlNodeH)
+}
+
+// tlLabels draws each lane's label and background: a lane per nemesis, per
+// lock node, per client.
+func (r *Run) tlLabels(b *strings.Builder, g *tlFrame) {
+	for i, n := range g.faults {
+		y := g.faultTop + float64(i)*(tlFaultH+2)
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fff9e6"/>`, tlLabel, y, g.plot, tlFaultH)
+		fmt.Fprintf(b, `<text class="lane-label fault-lane" x="4" y="%.1f" font-size="%.0f" fill="#5c4400" data-nemesis="%s">%s</text>`, y+13, tlFont+1, esc(n), esc(clip(n, 15)))
+	}
+	for _, n := range g.nodes {
+		y := g.nodeY[n]
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f1f3f5"/>`, tlLabel, y, g.plot, float64(max(g.rows[n], 1))*tlNodeH)
 		label, title := fmt.Sprintf("node %d", n), ""
 		if n < len(r.Info.NodeRoles) {
 			// "n0 primary with 2 replicas": the lane says the role's
@@ -217,90 +253,98 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 			}
 			title = fmt.Sprintf("<title>node %d: %s when the run began (a failover's mark says who took over)</title>", n, esc(title))
 		}
-		fmt.Fprintf(&b, `<text class="lane-label node-lane" x="4" y="%.1f" font-size="%.0f" fill="#343a40" data-node="%d">%s%s</text>`, y+13, tlFont+1, n, title, esc(label))
+		fmt.Fprintf(b, `<text class="lane-label node-lane" x="4" y="%.1f" font-size="%.0f" fill="#343a40" data-node="%d">%s%s</text>`, y+13, tlFont+1, n, title, esc(label))
 	}
 	for _, c := range r.Clients {
-		y := laneY(c)
-		if lane[c]%2 == 1 {
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f8f9fa"/>`, tlLabel, y, plot, tlLane)
+		y := g.laneY(c)
+		if g.lane[c]%2 == 1 {
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f8f9fa"/>`, tlLabel, y, g.plot, tlLane)
 		}
-		fmt.Fprintf(&b, `<text class="lane-label client-lane" x="4" y="%.1f" font-size="%.0f" fill="#333" data-client="%d">client %d</text>`, y+14, tlFont+1, c, c)
+		fmt.Fprintf(b, `<text class="lane-label client-lane" x="4" y="%.1f" font-size="%.0f" fill="#333" data-client="%d">client %d</text>`, y+14, tlFont+1, c, c)
 	}
+}
 
-	// Fault windows: each in its nemesis's lane, labelled with whom it hit;
-	// the lanes of the clients it hit are shaded in its colour, and a fault
-	// that hit no client in particular shades every client lane faintly.
+// tlFaults draws the fault windows: each in its nemesis's lane, labelled
+// with whom it hit; the lanes of the clients it hit are shaded in its
+// colour, and a fault that hit no client in particular shades every client
+// lane faintly.
+func (r *Run) tlFaults(b *strings.Builder, g *tlFrame) {
 	for _, f := range r.Result.Faults {
-		end := to
+		end := g.to
 		if f.EndMs != nil {
 			end = *f.EndMs
 		}
-		if !visible(f.StartMs, end) {
+		if !g.visible(f.StartMs, end) {
 			continue
 		}
-		x1, x2 := x(f.StartMs), math.Max(x(end), x(f.StartMs)+2)
+		x1, x2 := g.x(f.StartMs), math.Max(g.x(end), g.x(f.StartMs)+2)
 		color := actionColor(f.Action)
 		title := esc(faultTitle(f))
-		y := faultTop + float64(faultLane[f.Name])*(tlFaultH+2)
+		y := g.faultTop + float64(g.faultLane[f.Name])*(tlFaultH+2)
 		if len(f.Clients) == 0 {
-			fmt.Fprintf(&b, `<rect class="fault-shade" data-fault="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.16"><title>%s</title></rect>`,
-				f.ID, x1, lanesTop, x2-x1, height-lanesTop-4, color, title)
+			fmt.Fprintf(b, `<rect class="fault-shade" data-fault="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.16"><title>%s</title></rect>`,
+				f.ID, x1, g.lanesTop, x2-x1, g.height-g.lanesTop-4, color, title)
 		}
-		fmt.Fprintf(&b, `<rect class="fault" data-fault="%d" data-name="%s" data-action="%s" data-where="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#00000033" rx="2"><title>%s</title></rect>`,
+		fmt.Fprintf(b, `<rect class="fault" data-fault="%d" data-name="%s" data-action="%s" data-where="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" stroke="#00000033" rx="2"><title>%s</title></rect>`,
 			f.ID, esc(f.Name), esc(string(f.Action)), esc(f.Where()), x1, y, x2-x1, tlFaultH, color, title)
 		if label := fit(f.Where(), x2-x1-4); label != "" {
-			fmt.Fprintf(&b, `<text class="fault-label" data-fault="%d" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, f.ID, x1+3, y+13, tlFont, esc(label))
+			fmt.Fprintf(b, `<text class="fault-label" data-fault="%d" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, f.ID, x1+3, y+13, tlFont, esc(label))
 		}
 		for _, c := range f.Clients {
-			if _, ok := lane[c]; ok {
-				fmt.Fprintf(&b, `<rect class="fault-target" data-fault="%d" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.5"><title>%s</title></rect>`,
-					f.ID, c, x1, laneY(c), x2-x1, tlLane, color, title)
+			if _, ok := g.lane[c]; ok {
+				fmt.Fprintf(b, `<rect class="fault-target" data-fault="%d" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.5"><title>%s</title></rect>`,
+					f.ID, c, x1, g.laneY(c), x2-x1, tlLane, color, title)
 			}
 		}
 	}
+}
 
-	// Node lanes: what each fault did to the node, as its window records it.
+// tlNodeMarks draws the node lanes: what each fault did to the node, as its
+// window records it.
+func (r *Run) tlNodeMarks(b *strings.Builder, g *tlFrame) {
 	for mi, m := range r.nodeMarks {
-		top, ok := nodeY[m.Node]
+		top, ok := g.nodeY[m.Node]
 		if !ok {
 			continue
 		}
-		end := to
+		end := g.to
 		if m.ToMs != nil {
 			end = *m.ToMs
 		}
-		if !visible(m.FromMs, end) {
+		if !g.visible(m.FromMs, end) {
 			continue
 		}
-		y := top + float64(rowOf[mi])*tlNodeH
-		x1, x2 := x(m.FromMs), math.Max(x(end), x(m.FromMs)+2)
+		y := top + float64(g.rowOf[mi])*tlNodeH
+		x1, x2 := g.x(m.FromMs), math.Max(g.x(end), g.x(m.FromMs)+2)
 		title := esc(fmt.Sprintf("node %d: %s at t=%s, %s at %s — %s", m.Node, m.Start, checker.Seconds(m.FromMs), m.End, endText(m.ToMs), m.Text))
-		fmt.Fprintf(&b, `<rect class="node-mark" data-node="%d" data-fault="%d" data-action="%s" data-start="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.75"><title>%s</title></rect>`,
+		fmt.Fprintf(b, `<rect class="node-mark" data-node="%d" data-fault="%d" data-action="%s" data-start="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.75"><title>%s</title></rect>`,
 			m.Node, m.Fault, esc(string(m.Action)), esc(m.Start), esc(m.End), x1, y+1, x2-x1, tlNodeH-2, actionColor(m.Action), title)
 		// The two moments the record has: the fault's start and its end.
-		if m.FromMs >= from {
-			fmt.Fprintf(&b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2"><title>%s</title></line>`,
+		if m.FromMs >= g.from {
+			fmt.Fprintf(b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2"><title>%s</title></line>`,
 				m.Node, esc(m.Start), x1, y, x1, y+tlNodeH, title)
 		}
-		if m.ToMs != nil && *m.ToMs <= to {
-			fmt.Fprintf(&b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2" stroke-dasharray="3 2"><title>%s</title></line>`,
+		if m.ToMs != nil && *m.ToMs <= g.to {
+			fmt.Fprintf(b, `<line class="node-event" data-node="%d" data-event="%s" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#212529" stroke-width="2" stroke-dasharray="3 2"><title>%s</title></line>`,
 				m.Node, esc(m.End), x2, y, x2, y+tlNodeH, title)
 		}
 		text := m.Start + " → " + m.End
 		if fit(text, x2-x1-6) == text {
-			fmt.Fprintf(&b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(text))
-		} else if l := fit(m.Start, tlWidth-tlPad-x1-4); l != "" && (x2-x1 > 30 || to-from < 5000) {
-			fmt.Fprintf(&b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(l))
+			fmt.Fprintf(b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(text))
+		} else if l := fit(m.Start, tlWidth-tlPad-x1-4); l != "" && (x2-x1 > 30 || g.to-g.from < 5000) {
+			fmt.Fprintf(b, `<text class="node-label" x="%.1f" y="%.1f" font-size="%.0f" fill="#212529">%s</text>`, x1+4, y+13, tlFont, esc(l))
 		}
 	}
+}
 
-	// Holds, and how long each was held past its lease.
+// tlHolds draws the holds, and how long each was held past its lease.
+func (r *Run) tlHolds(b *strings.Builder, g *tlFrame, d detail) {
 	for _, h := range d.holds {
-		if !visible(h.StartMs, h.EndMs) {
+		if !g.visible(h.StartMs, h.EndMs) {
 			continue
 		}
-		x1, x2 := x(h.StartMs), math.Max(x(h.EndMs), x(h.StartMs)+1)
-		y := laneY(h.Client) + (tlLane-tlBar)/2
+		x1, x2 := g.x(h.StartMs), math.Max(g.x(h.EndMs), g.x(h.StartMs)+1)
+		y := g.laneY(h.Client) + (tlLane-tlBar)/2
 		stroke := `stroke="none"`
 		switch h.End {
 		case checker.EndReleaseNotHeld:
@@ -310,67 +354,68 @@ func (r *Run) timeline(d detail, from, to float64, id string) template.HTML {
 		case checker.EndExit:
 			stroke = `stroke="#000" stroke-width="1.5"`
 		}
-		fmt.Fprintf(&b, `<rect class="hold" data-client="%d" data-key="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.85" %s rx="1.5"><title>%s</title></rect>`,
-			h.Client, esc(h.Key), esc(string(h.End)), x1, y, x2-x1, tlBar, keyColor[h.Key], stroke,
+		fmt.Fprintf(b, `<rect class="hold" data-client="%d" data-key="%s" data-end="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.85" %s rx="1.5"><title>%s</title></rect>`,
+			h.Client, esc(h.Key), esc(string(h.End)), x1, y, x2-x1, tlBar, g.keyColor[h.Key], stroke,
 			esc(fmt.Sprintf("client %d held %s from t=%s for %s (ended: %s)", h.Client, h.Key, checker.Seconds(h.StartMs), checker.Millis(h.EndMs-h.StartMs), h.End)))
-		if h.LeaseEndMs > 0 && h.LeaseEndMs < h.EndMs && visible(h.LeaseEndMs, h.EndMs) {
-			lx := x(h.LeaseEndMs)
+		if h.LeaseEndMs > 0 && h.LeaseEndMs < h.EndMs && g.visible(h.LeaseEndMs, h.EndMs) {
+			lx := g.x(h.LeaseEndMs)
 			title := esc(fmt.Sprintf("client %d's lease on %s had run out on the server by t=%s (granted between t=%s and t=%s, lease %s); the client held on until t=%s, %s past it",
 				h.Client, h.Key, checker.Seconds(h.LeaseEndMs), checker.Seconds(h.LeaseFromMs-r.leaseMs()), checker.Seconds(h.LeaseEndMs-r.leaseMs()),
 				checker.Millis(r.leaseMs()), checker.Seconds(h.EndMs), checker.Millis(h.EndMs-h.LeaseEndMs)))
-			fmt.Fprintf(&b, `<rect class="past-lease" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#%s-hatch)"><title>%s</title></rect>`,
-				h.Client, lx, y, math.Max(x2-lx, 1), tlBar, id, title)
-			fmt.Fprintf(&b, `<line class="lease-expiry" data-client="%d" data-key="%s" data-t="%.1f" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"><title>%s</title></line>`,
+			fmt.Fprintf(b, `<rect class="past-lease" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="url(#%s-hatch)"><title>%s</title></rect>`,
+				h.Client, lx, y, math.Max(x2-lx, 1), tlBar, g.id, title)
+			fmt.Fprintf(b, `<line class="lease-expiry" data-client="%d" data-key="%s" data-t="%.1f" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.5"><title>%s</title></line>`,
 				h.Client, esc(h.Key), h.LeaseEndMs, lx, y-3, lx, y+tlBar+3, colorLeaseEnd, title)
-			if x2-lx > 70 || to-from < 5000 {
-				fmt.Fprintf(&b, `<text class="lease-label" x="%.1f" y="%.1f" font-size="%.0f" fill="%s" font-weight="600">lease gone</text>`, lx+3, y-1, tlFont, colorLeaseEnd)
+			if x2-lx > 70 || g.to-g.from < 5000 {
+				fmt.Fprintf(b, `<text class="lease-label" x="%.1f" y="%.1f" font-size="%.0f" fill="%s" font-weight="600">lease gone</text>`, lx+3, y-1, tlFont, colorLeaseEnd)
 			}
 		}
 	}
+}
 
-	// Acquires that failed or got no answer: small marks at the foot of the
-	// client's lane, at their completion (unknown ones that never completed:
-	// at their invocation). Marks of one kind on one lane that fall within
-	// markGap units of each other are one mark spanning them, its tooltip
-	// counting them: a client refused every few milliseconds for a second
-	// is one grey stretch, not a thousand ticks.
-	for _, run := range markRuns(d, lane, x, from, to) {
-		y := laneY(run.client) + tlLane - 3
+// tlAcquires draws the acquires that failed or got no answer: small marks
+// at the foot of the client's lane, at their completion (unknown ones that
+// never completed: at their invocation). Marks of one kind on one lane that
+// fall within markGap units of each other are one mark spanning them, its
+// tooltip counting them: a client refused every few milliseconds for a
+// second is one grey stretch, not a thousand ticks.
+func (r *Run) tlAcquires(b *strings.Builder, g *tlFrame, d detail) {
+	for _, run := range markRuns(d, g.lane, g.x, g.from, g.to) {
+		y := g.laneY(run.client) + tlLane - 3
 		title := esc(run.title())
 		if run.unknown {
-			fmt.Fprintf(&b, `<path class="acq-unknown" data-client="%d" data-count="%d" d="M%.1f %.1f l3 3 l-3 3 l-3 -3 z" fill="%s"><title>%s</title></path>`,
+			fmt.Fprintf(b, `<path class="acq-unknown" data-client="%d" data-count="%d" d="M%.1f %.1f l3 3 l-3 3 l-3 -3 z" fill="%s"><title>%s</title></path>`,
 				run.client, run.n, run.x1, y-4, colorUnknown, title)
 			if run.x2 > run.x1+3 {
-				fmt.Fprintf(&b, `<rect class="acq-unknown-run" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="2" fill="%s"><title>%s</title></rect>`,
+				fmt.Fprintf(b, `<rect class="acq-unknown-run" data-client="%d" x="%.1f" y="%.1f" width="%.1f" height="2" fill="%s"><title>%s</title></rect>`,
 					run.client, run.x1, y, run.x2-run.x1, colorUnknown, title)
 			}
 			continue
 		}
-		fmt.Fprintf(&b, `<rect class="acq-fail" data-client="%d" data-count="%d" x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"><title>%s</title></rect>`,
+		fmt.Fprintf(b, `<rect class="acq-fail" data-client="%d" data-count="%d" x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"><title>%s</title></rect>`,
 			run.client, run.n, run.x1-0.75, y-1, run.x2-run.x1+1.5, colorFailed, title)
 	}
-
-	// Overlaps, on top of everything.
-	for _, o := range r.Result.Mutex.Overlaps {
-		if !visible(o.StartMs, o.EndMs) {
-			continue
-		}
-		x1, x2 := x(o.StartMs), math.Max(x(o.EndMs), x(o.StartMs)+2)
-		title := esc(fmt.Sprintf("overlap: clients %d and %d both held %s from t=%s for %s", o.Clients[0], o.Clients[1], o.Key, checker.Seconds(o.StartMs), checker.Millis(o.EndMs-o.StartMs)))
-		for _, c := range o.Clients {
-			if _, ok := lane[c]; !ok {
-				continue
-			}
-			fmt.Fprintf(&b, `<rect class="overlap" data-clients="%d,%d" data-key="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.9" stroke="#a51111"><title>%s</title></rect>`,
-				o.Clients[0], o.Clients[1], esc(o.Key), x1, laneY(c)+(tlLane-tlBar)/2-2, x2-x1, tlBar+4, colorOverlap, title)
-		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"/>`, x1, tlAxis, x2-x1, colorOverlap)
-	}
-	b.WriteString(`</svg></div>`)
-	return template.HTML(b.String())
 }
 
-// leaseMs is the lease the run's lock used.
+// tlOverlaps draws the overlaps, on top of everything.
+func (r *Run) tlOverlaps(b *strings.Builder, g *tlFrame) {
+	for _, o := range r.Result.Mutex.Overlaps {
+		if !g.visible(o.StartMs, o.EndMs) {
+			continue
+		}
+		x1, x2 := g.x(o.StartMs), math.Max(g.x(o.EndMs), g.x(o.StartMs)+2)
+		title := esc(fmt.Sprintf("overlap: clients %d and %d both held %s from t=%s for %s", o.Clients[0], o.Clients[1], o.Key, checker.Seconds(o.StartMs), checker.Millis(o.EndMs-o.StartMs)))
+		for _, c := range o.Clients {
+			if _, ok := g.lane[c]; !ok {
+				continue
+			}
+			fmt.Fprintf(b, `<rect class="overlap" data-clients="%d,%d" data-key="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.9" stroke="#a51111"><title>%s</title></rect>`,
+				o.Clients[0], o.Clients[1], esc(o.Key), x1, g.laneY(c)+(tlLane-tlBar)/2-2, x2-x1, tlBar+4, colorOverlap, title)
+		}
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="4" fill="%s"/>`, x1, tlAxis, x2-x1, colorOverlap)
+	}
+}
+
 // markRun is one mark on a client's lane: n refused (or unknown) acquires
 // completed between x1 and x2, times from and to.
 type markRun struct {
@@ -438,6 +483,7 @@ func markRuns(d detail, lane map[int]int, x func(float64) float64, from, to floa
 	return runs
 }
 
+// leaseMs is the lease the run's lock used.
 func (r *Run) leaseMs() float64 { return float64(r.Info.Lease()) }
 
 func faultTitle(f checker.FaultWindow) string {

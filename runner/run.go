@@ -299,6 +299,76 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		return err
 	}
 
+	defer r.stopWorkers() // on every path: no worker outlives the run
+	if err := r.startWorkers(rs, addrs, resource); err != nil {
+		return err
+	}
+	// The run's clock starts when every worker can start: a worker process
+	// takes a while to start on a busy machine, and a run that counted from
+	// its launch would lose part of its duration.
+	if err := r.awaitReady(ctx); err != nil {
+		return err
+	}
+
+	r.recordStart(ctx, rs)
+	for _, w := range r.workers {
+		if err := w.send(workload.CmdGo); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	began := history.Now()
+	stalls := make(chan struct{})
+	go workload.WatchStalls(workload.StallThreshold(r.cfg.TTL), stalls, r.record)
+	watched := serverTargets(r.lockServers())
+	if rs.lock.Adapter != nil {
+		watched = append(watched, adapterTargets(r.workers)...)
+	}
+	go watchRunQueue(watched, workload.StallThreshold(r.cfg.TTL), stalls, r.record)
+	defer close(stalls)
+
+	stopNemeses := r.startNemeses(ctx, rs)
+	defer stopNemeses()
+
+	r.wait(ctx)
+	if r.prog != nil {
+		r.prog.end()
+	}
+	stopped := history.Now()
+	r.workloadEnded.Store(stopped)
+	interrupted := ctx.Err() != nil
+	// The workers stop before the faults heal: a fault cut short while
+	// clients still worked would be a fault of its own (a delayed restart
+	// that restarts early forgets a live lease).
+	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
+		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
+	}
+	problems = append(problems, stopNemeses()...)
+	for _, w := range r.workers {
+		w.mu.Lock()
+		if w.lostEvents != "" {
+			problems = append(problems, w.lostEvents)
+		}
+		w.mu.Unlock()
+	}
+	r.probe(rs.lock.KeyPrefix, resource)
+	if interrupted {
+		problems = append(problems, "run interrupted before its duration ended")
+	}
+	if herr := r.hist.Err(); herr != nil {
+		problems = append(problems, herr.Error())
+	}
+	end := history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; "), WorkloadNs: stopped - began}
+	if r.stoppedEarly {
+		end.Message = "stopped at the first violation (stop-on-violation)"
+	}
+	r.record(end)
+	return nil
+}
+
+// startWorkers starts a worker process for each client, each given its
+// links to the lock nodes (addrs[client]) and the resource; an adapter
+// lock's clients run under the clock shim when a nemesis steps their clock.
+func (r *run) startWorkers(rs resolved, addrs [][]string, resource cluster.Node) error {
 	argv := r.cfg.WorkerCommand
 	if len(argv) == 0 {
 		self, err := os.Executable()
@@ -307,7 +377,6 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		}
 		argv = []string{self, "worker"}
 	}
-	defer r.stopWorkers() // on every path: no worker outlives the run
 	shim, err := r.clientClockShim(rs)
 	if err != nil {
 		return err
@@ -342,13 +411,12 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		r.workers = append(r.workers, w)
 		r.started++
 	}
-	// The run's clock starts when every worker can start: a worker process
-	// takes a while to start on a busy machine, and a run that counted from
-	// its launch would lose part of its duration.
-	if err := r.awaitReady(ctx); err != nil {
-		return err
-	}
+	return nil
+}
 
+// recordStart records the run-start event: what the checker reads of the
+// run's settings, and the lock nodes' roles. The run's clock starts here.
+func (r *run) recordStart(ctx context.Context, rs resolved) {
 	nemNames := make([]string, len(rs.nemeses))
 	for i, n := range rs.nemeses {
 		nemNames[i] = n.Name
@@ -368,23 +436,14 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 		fmt.Fprintf(r.cfg.Progress, "  the lease in force is %v, not the --ttl of %v (the lock or its store sets it): spans given in ttl are sized against %v\n",
 			rs.lease, r.cfg.TTL, r.cfg.TTL)
 	}
-	for _, w := range r.workers {
-		if err := w.send(workload.CmdGo); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	began := history.Now()
-	stalls := make(chan struct{})
-	go workload.WatchStalls(workload.StallThreshold(r.cfg.TTL), stalls, r.record)
-	watched := serverTargets(r.lockServers())
-	if rs.lock.Adapter != nil {
-		watched = append(watched, adapterTargets(r.workers)...)
-	}
-	go watchRunQueue(watched, workload.StallThreshold(r.cfg.TTL), stalls, r.record)
-	defer close(stalls)
+}
 
+// startNemeses runs the nemeses' schedule beside the workload, each event
+// recorded and each fault executed logged. The function it returns stops
+// them (at most once) and says what went wrong: the schedule's error, the
+// executed schedule's file.
+func (r *run) startNemeses(ctx context.Context, rs resolved) (stop func() []string) {
 	nemCtx, stopNemeses := context.WithCancel(ctx)
-	defer stopNemeses()
 	nemDone := make(chan error, 1)
 	var executed scheduleLog
 	go func() {
@@ -402,47 +461,20 @@ func (r *run) execute(ctx context.Context, rs resolved) (err error) {
 			}
 		})
 	}()
-
-	r.wait(ctx)
-	if r.prog != nil {
-		r.prog.end()
+	var problems []string
+	var once sync.Once
+	return func() []string {
+		once.Do(func() {
+			stopNemeses()
+			if nerr := <-nemDone; nerr != nil {
+				problems = append(problems, nerr.Error())
+			}
+			if werr := executed.write(filepath.Join(r.cfg.Out, rundir.ScheduleFile), rs.nemeses); werr != nil {
+				problems = append(problems, werr.Error())
+			}
+		})
+		return problems
 	}
-	stopped := history.Now()
-	r.workloadEnded.Store(stopped)
-	interrupted := ctx.Err() != nil
-	// The workers stop before the faults heal: a fault cut short while
-	// clients still worked would be a fault of its own (a delayed restart
-	// that restarts early forgets a live lease).
-	if stragglers := r.stopWorkers(); len(stragglers) > 0 {
-		problems = append(problems, fmt.Sprintf("workers %v did not stop in time and were killed", stragglers))
-	}
-	stopNemeses()
-	if nerr := <-nemDone; nerr != nil {
-		problems = append(problems, nerr.Error())
-	}
-	if werr := executed.write(filepath.Join(r.cfg.Out, rundir.ScheduleFile), rs.nemeses); werr != nil {
-		problems = append(problems, werr.Error())
-	}
-	for _, w := range r.workers {
-		w.mu.Lock()
-		if w.lostEvents != "" {
-			problems = append(problems, w.lostEvents)
-		}
-		w.mu.Unlock()
-	}
-	r.probe(rs.lock.KeyPrefix, resource)
-	if interrupted {
-		problems = append(problems, "run interrupted before its duration ended")
-	}
-	if herr := r.hist.Err(); herr != nil {
-		problems = append(problems, herr.Error())
-	}
-	end := history.Event{Time: history.Now(), Kind: history.RunEnd, Client: history.NoClient, Error: strings.Join(problems, "; "), WorkloadNs: stopped - began}
-	if r.stoppedEarly {
-		end.Message = "stopped at the first violation (stop-on-violation)"
-	}
-	r.record(end)
-	return nil
 }
 
 // awaitReady waits until every worker says it can start, or one exits.
