@@ -347,11 +347,14 @@ type nextStep struct {
 
 // fencedLock is the fenced lock of the store the run's lock kept its state
 // in (the run's settings resolve the lock, an adapter's manifest naming
-// its store), unless that is the lock itself: "" when there is none.
+// its store; else the lock's name), unless that is the lock itself: ""
+// when there is none.
 func (r *Run) fencedLock(lock string) string {
 	spec, err := locks.Lookup(lock)
 	if r.Settings != nil {
-		spec, err = r.Settings.LockSpec()
+		if s, serr := r.Settings.LockSpec(); serr == nil {
+			spec, err = s, nil
+		}
 	}
 	if err != nil {
 		return ""
